@@ -1,0 +1,7 @@
+"""easy local scheduler (stub, being implemented)."""
+from simengine.registry import LOCAL_SCHEDULERS
+
+
+@LOCAL_SCHEDULERS.register("easy")
+def schedule(jobs, processors, params, horizon=float("inf")):
+    raise NotImplementedError
