@@ -1,0 +1,9 @@
+"""Root URL configuration."""
+
+from django.contrib import admin
+from django.urls import include, path
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("", include("gridweb.web.urls")),
+]

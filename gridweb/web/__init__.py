@@ -1,0 +1,1 @@
+"""The site's pages: home, health check (later: scenario builder, runs, gallery)."""

@@ -1,0 +1,330 @@
+"""The placeholder site, its settings in both runtime modes, and the production checks."""
+
+from __future__ import annotations
+
+import secrets
+import string
+import subprocess
+import sys
+import uuid
+
+import pytest
+import simengine
+from asgiref.sync import async_to_sync
+from channels.testing import HttpCommunicator
+from django.conf import settings
+from django.urls import reverse
+
+from gridweb.web.tasks import ping
+from tests.conftest import ROOT, project_env, run_python, run_python_json
+
+# --- Pages ---------------------------------------------------------------------------------------
+
+
+def test_home_page_says_what_gridweb_is(client):
+    response = client.get(reverse("web:home"))
+
+    assert response.status_code == 200
+    assert [t.name for t in response.templates][:2] == ["web/home.html", "base.html"]
+    body = response.content.decode()
+    assert "<h1>GridWeb</h1>" in body
+    assert "multicluster scheduling" in body
+    assert "css/site.css" in body
+
+
+def test_home_page_shows_the_engine_version(client, monkeypatch):
+    monkeypatch.setattr(simengine, "__version__", "9.8.7", raising=False)
+
+    body = client.get("/").content.decode()
+
+    assert '<code id="engine-version">9.8.7</code>' in body
+
+
+def test_home_page_without_engine_version_says_dev(client, monkeypatch):
+    monkeypatch.delattr(simengine, "__version__", raising=False)
+
+    body = client.get("/").content.decode()
+
+    assert '<code id="engine-version">dev</code>' in body
+
+
+def test_home_page_refuses_post(client):
+    assert client.post("/").status_code == 405
+
+
+# --- Health check --------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_healthz_reports_database_and_channel_layer(client):
+    response = client.get("/healthz")
+
+    assert response.status_code == 200
+    assert response["Content-Type"] == "application/json"
+    assert "no-cache" in response["Cache-Control"]
+    assert response.json() == {
+        "status": "ok",
+        "mode": "embedded",
+        "engine": getattr(simengine, "__version__", "dev"),
+        "database": {"ok": True, "vendor": "sqlite"},
+        "channel_layer": {"ok": True, "backend": "channels.layers.InMemoryChannelLayer"},
+    }
+
+
+@pytest.mark.django_db
+def test_healthz_is_503_when_the_channel_layer_does_not_answer(client, settings):
+    # Nothing listens on port 1: the round trip fails, and the check says so.
+    settings.CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": ["redis://127.0.0.1:1/0"]},
+        }
+    }
+
+    response = client.get("/healthz")
+
+    assert response.status_code == 503
+    report = response.json()
+    assert report["status"] == "error"
+    assert report["database"]["ok"] is True
+    assert report["channel_layer"]["ok"] is False
+    assert report["channel_layer"]["backend"] == "channels_redis.core.RedisChannelLayer"
+    assert "ConnectionError" in report["channel_layer"]["error"]
+
+
+# --- ASGI and Celery in embedded mode ------------------------------------------------------------
+
+
+def test_asgi_application_serves_http():
+    from gridweb.asgi import application
+
+    async def get_home():
+        return await HttpCommunicator(application, "GET", "/").get_response(timeout=10)
+
+    response = async_to_sync(get_home)()
+
+    assert response["status"] == 200
+    assert b"GridWeb" in response["body"]
+
+
+WEBSOCKET_ORIGIN_PROBE = """
+import json
+
+from asgiref.sync import async_to_sync
+from channels.testing import WebsocketCommunicator
+
+from gridweb.asgi import application
+
+
+async def connect(origin):
+    communicator = WebsocketCommunicator(application, "/ws/", headers=[(b"origin", origin)])
+    connected, _ = await communicator.connect(timeout=5)
+    await communicator.disconnect()
+    return connected
+
+
+print(json.dumps(async_to_sync(connect)(b"https://evil.example")))
+"""
+
+
+def test_asgi_application_refuses_websockets_from_foreign_origins():
+    # The origin check reads ALLOWED_HOSTS when the application is built: build it in a subprocess.
+    env = project_env(DJANGO_ALLOWED_HOSTS="gridweb.example")
+
+    assert run_python_json(WEBSOCKET_ORIGIN_PROBE, env=env) is False
+
+
+@pytest.mark.skipif(settings.GRIDWEB_MODE != "embedded", reason="the test process runs in full-stack mode")
+def test_celery_runs_tasks_eagerly_in_embedded_mode():
+    assert ping.delay("hello").get(timeout=5) == "hello"
+
+
+# --- Settings: embedded, bad input, production ---------------------------------------------------
+
+SETTINGS_PROBE = """
+import json
+import django
+django.setup()
+from django.conf import settings
+print(json.dumps({
+    "mode": settings.GRIDWEB_MODE,
+    "debug": settings.DEBUG,
+    "engine": settings.DATABASES["default"]["ENGINE"],
+    "name": str(settings.DATABASES["default"]["NAME"]),
+    "channel_layer": settings.CHANNEL_LAYERS["default"]["BACKEND"],
+    "broker": settings.CELERY_BROKER_URL,
+    "eager": settings.CELERY_TASK_ALWAYS_EAGER,
+    "first_app": settings.INSTALLED_APPS[0],
+}))
+"""
+
+
+def test_embedded_mode_is_the_default():
+    found = run_python_json(SETTINGS_PROBE, env=project_env())
+
+    assert found == {
+        "mode": "embedded",
+        "debug": True,
+        "engine": "django.db.backends.sqlite3",
+        "name": str(ROOT / "db.sqlite3"),
+        "channel_layer": "channels.layers.InMemoryChannelLayer",
+        "broker": "memory://",
+        "eager": True,
+        "first_app": "daphne",
+    }
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"DJANGO_DEBUG": "0"}, "DJANGO_SECRET_KEY must be set when DEBUG is off"),
+        ({"DJANGO_DEBUG": "sometimes"}, "DJANGO_DEBUG='sometimes' is not a boolean"),
+        ({"DJANGO_SETTINGS_MODULE": "gridweb.settings_production"}, "DJANGO_SECRET_KEY must be set"),
+    ],
+)
+def test_bad_settings_environment_is_a_clear_error(env, message):
+    result = run_python(SETTINGS_PROBE, env=project_env(**env))
+
+    assert result.returncode != 0
+    assert "ImproperlyConfigured" in result.stderr
+    assert message in result.stderr
+
+
+def _random_secret_key() -> str:
+    alphabet = string.ascii_letters + string.digits + "!@#%^&*(-_=+)"
+    return "".join(secrets.choice(alphabet) for _ in range(50))
+
+
+def test_production_settings_pass_the_deploy_check():
+    env = project_env(
+        DJANGO_SETTINGS_MODULE="gridweb.settings_production", DJANGO_SECRET_KEY=_random_secret_key()
+    )
+
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "System check identified no issues" in result.stdout
+
+
+# --- Full stack: PostgreSQL + Redis --------------------------------------------------------------
+
+FULL_STACK_PROBE = """
+import asyncio
+import json
+import uuid
+
+import django
+django.setup()
+from channels.layers import get_channel_layer
+from django.conf import settings
+from django.db import connection
+from django.test import Client
+
+
+async def group_round_trip():
+    layer = get_channel_layer()
+    group = "run-test-" + uuid.uuid4().hex
+    channel = await layer.new_channel()
+    await layer.group_add(group, channel)
+    try:
+        await layer.group_send(group, {"type": "run.chunk", "seq": 7})
+        return await asyncio.wait_for(layer.receive(channel), timeout=10)
+    finally:
+        await layer.group_discard(group, channel)
+
+
+with connection.cursor() as cursor:
+    cursor.execute("SELECT version()")
+    server = cursor.fetchone()[0]
+message = asyncio.run(group_round_trip())
+health = Client().get("/healthz")
+print(json.dumps({
+    "mode": settings.GRIDWEB_MODE,
+    "engine": settings.DATABASES["default"]["ENGINE"],
+    "vendor": connection.vendor,
+    "server": server,
+    "channel_layer": settings.CHANNEL_LAYERS["default"]["BACKEND"],
+    "broker": settings.CELERY_BROKER_URL,
+    "eager": settings.CELERY_TASK_ALWAYS_EAGER,
+    "message": message,
+    "health_status": health.status_code,
+    "health": health.json(),
+}))
+"""
+
+
+@pytest.mark.slow
+def test_full_stack_settings_talk_to_postgresql_and_redis(full_stack_env):
+    found = run_python_json(FULL_STACK_PROBE, env=full_stack_env)
+
+    assert found["mode"] == "full"
+    assert found["engine"] == "django.db.backends.postgresql"
+    assert found["vendor"] == "postgresql"
+    assert found["server"].startswith("PostgreSQL")
+    assert found["channel_layer"] == "channels_redis.core.RedisChannelLayer"
+    assert found["broker"] == full_stack_env["REDIS_URL"]
+    assert found["eager"] is False
+    assert found["message"] == {"type": "run.chunk", "seq": 7}
+    assert found["health_status"] == 200, found["health"]
+    assert found["health"]["database"] == {"ok": True, "vendor": "postgresql"}
+    assert found["health"]["channel_layer"] == {
+        "ok": True,
+        "backend": "channels_redis.core.RedisChannelLayer",
+    }
+
+
+SEND_PING = """
+import json
+import sys
+
+import django
+django.setup()
+from gridweb.web.tasks import ping
+
+print(json.dumps(ping.apply_async(args=["pong-" + sys.argv[1]], queue=sys.argv[1]).get(timeout=60)))
+"""
+
+
+CELERY_WORKER_ARGS = (
+    "-m celery -A gridweb worker --pool solo --without-gossip --without-mingle --without-heartbeat --loglevel INFO"
+).split()
+
+
+@pytest.mark.slow
+def test_celery_worker_runs_tasks_through_redis(full_stack_env):
+    queue = "gridweb-test-" + uuid.uuid4().hex
+    worker = subprocess.Popen(
+        [sys.executable, *CELERY_WORKER_ARGS, "--queues", queue],
+        cwd=ROOT,
+        env=full_stack_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        result = subprocess.run(
+            [sys.executable, "-c", SEND_PING, queue],
+            cwd=ROOT,
+            env=full_stack_env,
+            capture_output=True,
+            text=True,
+            timeout=90,
+        )
+    finally:
+        worker.terminate()
+        try:
+            log, _ = worker.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+            log, _ = worker.communicate()
+
+    assert result.returncode == 0, f"{result.stderr}\nworker log:\n{log}"
+    assert result.stdout.strip().splitlines()[-1] == f'"pong-{queue}"'
+    assert "gridweb.ping" in log
