@@ -1,0 +1,560 @@
+"""Probability distributions for synthetic workloads (MODELS.md §1).
+
+Every distribution is a small pydantic model tagged by ``kind`` so that a scenario
+can name it in JSON/YAML (``{"kind": "exponential", "mean": 100}``) and the schema
+validates its parameters. All of them offer the same methods:
+
+``sample(rng, n)``
+    ``n`` draws as a float64 array, vectorized (one numpy call, no Python loop per draw).
+``mean()``
+    The exact (analytic) mean.
+``min_value()`` / ``max_value()``
+    The bounds of the support (``inf`` when unbounded).
+
+:data:`Distribution` is the discriminated union a scenario field uses; parse a plain
+dict with :func:`parse_distribution`. :func:`processor_counts`,
+:func:`processor_count_mean` and :func:`processor_count_max` describe a distribution
+used for job *sizes*, whose draws are rounded up to whole processors (at least 1).
+"""
+
+from __future__ import annotations
+
+import math
+from functools import cached_property
+from typing import Annotated, Any, Literal, Union
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator, model_validator
+from scipy.optimize import brentq
+
+__all__ = [
+    "Exponential",
+    "Uniform",
+    "Constant",
+    "Choice",
+    "Empirical",
+    "HyperExponential",
+    "BoundedPareto",
+    "RSD",
+    "LogNormal",
+    "Distribution",
+    "DISTRIBUTION_KINDS",
+    "parse_distribution",
+    "bounded_pareto_mean",
+    "processor_counts",
+    "processor_count_mean",
+    "processor_count_max",
+]
+
+
+class _Dist(BaseModel):
+    """Behaviour shared by every distribution."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def mean(self) -> float:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def min_value(self) -> float:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def max_value(self) -> float:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def support(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """``(values, probabilities)`` for a discrete distribution, ``None`` for a continuous one."""
+        return None
+
+    def sf(self, x: np.ndarray) -> np.ndarray:
+        """Survival function P(X > x), vectorized."""
+        values, probs = self.support()  # discrete default; continuous kinds override
+        x = np.asarray(x, dtype=np.float64)
+        order = np.argsort(values)
+        v, p = values[order], probs[order]
+        tail = np.concatenate([np.cumsum(p[::-1])[::-1], [0.0]])
+        return tail[np.searchsorted(v, x, side="right")]
+
+    def integer_valued(self) -> bool:
+        """True when every possible draw is a whole number."""
+        s = self.support()
+        return s is not None and bool(np.all(s[0] == np.round(s[0])))
+
+
+def _draws(n: int) -> int:
+    n = int(n)
+    if n < 0:
+        raise ValueError(f"cannot draw a negative number of samples ({n})")
+    return n
+
+
+class Exponential(_Dist):
+    """Exponential with the given mean (rate 1/mean)."""
+
+    kind: Literal["exponential"] = "exponential"
+    mean_: float = Field(alias="mean", gt=0)
+
+    model_config = ConfigDict(
+        extra="forbid",
+        allow_inf_nan=False,
+        validate_by_name=True,
+        validate_by_alias=True,
+        serialize_by_alias=True,
+    )
+
+    def sample(self, rng, n):
+        return rng.exponential(self.mean_, _draws(n))
+
+    def mean(self) -> float:
+        return float(self.mean_)
+
+    def min_value(self) -> float:
+        return 0.0
+
+    def max_value(self) -> float:
+        return math.inf
+
+    def sf(self, x):
+        x = np.asarray(x, dtype=np.float64)
+        return np.where(x < 0, 1.0, np.exp(-np.maximum(x, 0) / self.mean_))
+
+
+class Uniform(_Dist):
+    """Uniform on [low, high); with ``integer: true`` uniform on the whole numbers low..high inclusive."""
+
+    kind: Literal["uniform"] = "uniform"
+    low: float
+    high: float
+    integer: bool = False
+
+    @model_validator(mode="after")
+    def _check(self):
+        if self.integer:
+            for name in ("low", "high"):
+                if getattr(self, name) != math.floor(getattr(self, name)):
+                    raise ValueError(f"{name} must be a whole number when integer is true")
+            if self.high < self.low:
+                raise ValueError("high must be at least low")
+        elif self.high <= self.low:
+            raise ValueError("high must be greater than low")
+        return self
+
+    def sample(self, rng, n):
+        n = _draws(n)
+        if self.integer:
+            return rng.integers(int(self.low), int(self.high), size=n, endpoint=True).astype(np.float64)
+        return rng.uniform(self.low, self.high, n)
+
+    def mean(self) -> float:
+        return (self.low + self.high) / 2.0
+
+    def min_value(self) -> float:
+        return float(self.low)
+
+    def max_value(self) -> float:
+        return float(self.high)
+
+    def support(self):
+        if not self.integer:
+            return None
+        values = np.arange(int(self.low), int(self.high) + 1, dtype=np.float64)
+        return values, np.full(len(values), 1.0 / len(values))
+
+    def sf(self, x):
+        if self.integer:
+            return super().sf(x)
+        x = np.asarray(x, dtype=np.float64)
+        return np.clip((self.high - x) / (self.high - self.low), 0.0, 1.0)
+
+
+class Constant(_Dist):
+    """Always ``value``."""
+
+    kind: Literal["constant"] = "constant"
+    value: float
+
+    def sample(self, rng, n):
+        return np.full(_draws(n), float(self.value))
+
+    def mean(self) -> float:
+        return float(self.value)
+
+    def min_value(self) -> float:
+        return float(self.value)
+
+    def max_value(self) -> float:
+        return float(self.value)
+
+    def support(self):
+        return np.array([float(self.value)]), np.array([1.0])
+
+
+class Choice(_Dist):
+    """One of ``values``, with probabilities proportional to ``weights`` (equal when omitted)."""
+
+    kind: Literal["choice"] = "choice"
+    values: list[float] = Field(min_length=1)
+    weights: list[float] | None = None
+
+    @model_validator(mode="after")
+    def _check(self):
+        if self.weights is not None:
+            if len(self.weights) != len(self.values):
+                raise ValueError(
+                    f"weights must have one entry per value ({len(self.values)}), got {len(self.weights)}"
+                )
+            if any(w < 0 for w in self.weights):
+                raise ValueError("weights must not be negative")
+            if sum(self.weights) <= 0:
+                raise ValueError("weights must not all be zero")
+        return self
+
+    @cached_property
+    def _arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        values = np.asarray(self.values, dtype=np.float64)
+        w = np.ones(len(values)) if self.weights is None else np.asarray(self.weights, dtype=np.float64)
+        return values, w / w.sum()
+
+    def sample(self, rng, n):
+        values, probs = self._arrays
+        return values[rng.choice(len(values), size=_draws(n), p=probs)]
+
+    def mean(self) -> float:
+        values, probs = self._arrays
+        return float(np.dot(values, probs))
+
+    def min_value(self) -> float:
+        values, probs = self._arrays
+        return float(values[probs > 0].min())
+
+    def max_value(self) -> float:
+        values, probs = self._arrays
+        return float(values[probs > 0].max())
+
+    def support(self):
+        return self._arrays
+
+
+class Empirical(_Dist):
+    """Resample ``values`` uniformly with replacement (e.g. a column of a trace)."""
+
+    kind: Literal["empirical"] = "empirical"
+    values: list[float] = Field(min_length=1)
+
+    @field_validator("values", mode="before")
+    @classmethod
+    def _from_array(cls, v: Any) -> Any:
+        if isinstance(v, np.ndarray):
+            return v.astype(np.float64).ravel().tolist()
+        return v
+
+    @cached_property
+    def _array(self) -> np.ndarray:
+        return np.asarray(self.values, dtype=np.float64)
+
+    def sample(self, rng, n):
+        a = self._array
+        return a[rng.integers(0, len(a), size=_draws(n))]
+
+    def mean(self) -> float:
+        return float(self._array.mean())
+
+    def min_value(self) -> float:
+        return float(self._array.min())
+
+    def max_value(self) -> float:
+        return float(self._array.max())
+
+    def support(self):
+        a = self._array
+        return a, np.full(len(a), 1.0 / len(a))
+
+
+class HyperExponential(_Dist):
+    """With probability ``p[i]`` an exponential of mean ``means[i]``."""
+
+    kind: Literal["hyperexponential"] = "hyperexponential"
+    p: list[float] = Field(min_length=1)
+    means: list[float] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _check(self):
+        if len(self.p) != len(self.means):
+            raise ValueError(
+                f"p and means must have the same length (got {len(self.p)} and {len(self.means)})"
+            )
+        if any(x < 0 for x in self.p):
+            raise ValueError("p must not be negative")
+        if abs(sum(self.p) - 1.0) > 1e-6:
+            raise ValueError(f"p must sum to 1 (got {sum(self.p):g})")
+        if any(m <= 0 for m in self.means):
+            raise ValueError("means must all be greater than 0")
+        return self
+
+    @cached_property
+    def _arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        p = np.asarray(self.p, dtype=np.float64)
+        return p / p.sum(), np.asarray(self.means, dtype=np.float64)
+
+    def sample(self, rng, n):
+        p, means = self._arrays
+        branch = rng.choice(len(p), size=_draws(n), p=p)
+        return rng.exponential(means[branch])
+
+    def mean(self) -> float:
+        p, means = self._arrays
+        return float(np.dot(p, means))
+
+    def min_value(self) -> float:
+        return 0.0
+
+    def max_value(self) -> float:
+        return math.inf
+
+    def sf(self, x):
+        p, means = self._arrays
+        x = np.asarray(x, dtype=np.float64)
+        out = np.exp(-np.maximum(x, 0)[..., None] / means) @ p
+        return np.where(x < 0, 1.0, out)
+
+
+def bounded_pareto_mean(alpha: float, low: float, high: float) -> float:
+    """Mean of the bounded Pareto BP(alpha, low, high)."""
+    r = low / high
+    if abs(alpha - 1.0) < 1e-12:
+        return low * math.log(high / low) / (1.0 - r)
+    return (
+        alpha * low**alpha / (1.0 - r**alpha) * (low ** (1.0 - alpha) - high ** (1.0 - alpha)) / (alpha - 1.0)
+    )
+
+
+class BoundedPareto(_Dist):
+    """Bounded Pareto BP(alpha, low, high).
+
+    Give ``low`` directly, or ``mean`` and let ``low`` be solved so that the
+    distribution has that mean (Zikos & Karatza: alpha 1.5, high 100, mean 1 gives
+    low 0.354). After validation ``low`` always holds the value used.
+    Sampling uses the inverse CDF ``x = L / (1 - u (1 - (L/H)^alpha))^(1/alpha)``.
+    """
+
+    kind: Literal["bounded_pareto"] = "bounded_pareto"
+    alpha: float = Field(gt=0)
+    high: float = Field(gt=0)
+    low: float | None = Field(None, gt=0)
+    mean_: float | None = Field(None, alias="mean", gt=0)
+
+    model_config = ConfigDict(
+        extra="forbid",
+        allow_inf_nan=False,
+        validate_by_name=True,
+        validate_by_alias=True,
+        serialize_by_alias=True,
+    )
+
+    @model_validator(mode="after")
+    def _check(self):
+        if self.low is None and self.mean_ is None:
+            raise ValueError("give low, or mean (and low is solved for)")
+        if self.mean_ is not None:
+            if self.mean_ >= self.high:
+                raise ValueError("mean must be less than high")
+            solved = self._solve_low(self.alpha, self.high, self.mean_)
+            if self.low is None:
+                self.low = solved
+            elif abs(self.low - solved) > 1e-9 * max(1.0, solved):
+                actual = bounded_pareto_mean(self.alpha, self.low, self.high)
+                raise ValueError(
+                    f"low and mean disagree (with low={self.low:g} the mean is {actual:g}); "
+                    "give only one of them"
+                )
+        if self.high <= self.low:
+            raise ValueError("high must be greater than low")
+        return self
+
+    @staticmethod
+    def _solve_low(alpha: float, high: float, mean: float) -> float:
+        def f(low: float) -> float:
+            return bounded_pareto_mean(alpha, low, high) - mean
+
+        lo, hi = high * 1e-15, high * (1.0 - 1e-12)
+        if f(lo) >= 0 or f(hi) <= 0:
+            raise ValueError(f"no low gives mean {mean:g} with alpha {alpha:g} and high {high:g}")
+        return float(brentq(f, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=500))
+
+    def sample(self, rng, n):
+        u = rng.random(_draws(n))
+        a, low, high = self.alpha, self.low, self.high
+        return low / (1.0 - u * (1.0 - (low / high) ** a)) ** (1.0 / a)
+
+    def mean(self) -> float:
+        return float(bounded_pareto_mean(self.alpha, self.low, self.high))
+
+    def min_value(self) -> float:
+        return float(self.low)
+
+    def max_value(self) -> float:
+        return float(self.high)
+
+    def sf(self, x):
+        a, low, high = self.alpha, self.low, self.high
+        x = np.clip(np.asarray(x, dtype=np.float64), low, high)
+        r = (low / high) ** a
+        return ((low / x) ** a - r) / (1.0 - r)
+
+
+class RSD(_Dist):
+    """Realistic Synthetic Distribution RSD(low, high, q) of job sizes.
+
+    P(i) is proportional to q**i for whole i in [low, high], times 3 when i is a
+    power of two (1 = 2**0 counts). RSD(1, 32, 0.9) has mean 6.95.
+    """
+
+    kind: Literal["rsd"] = "rsd"
+    low: int = Field(ge=1)
+    high: int = Field(ge=1)
+    q: float = Field(gt=0)
+
+    @model_validator(mode="after")
+    def _check(self):
+        if self.high < self.low:
+            raise ValueError("high must be at least low")
+        return self
+
+    @cached_property
+    def _arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        i = np.arange(self.low, self.high + 1, dtype=np.int64)
+        # q**(i - low) instead of q**i: same proportions, no underflow for large i.
+        w = self.q ** (i - self.low).astype(np.float64) * np.where((i & (i - 1)) == 0, 3.0, 1.0)
+        return i.astype(np.float64), w / w.sum()
+
+    def sample(self, rng, n):
+        values, probs = self._arrays
+        return values[rng.choice(len(values), size=_draws(n), p=probs)]
+
+    def mean(self) -> float:
+        values, probs = self._arrays
+        return float(np.dot(values, probs))
+
+    def min_value(self) -> float:
+        return float(self.low)
+
+    def max_value(self) -> float:
+        return float(self.high)
+
+    def support(self):
+        return self._arrays
+
+
+class LogNormal(_Dist):
+    """Log-normal with the given (arithmetic) ``mean`` and log-scale standard deviation ``sigma``.
+
+    The underlying normal has mean mu = ln(mean) - sigma**2 / 2.
+    """
+
+    kind: Literal["lognormal"] = "lognormal"
+    mean_: float = Field(alias="mean", gt=0)
+    sigma: float = Field(gt=0)
+
+    model_config = ConfigDict(
+        extra="forbid",
+        allow_inf_nan=False,
+        validate_by_name=True,
+        validate_by_alias=True,
+        serialize_by_alias=True,
+    )
+
+    @property
+    def mu(self) -> float:
+        return math.log(self.mean_) - self.sigma**2 / 2.0
+
+    def sample(self, rng, n):
+        return rng.lognormal(self.mu, self.sigma, _draws(n))
+
+    def mean(self) -> float:
+        return float(self.mean_)
+
+    def min_value(self) -> float:
+        return 0.0
+
+    def max_value(self) -> float:
+        return math.inf
+
+    def sf(self, x):
+        from scipy.special import erfc
+
+        x = np.asarray(x, dtype=np.float64)
+        with np.errstate(divide="ignore"):
+            z = (np.log(np.maximum(x, 0.0)) - self.mu) / (self.sigma * math.sqrt(2.0))
+        return np.where(x <= 0, 1.0, 0.5 * erfc(z))
+
+
+Distribution = Annotated[
+    Union[Exponential, Uniform, Constant, Choice, Empirical, HyperExponential, BoundedPareto, RSD, LogNormal],
+    Field(discriminator="kind"),
+]
+"""Any distribution, chosen by its ``kind`` field."""
+
+DISTRIBUTION_KINDS: dict[str, type[_Dist]] = {
+    cls.model_fields["kind"].default: cls
+    for cls in (
+        Exponential,
+        Uniform,
+        Constant,
+        Choice,
+        Empirical,
+        HyperExponential,
+        BoundedPareto,
+        RSD,
+        LogNormal,
+    )
+}
+
+_ADAPTER: TypeAdapter = TypeAdapter(Distribution)
+
+
+def parse_distribution(data: Any) -> _Dist:
+    """Validate a dict such as ``{"kind": "rsd", "low": 1, "high": 32, "q": 0.9}`` into a distribution."""
+    if isinstance(data, _Dist):
+        return data
+    return _ADAPTER.validate_python(data)
+
+
+# --- distributions used for processor counts ------------------------------------------------
+
+
+def processor_counts(draws: np.ndarray) -> np.ndarray:
+    """Turn draws into processor counts: round up to a whole number, at least 1 (int64)."""
+    return np.maximum(np.ceil(np.asarray(draws, dtype=np.float64)), 1.0).astype(np.int64)
+
+
+def processor_count_max(dist: _Dist) -> float:
+    """Largest processor count ``dist`` can produce (``inf`` when unbounded)."""
+    m = dist.max_value()
+    return m if math.isinf(m) else float(max(1.0, math.ceil(m)))
+
+
+def processor_count_mean(dist: _Dist) -> float:
+    """Exact mean of :func:`processor_counts` applied to draws of ``dist``: E[max(1, ceil X)].
+
+    Discrete distributions: summed over the support. Continuous ones:
+    ``1 + sum_{k>=1} P(X > k)``, summed until the tail is negligible.
+    """
+    s = dist.support()
+    if s is not None:
+        values, probs = s
+        return float(np.dot(np.maximum(np.ceil(values), 1.0), probs))
+    top = dist.max_value()
+    if not math.isinf(top):
+        k = np.arange(1, max(1, math.ceil(top)), dtype=np.float64)
+        return float(1.0 + dist.sf(k).sum())
+    total, start, chunk = 1.0, 1, 1 << 16
+    while start < 1 << 40:
+        tail = dist.sf(np.arange(start, start + chunk, dtype=np.float64))
+        total += float(tail.sum())
+        if tail[-1] < 1e-15:
+            break
+        start += chunk
+        chunk *= 2
+    return total

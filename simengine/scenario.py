@@ -1,0 +1,776 @@
+"""The scenario schema: the single source of truth for what a simulation is.
+
+A scenario names a platform (clusters, their local schedulers, file sites), a
+workload (synthetic streams and trace replays), the grid's site-allocation policy
+and the run control (seed, replications, stop rule, warm-up). The web form, the
+REST API and the CLI all validate through :func:`load_scenario`, which reports
+*every* problem at once as a :class:`~simengine.errors.ScenarioError` whose
+``errors`` carry dotted field paths such as ``platform.clusters.1.processors``.
+
+Field reference: docs/scenario.md.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import hashlib
+import json
+import math
+import os
+import types
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
+
+import numpy as np
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+from pydantic.fields import FieldInfo
+from pydantic_core import PydanticCustomError
+
+import simengine.schedulers  # noqa: F401  (registers the local schedulers)
+import simengine.site_allocation  # noqa: F401  (registers the site-allocation policies)
+from simengine.distributions import Distribution, processor_count_max, processor_count_mean
+from simengine.errors import FieldError, ScenarioError
+from simengine.presets import PLATFORMS
+from simengine.registry import LOCAL_SCHEDULERS, SITE_ALLOCATION, Registry
+
+__all__ = [
+    "Scenario",
+    "PolicyRef",
+    "Cluster",
+    "FileSite",
+    "Platform",
+    "Arrival",
+    "ExactEstimate",
+    "FactorEstimate",
+    "SyntheticStream",
+    "TraceStream",
+    "Workload",
+    "Grid",
+    "Stop",
+    "Warmup",
+    "RunControl",
+    "GRID_TARGET",
+    "load_scenario",
+    "scenario_hash",
+]
+
+#: The stream target meaning "the grid's site-allocation policy chooses the cluster".
+GRID_TARGET = "grid"
+
+_PROBLEMS = "scenario_problems"
+
+
+def _problems(items: list[tuple[tuple, str]]) -> PydanticCustomError:
+    """An error carrying several (sub-path, message) problems below the validator's location.
+
+    Pydantic only lets a validator report at its own location; :func:`load_scenario`
+    unpacks these so each problem gets its full dotted path.
+    """
+    message = "; ".join(f"{'.'.join(map(str, p))}: {m}" if p else m for p, m in items)
+    return PydanticCustomError(_PROBLEMS, "{message}", {"message": message, "problems": items})
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+# --- platform -----------------------------------------------------------------------------------
+
+
+class PolicyRef(_Model):
+    """A policy chosen by registry name, with its parameters.
+
+    After validation ``params`` holds the full parameter set (defaults filled in)
+    as validated by the policy's parameter model.
+    """
+
+    name: str
+    params: dict[str, Any] = {}
+
+
+def _check_policy(ref: PolicyRef, registry: Registry, prefix: tuple) -> list[tuple[tuple, str]]:
+    if ref.name not in registry:
+        known = ", ".join(registry.names()) or "(none)"
+        return [((*prefix, "name"), f"unknown {registry.kind} '{ref.name}'; known: {known}")]
+    entry = registry.get(ref.name)
+    try:
+        model = entry.params.model_validate(ref.params)
+    except ValidationError as e:
+        return [((*prefix, "params", *p), m) for p, m in _error_items(e, entry.params)]
+    ref.params = model.model_dump(mode="json")
+    return []
+
+
+class Cluster(_Model):
+    """One cluster: ``processors`` identical processors of relative ``speed`` run by one local scheduler."""
+
+    name: str = Field(min_length=1)
+    processors: int = Field(gt=0)
+    speed: float = Field(1.0, gt=0)
+    scheduler: PolicyRef = Field(default_factory=lambda: PolicyRef(name="fcfs"))
+
+    @field_validator("name")
+    @classmethod
+    def _not_reserved(cls, v: str) -> str:
+        if v == GRID_TARGET:
+            raise ValueError(
+                f"'{GRID_TARGET}' is reserved (a stream target '{GRID_TARGET}' means: let the grid choose)"
+            )
+        return v
+
+    @model_validator(mode="after")
+    def _policy(self):
+        found = _check_policy(self.scheduler, LOCAL_SCHEDULERS, ("scheduler",))
+        if found:
+            raise _problems(found)
+        return self
+
+
+class FileSite(_Model):
+    """A site storing input files, optionally located at a cluster."""
+
+    name: str = Field(min_length=1)
+    cluster: str | None = None
+
+
+class Platform(_Model):
+    """The clusters (given, or taken from ``preset``), file sites and bandwidths (MB/s)."""
+
+    preset: str | None = None
+    clusters: list[Cluster] = Field(min_length=1)
+    file_sites: list[FileSite] = []
+    bandwidth: dict[str, dict[str, Annotated[float, Field(gt=0)]]] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _expand_preset(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or data.get("preset") is None:
+            return data
+        name = data["preset"]
+        if not isinstance(name, str) or name not in PLATFORMS:
+            known = ", ".join(sorted(PLATFORMS))
+            raise _problems([(("preset",), f"unknown platform preset {name!r}; known: {known}")])
+        if "clusters" not in data:
+            data = {**copy.deepcopy(PLATFORMS[name]), **data}
+        return data
+
+    @model_validator(mode="after")
+    def _names(self):
+        found: list[tuple[tuple, str]] = []
+        seen: dict[str, int] = {}
+        for i, c in enumerate(self.clusters):
+            if c.name in seen:
+                found.append(
+                    (
+                        ("clusters", i, "name"),
+                        f"duplicate cluster name '{c.name}' (also clusters.{seen[c.name]})",
+                    )
+                )
+            else:
+                seen[c.name] = i
+        sites: dict[str, int] = {}
+        for i, f in enumerate(self.file_sites):
+            if f.name in sites:
+                found.append(
+                    (
+                        ("file_sites", i, "name"),
+                        f"duplicate file site name '{f.name}' (also file_sites.{sites[f.name]})",
+                    )
+                )
+            else:
+                sites[f.name] = i
+            if f.cluster is not None and f.cluster not in seen:
+                found.append(
+                    (("file_sites", i, "cluster"), f"unknown cluster '{f.cluster}'; known: {', '.join(seen)}")
+                )
+        if self.bandwidth:
+            known = set(seen) | set(sites)
+            for a, row in self.bandwidth.items():
+                if a not in known:
+                    found.append((("bandwidth", a), f"unknown site '{a}' (not a file site or cluster name)"))
+                for b in row:
+                    if b not in known:
+                        found.append(
+                            (("bandwidth", a, b), f"unknown site '{b}' (not a file site or cluster name)")
+                        )
+        if found:
+            raise _problems(found)
+        return self
+
+    def cluster_index(self, name: str) -> int:
+        """Index of the cluster called ``name`` (``KeyError`` if none)."""
+        for i, c in enumerate(self.clusters):
+            if c.name == name:
+                return i
+        raise KeyError(name)
+
+    @property
+    def processors(self) -> np.ndarray:
+        """Processors per cluster, by cluster index (int64)."""
+        return np.array([c.processors for c in self.clusters], dtype=np.int64)
+
+    @property
+    def total_processors(self) -> int:
+        return int(sum(c.processors for c in self.clusters))
+
+
+# --- workload -----------------------------------------------------------------------------------
+
+
+class Arrival(_Model):
+    """Poisson arrivals; give exactly one of ``rate``, ``mean_interarrival`` or ``target_load``."""
+
+    process: Literal["poisson"] = "poisson"
+    rate: float | None = Field(None, gt=0)
+    mean_interarrival: float | None = Field(None, gt=0)
+    target_load: float | None = Field(None, gt=0, le=1.5)
+
+    @model_validator(mode="after")
+    def _exactly_one(self):
+        given = [k for k in ("rate", "mean_interarrival", "target_load") if getattr(self, k) is not None]
+        if len(given) != 1:
+            got = f" (got {', '.join(given)})" if given else ""
+            raise ValueError(f"give exactly one of rate, mean_interarrival or target_load{got}")
+        return self
+
+
+class ExactEstimate(_Model):
+    """Estimates (requested times) equal the runtimes."""
+
+    kind: Literal["exact"] = "exact"
+
+
+class FactorEstimate(_Model):
+    """Estimate = runtime x factor, one factor drawn per job (factor never below 1)."""
+
+    kind: Literal["factor"] = "factor"
+    factor: Distribution
+
+    @field_validator("factor")
+    @classmethod
+    def _at_least_one(cls, v):
+        if v.min_value() < 1:
+            raise ValueError(f"factor must never be below 1 (this distribution can draw {v.min_value():g})")
+        return v
+
+
+Estimate = Annotated[Union[ExactEstimate, FactorEstimate], Field(discriminator="kind")]
+
+
+class SyntheticStream(_Model):
+    """Jobs generated from distributions, arriving as a Poisson process."""
+
+    kind: Literal["synthetic"] = "synthetic"
+    name: str = Field(min_length=1)
+    target: str
+    arrival: Arrival
+    size: Distribution
+    runtime: Distribution
+    estimate: Estimate = Field(default_factory=ExactEstimate)
+    count: int | None = Field(None, gt=0)
+
+    @field_validator("runtime")
+    @classmethod
+    def _non_negative(cls, v):
+        if v.min_value() < 0:
+            raise ValueError(f"runtimes must not be negative (this distribution can draw {v.min_value():g})")
+        return v
+
+    def target_indices(self, platform: Platform) -> list[int]:
+        """Indices of the clusters this stream's jobs can go to."""
+        if self.target == GRID_TARGET:
+            return list(range(len(platform.clusters)))
+        return [platform.cluster_index(self.target)]
+
+    def capacity(self, platform: Platform) -> float:
+        """Processors x speed summed over the target cluster(s): the denominator of the load."""
+        return float(
+            sum(
+                platform.clusters[i].processors * platform.clusters[i].speed
+                for i in self.target_indices(platform)
+            )
+        )
+
+    def mean_size(self) -> float:
+        """Mean processors per job (sizes are rounded up to whole processors, at least 1)."""
+        return processor_count_mean(self.size)
+
+    def max_size(self) -> float:
+        """Largest processors per job (``inf`` for an unbounded size distribution)."""
+        return processor_count_max(self.size)
+
+    def arrival_rate(self, platform: Platform) -> float:
+        """Arrival rate lambda (jobs/s).
+
+        With ``target_load`` U: lambda = U * capacity / (E[size] * E[runtime]) where the
+        capacity is the sum of processors x speed of the target cluster(s) (MODELS.md §1,
+        size and runtime independent).
+        """
+        a = self.arrival
+        if a.rate is not None:
+            return float(a.rate)
+        if a.mean_interarrival is not None:
+            return 1.0 / a.mean_interarrival
+        return a.target_load * self.capacity(platform) / (self.mean_size() * self.runtime.mean())
+
+
+class TraceStream(_Model):
+    """Jobs replayed from a workload trace (SWF or GWF)."""
+
+    kind: Literal["trace"] = "trace"
+    name: str = Field(min_length=1)
+    path: str = Field(min_length=1)
+    format: Literal["swf", "gwf"] | None = None
+    target: str
+    site_map: dict[str, str] | None = None
+    time_scale: float = Field(1.0, gt=0)
+    target_load: float | None = Field(None, gt=0, le=1.5)
+    limit: int | None = Field(None, gt=0)
+
+    _resolved: str | None = PrivateAttr(None)
+
+    @model_validator(mode="after")
+    def _file(self, info: ValidationInfo):
+        found: list[tuple[tuple, str]] = []
+        base = Path((info.context or {}).get("base_dir") or os.getcwd())
+        p = Path(self.path).expanduser()
+        if not p.is_absolute():
+            p = base / p
+        p = Path(os.path.normpath(p))
+        if not p.is_file():
+            found.append((("path",), f"file not found: {p}"))
+        self._resolved = str(p)
+        if self.format is None:
+            stem = p.name.lower()
+            for ext in (".gz", ".bz2", ".xz"):
+                stem = stem.removesuffix(ext)
+            suffix = Path(stem).suffix.lstrip(".")
+            if suffix in ("swf", "gwf"):
+                self.format = suffix
+            else:
+                found.append(
+                    (("format",), "cannot tell the trace format from the file name; set format to swf or gwf")
+                )
+        if self.target_load is not None and self.time_scale != 1.0:
+            found.append((("time_scale",), "give time_scale or target_load, not both"))
+        if found:
+            raise _problems(found)
+        return self
+
+    @property
+    def resolved_path(self) -> str:
+        """The trace file's absolute path (relative ``path`` resolved against the scenario's directory)."""
+        return self._resolved or os.path.abspath(self.path)
+
+
+Stream = Annotated[Union[SyntheticStream, TraceStream], Field(discriminator="kind")]
+
+
+class Workload(_Model):
+    streams: list[Stream] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _unique(self):
+        seen: dict[str, int] = {}
+        found = []
+        for i, s in enumerate(self.streams):
+            if s.name in seen:
+                found.append(
+                    (
+                        ("streams", i, "name"),
+                        f"duplicate stream name '{s.name}' (also streams.{seen[s.name]})",
+                    )
+                )
+            else:
+                seen[s.name] = i
+        if found:
+            raise _problems(found)
+        return self
+
+
+# --- grid and run control -----------------------------------------------------------------------
+
+
+class Grid(_Model):
+    site_allocation: PolicyRef = Field(default_factory=lambda: PolicyRef(name="random"))
+
+    @model_validator(mode="after")
+    def _policy(self):
+        found = _check_policy(self.site_allocation, SITE_ALLOCATION, ("site_allocation",))
+        if found:
+            raise _problems(found)
+        return self
+
+
+class Stop(_Model):
+    """The run stops at ``horizon`` seconds or after ``completions`` jobs, whichever comes first."""
+
+    horizon: float | None = Field(None, gt=0)
+    completions: int | None = Field(None, gt=0)
+
+
+class Warmup(_Model):
+    """Warm-up: jobs completing before the ``completions``-th completion, or submitted
+    before ``time``, are left out of the metrics."""
+
+    completions: int = Field(0, ge=0)
+    time: float = Field(0.0, ge=0)
+
+
+class RunControl(_Model):
+    seed: int = Field(1, ge=0)
+    replications: int = Field(1, ge=1)
+    stop: Stop = Field(default_factory=Stop)
+    warmup: Warmup = Field(default_factory=Warmup)
+    enforce_walltime: bool = False
+
+
+class Scenario(_Model):
+    """A complete simulation: platform, workload, grid policy and run control."""
+
+    name: str = "scenario"
+    description: str = ""
+    platform: Platform
+    workload: Workload
+    grid: Grid = Field(default_factory=Grid)
+    run: RunControl = Field(default_factory=RunControl)
+
+    @model_validator(mode="after")
+    def _cross_checks(self):
+        found = _cross_check(self)
+        if found:
+            raise _problems(found)
+        return self
+
+    def to_json(self, indent: int | None = 2) -> str:
+        """The validated scenario as JSON (loadable again with :func:`load_scenario`)."""
+        return self.model_dump_json(indent=indent)
+
+
+def _cross_check(s: Scenario) -> list[tuple[tuple, str]]:
+    found: list[tuple[tuple, str]] = []
+    clusters = s.platform.clusters
+    by_name = {c.name: c for c in clusters}
+    largest = max(c.processors for c in clusters)
+    known = ", ".join([GRID_TARGET, *by_name])
+    endless = []
+    for i, st in enumerate(s.workload.streams):
+        pre = ("workload", "streams", i)
+        if st.target != GRID_TARGET and st.target not in by_name:
+            found.append(((*pre, "target"), f"unknown cluster '{st.target}'; known: {known}"))
+            continue
+        if isinstance(st, TraceStream):
+            for site, cname in (st.site_map or {}).items():
+                if cname not in by_name:
+                    found.append(
+                        ((*pre, "site_map", site), f"unknown cluster '{cname}'; known: {', '.join(by_name)}")
+                    )
+            continue
+        if st.count is None:
+            endless.append(st.name)
+        receivers = clusters if st.target == GRID_TARGET else [by_name[st.target]]
+        top = st.max_size()
+        top_text = f"{top:.0f}"
+        if math.isinf(top):
+            found.append(
+                (
+                    (*pre, "size"),
+                    "the size distribution is unbounded: jobs can be larger than every cluster "
+                    f"(largest: {largest})",
+                )
+            )
+        elif st.target == GRID_TARGET and top > largest:
+            found.append(
+                (
+                    (*pre, "size"),
+                    f"jobs of up to {top_text} processors are larger than every cluster (largest: {largest})",
+                )
+            )
+        elif st.target != GRID_TARGET and top > receivers[0].processors:
+            found.append(
+                (
+                    (*pre, "size"),
+                    f"jobs of up to {top_text} processors are larger than cluster '{st.target}' "
+                    f"({receivers[0].processors} processors)",
+                )
+            )
+        lwr = [f"'{c.name}'" for c in receivers if c.scheduler.name == "lwr"]
+        if top > 1 and lwr:
+            who = f"cluster {lwr[0]} uses" if len(lwr) == 1 else f"clusters {', '.join(lwr)} use"
+            found.append(
+                (
+                    (*pre, "size"),
+                    f"{who} the lwr scheduler, which runs one-processor jobs only, "
+                    f"but this stream's jobs can need up to {top_text} processors",
+                )
+            )
+        if st.arrival.target_load is not None:
+            work = st.mean_size() * st.runtime.mean()
+            if not work > 0:
+                found.append(
+                    ((*pre, "arrival", "target_load"), "needs a runtime distribution with a positive mean")
+                )
+    stop, warm = s.run.stop, s.run.warmup
+    if endless and stop.horizon is None and stop.completions is None:
+        names = ", ".join(f"'{n}'" for n in endless)
+        found.append(
+            (
+                ("run", "stop"),
+                f"give horizon or completions: stream {names} has no count, so the run would never end",
+            )
+        )
+    if stop.completions is not None and warm.completions >= stop.completions:
+        found.append(
+            (("run", "warmup", "completions"), f"must be less than run.stop.completions ({stop.completions})")
+        )
+    if stop.horizon is not None and warm.time >= stop.horizon:
+        found.append((("run", "warmup", "time"), f"must be less than run.stop.horizon ({stop.horizon:g})"))
+    return found
+
+
+# --- errors: pydantic locations -> dotted field paths ---------------------------------------------
+
+
+def _strip(tp: Any) -> tuple[Any, str | None]:
+    """Remove Annotated and Optional wrappers; return the core type and any discriminator."""
+    disc = None
+    while True:
+        origin = get_origin(tp)
+        if origin is Annotated:
+            args = get_args(tp)
+            for meta in args[1:]:
+                if isinstance(meta, FieldInfo) and isinstance(meta.discriminator, str):
+                    disc = meta.discriminator
+            tp = args[0]
+            continue
+        if origin in (Union, types.UnionType):
+            members = [a for a in get_args(tp) if a is not type(None)]
+            if len(members) == 1:
+                tp = members[0]
+                continue
+        return tp, disc
+
+
+def _model_field(model: type[BaseModel], key: Any) -> FieldInfo | None:
+    if not isinstance(key, str):
+        return None
+    for name, f in model.model_fields.items():
+        if key == name or key == f.alias:
+            return f
+    return None
+
+
+def _union_tags(tp: Any, disc: str | None) -> dict[str, Any]:
+    """tag -> member for a discriminated union of models."""
+    out: dict[str, Any] = {}
+    if get_origin(tp) not in (Union, types.UnionType):
+        return out
+    for member in get_args(tp):
+        if isinstance(member, type) and issubclass(member, BaseModel):
+            for name, f in member.model_fields.items():
+                if (disc is None or disc in (name, f.alias)) and get_origin(f.annotation) is Literal:
+                    for tag in get_args(f.annotation):
+                        out[tag] = member
+    return out
+
+
+def _walk(root: type[BaseModel], loc: tuple) -> tuple[list, Any, str | None, type[BaseModel] | None]:
+    """Follow ``loc`` through the model types, dropping union tags.
+
+    Returns (path, type at the end, its discriminator, the innermost model seen).
+    """
+    path: list = []
+    tp: Any = root
+    disc: str | None = None
+    parent: type[BaseModel] | None = None
+    for el in loc:
+        if el == "[key]":
+            continue
+        if tp is not None:
+            tp, d = _strip(tp)
+            disc = d or disc
+            tags = _union_tags(tp, disc)
+            if isinstance(el, str) and el in tags:
+                tp, disc = tags[el], None
+                continue
+        path.append(el)
+        if isinstance(tp, type) and issubclass(tp, BaseModel):
+            parent = tp
+            f = _model_field(tp, el)
+            tp, disc = (
+                (f.annotation, f.discriminator if isinstance(f.discriminator, str) else None)
+                if f
+                else (None, None)
+            )
+        elif get_origin(tp) is list:
+            tp, disc = get_args(tp)[0], None
+        elif get_origin(tp) is dict:
+            tp, disc = get_args(tp)[1], None
+        else:
+            tp, disc = None, None
+    if tp is not None:
+        tp, d = _strip(tp)
+        disc = d or disc
+    return path, tp, disc, parent
+
+
+def _reword(err: dict, tp: Any, disc: str | None, parent: type[BaseModel] | None) -> str:
+    kind, msg, ctx = err["type"], err["msg"], err.get("ctx") or {}
+    if kind == "missing":
+        return "required field is missing"
+    if kind == "extra_forbidden":
+        name = str(err["loc"][-1]) if err["loc"] else "?"
+        text = f"unknown field '{name}'"
+        if parent is not None:
+            fields = [f.alias or n for n, f in parent.model_fields.items()]
+            close = difflib.get_close_matches(name, fields, n=1, cutoff=0.6)
+            if close:
+                text += f"; did you mean '{close[0]}'?"
+            text += f" (allowed: {', '.join(fields)})"
+        return text
+    if kind == "union_tag_invalid":
+        field = str(ctx.get("discriminator", "kind")).strip("'")
+        known = str(ctx.get("expected_tags", "")).replace("'", "")
+        return f"unknown {field} '{ctx.get('tag')}'; known: {known}"
+    if kind == "union_tag_not_found":
+        field = ctx.get("discriminator", "'kind'").strip("'")
+        tags = ", ".join(_union_tags(tp, disc))
+        return f"'{field}' is required" + (f" (one of: {tags})" if tags else "")
+    if kind in ("value_error", "assertion_error"):
+        return msg.removeprefix("Value error, ").removeprefix("Assertion failed, ")
+    if kind == "too_short" and "min_length" in ctx:
+        n = ctx["min_length"]
+        return f"must have at least {n} item{'s' if n != 1 else ''}"
+    if kind == "string_too_short" and ctx.get("min_length") == 1:
+        return "must not be empty"
+    if msg.startswith("Input should be "):
+        return "must be " + msg.removeprefix("Input should be ")
+    return msg
+
+
+def _error_items(exc: ValidationError, root: type[BaseModel]) -> list[tuple[tuple, str]]:
+    """Every problem in ``exc`` as (path elements, message), tags dropped, messages reworded."""
+    out: list[tuple[tuple, str]] = []
+    for err in exc.errors(include_url=False):
+        loc = tuple(err["loc"])
+        if err["type"] == _PROBLEMS:
+            for sub, message in err["ctx"]["problems"]:
+                path, *_ = _walk(root, loc + tuple(sub))
+                out.append((tuple(path), message))
+            continue
+        path, tp, disc, parent = _walk(root, loc)
+        out.append((tuple(path), _reword(err, tp, disc, parent)))
+    seen: set = set()
+    unique = []
+    for item in out:
+        if item not in seen:
+            seen.add(item)
+            unique.append(item)
+    return unique
+
+
+def field_errors(exc: ValidationError, root: type[BaseModel] | None = None) -> list[FieldError]:
+    """Convert a ``ValidationError`` raised by ``root`` (default :class:`Scenario`) to FieldErrors."""
+    return [FieldError(".".join(map(str, p)), m) for p, m in _error_items(exc, root or Scenario)]
+
+
+# --- loading ------------------------------------------------------------------------------------
+
+_SUFFIXES = (".json", ".yaml", ".yml")
+
+
+def _looks_like_path(text: str) -> bool:
+    if "\n" in text or text.lstrip().startswith(("{", "[")):
+        return False
+    return text.strip().lower().endswith(_SUFFIXES) or Path(text).is_file()
+
+
+def _parse_text(text: str, label: str | None, json_first: bool) -> Any:
+    if json_first:
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as e:
+            if label and label.lower().endswith(".json"):
+                raise ScenarioError(
+                    f"invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}", source=label
+                ) from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(e, "problem", None) or str(e)
+        context = getattr(e, "context", None)
+        detail = f"{problem} ({context})" if context else problem
+        raise ScenarioError(f"invalid YAML{where}: {detail}", source=label) from None
+
+
+def load_scenario(source: Any, *, base_dir: str | os.PathLike | None = None) -> Scenario:
+    """Load and validate a scenario.
+
+    Parameters
+    ----------
+    source : path, dict, str or Scenario
+        A ``.json``/``.yaml``/``.yml`` file (``str`` or ``os.PathLike``), an already parsed
+        dict, or the JSON/YAML text itself. A ``Scenario`` is returned unchanged.
+    base_dir : path, optional
+        Directory that relative trace paths are resolved against. Default: the
+        scenario file's directory, or the current directory for dicts and text.
+
+    Raises
+    ------
+    ScenarioError
+        Listing every problem found, each with a dotted field path; for a file that
+        does not exist or does not parse, naming the file (and line).
+    """
+    if isinstance(source, Scenario):
+        return source
+    label: str | None = None
+    if isinstance(source, bytes):
+        source = source.decode("utf-8")
+    if isinstance(source, os.PathLike) or (isinstance(source, str) and _looks_like_path(source)):
+        path = Path(source)
+        label = str(path)
+        if not path.is_file():
+            raise ScenarioError("file not found", source=label)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            raise ScenarioError(f"cannot read the file: {e}", source=label) from None
+        data = _parse_text(text, label, json_first=path.suffix.lower() == ".json")
+        if base_dir is None:
+            base_dir = path.resolve().parent
+    elif isinstance(source, str):
+        data = _parse_text(source, None, json_first=source.lstrip().startswith("{"))
+    else:
+        data = source
+    if not isinstance(data, dict):
+        raise ScenarioError(
+            f"a scenario must be a mapping of fields, not {type(data).__name__}", source=label
+        )
+    context = {"base_dir": str(base_dir) if base_dir is not None else os.getcwd()}
+    try:
+        return Scenario.model_validate(data, context=context)
+    except ValidationError as e:
+        raise ScenarioError(field_errors(e), source=label) from None
+
+
+def scenario_hash(scenario: Scenario) -> str:
+    """sha256 (hex) of the canonical JSON of the validated scenario (sorted keys, no spaces)."""
+    if not isinstance(scenario, Scenario):
+        scenario = load_scenario(scenario)
+    text = json.dumps(
+        scenario.model_dump(mode="json"), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    )
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
