@@ -1,0 +1,84 @@
+"""Workload trace readers (SWF, GWF) and the SWF writer.
+
+Every reader returns a :class:`Trace` whose ``jobs`` is a :class:`~simengine.workload.JobTable`
+sorted by submit time; malformed input raises :class:`~simengine.errors.TraceError`
+naming the file, line and field. See ``docs/traces.md``.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from ..errors import TraceError
+from .gwf import GWF_FIELDS, read_gwf
+from .swf import SWF_FIELDS, UNKNOWN_RUNTIME_KEY, Trace, read_swf, swf_status, write_swf
+
+__all__ = [
+    "GWF_FIELDS",
+    "SWF_FIELDS",
+    "UNKNOWN_RUNTIME_KEY",
+    "Trace",
+    "format_of",
+    "read_gwf",
+    "read_swf",
+    "read_trace",
+    "swf_status",
+    "write_swf",
+]
+
+_SUFFIXES = ((".swf", "swf"), (".swf.gz", "swf"), (".gwf", "gwf"), (".gwf.gz", "gwf"))
+
+
+def format_of(path: str | os.PathLike[str]) -> str:
+    """Trace format from the file name: ``.swf``/``.swf.gz`` -> ``"swf"``, ``.gwf``/``.gwf.gz`` -> ``"gwf"``.
+
+    Raises
+    ------
+    TraceError
+        Any other suffix (the error names the file).
+    """
+    name = os.fspath(path).lower()
+    for suffix, fmt in _SUFFIXES:
+        if name.endswith(suffix):
+            return fmt
+    raise TraceError(os.fspath(path), None, None,
+                     "cannot tell the trace format from the file name: expected .swf, .swf.gz, .gwf or .gwf.gz")
+
+
+def read_trace(
+    path: str | os.PathLike[str],
+    format: str | None = None,
+    site_map: Mapping[str, int] | None = None,
+    limit: int | None = None,
+) -> Trace:
+    """Read a workload trace in SWF or GWF.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The trace file, plain or gzipped.
+    format : {"swf", "gwf"}, optional
+        Defaults to :func:`format_of` the file name.
+    site_map : mapping of str to int, optional
+        GWF only: site name -> cluster index (see :func:`~simengine.traces.gwf.read_gwf`).
+    limit : int, optional
+        Keep only the first ``limit`` jobs.
+
+    Returns
+    -------
+    Trace
+
+    Raises
+    ------
+    TraceError
+        Unknown format or suffix, ``site_map`` given for an SWF trace, or malformed content.
+    """
+    fmt = format_of(path) if format is None else format.lower()
+    if fmt == "swf":
+        if site_map is not None:
+            # SWF has no site column; silently ignoring the map would hide a scenario mistake.
+            raise TraceError(os.fspath(path), None, None, "a site map applies to GWF traces only, not SWF")
+        return read_swf(path, limit=limit)
+    if fmt == "gwf":
+        return read_gwf(path, site_map=site_map, limit=limit)
+    raise TraceError(os.fspath(path), None, None, f"unknown trace format {format!r}: expected 'swf' or 'gwf'")
