@@ -1,7 +1,47 @@
-"""fcfs local scheduler (stub, being implemented)."""
-from simengine.registry import LOCAL_SCHEDULERS
+"""FCFS: strict first-come first-served, no backfilling (MODELS.md §2)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from simengine.registry import LOCAL_SCHEDULERS, NoParams
+from simengine.schedulers._heap import heap_pop, heap_push, new_heap
+from simengine.schedulers.base import ClusterSchedule, check_inputs
 
 
-@LOCAL_SCHEDULERS.register("fcfs")
-def schedule(jobs, processors, params, horizon=float("inf")):
-    raise NotImplementedError
+@njit(cache=True)
+def fcfs_kernel(submit, runtime, size, processors, horizon, hkeys, hvals):
+    n = submit.shape[0]
+    start = np.full(n, np.nan)
+    free = processors
+    hn = 0
+    arrived = 0  # jobs [0, arrived) have been submitted
+    head = 0  # the queue is exactly jobs [head, arrived): FCFS starts them in order
+    while head < n:
+        t = math.inf
+        if arrived < n:
+            t = submit[arrived]
+        if hn > 0 and hkeys[0] < t:
+            t = hkeys[0]
+        if t > horizon:
+            break
+        while hn > 0 and hkeys[0] <= t:
+            free += size[hvals[0]]
+            hn = heap_pop(hkeys, hvals, hn)
+        while arrived < n and submit[arrived] <= t:
+            arrived += 1
+        while head < arrived and size[head] <= free:
+            start[head] = t
+            free -= size[head]
+            hn = heap_push(hkeys, hvals, hn, t + runtime[head], head)
+            head += 1
+    return start
+
+
+@LOCAL_SCHEDULERS.register("fcfs", NoParams, "First-come first-served, no backfilling")
+def schedule(submit, runtime, estimate, size, processors, params, horizon=math.inf) -> ClusterSchedule:
+    check_inputs(submit, size, processors)
+    hkeys, hvals = new_heap(len(submit) + 1)
+    return ClusterSchedule(fcfs_kernel(submit, runtime, size, processors, horizon, hkeys, hvals))
