@@ -1,0 +1,14 @@
+"""GridWeb's simulation engine: scenarios, workloads, schedulers, results.
+
+Pure Python + numpy (kernels compiled with numba); never imports Django.
+
+>>> import simengine
+>>> result = simengine.run("examples/single-cluster-easy.yaml")   # doctest: +SKIP
+>>> result.metrics["mean_wait"].mean                                # doctest: +SKIP
+"""
+__version__ = "0.1.0"
+
+from simengine.scenario import load_scenario, scenario_hash  # noqa: E402
+from simengine.runner import run  # noqa: E402
+
+__all__ = ["__version__", "load_scenario", "scenario_hash", "run"]

@@ -1,0 +1,5 @@
+import sys
+
+from simengine.cli import main
+
+sys.exit(main())

@@ -1,0 +1,192 @@
+"""Command line: ``python -m simengine validate|run|replay|schedulers``.
+
+Exit codes: 0 success, 2 bad input (every problem printed with its field path),
+1 an unexpected engine failure.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from simengine.errors import FieldError, ScenarioError, SimEngineError, TraceError
+
+BAD_INPUT = 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except ScenarioError as e:
+        print(f"error: invalid {e.source or 'input'}:", file=sys.stderr)
+        for err in e.errors:
+            print(f"  {err}", file=sys.stderr)
+        return BAD_INPUT
+    except TraceError as e:
+        print(f"error: bad trace: {e}", file=sys.stderr)
+        return BAD_INPUT
+    except SimEngineError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return BAD_INPUT
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m simengine", description="GridWeb simulation engine")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    v = sub.add_parser("validate", help="check a scenario file and print every error with its field path")
+    v.add_argument("scenario")
+    v.set_defaults(func=cmd_validate)
+
+    r = sub.add_parser("run", help="simulate a scenario file")
+    r.add_argument("scenario")
+    r.add_argument("--out", required=True, help="output folder (jobs.csv, summary.json, ...)")
+    r.add_argument("--seed", type=int, help="override run.seed")
+    r.add_argument("--replications", type=int, help="override run.replications")
+    r.add_argument("--workers", type=int, help="processes for replications (default: automatic)")
+    r.add_argument("--quiet", action="store_true", help="no progress bar or summary")
+    r.set_defaults(func=cmd_run)
+
+    t = sub.add_parser("replay", help="replay a workload trace (SWF/GWF) on one cluster")
+    t.add_argument("trace")
+    t.add_argument("--processors", type=int, help="cluster size (default: the trace's MaxProcs)")
+    t.add_argument("--scheduler", default="fcfs", help="local scheduler: fcfs, easy, conservative, ...")
+    t.add_argument("--target-load", type=float, help="scale submit times so the offered load is this")
+    t.add_argument("--limit", type=int, help="replay only the first N jobs")
+    t.add_argument("--enforce-walltime", action="store_true", help="kill jobs at their requested time")
+    t.add_argument("--out", required=True)
+    t.add_argument("--quiet", action="store_true")
+    t.set_defaults(func=cmd_replay)
+
+    s = sub.add_parser("schedulers", help="list the registered policies and their parameters")
+    s.set_defaults(func=cmd_schedulers)
+    return p
+
+
+def cmd_validate(args) -> int:
+    from simengine.scenario import load_scenario, scenario_hash
+
+    scenario = load_scenario(args.scenario)
+    print(f"{args.scenario}: valid scenario '{scenario.name}' ({len(scenario.platform.clusters)} clusters, "
+          f"{len(scenario.workload.streams)} streams), hash {scenario_hash(scenario)[:16]}")
+    return 0
+
+
+def cmd_run(args) -> int:
+    from simengine.scenario import load_scenario
+
+    scenario = load_scenario(args.scenario)
+    overrides: dict[str, Any] = {}
+    if args.seed is not None:
+        overrides["seed"] = args.seed
+    if args.replications is not None:
+        overrides["replications"] = args.replications
+    if overrides:
+        data = scenario.model_dump(mode="json")
+        data["run"] |= overrides
+        scenario = load_scenario(data, base_dir=Path(args.scenario).resolve().parent)
+    return _simulate(scenario, args.out, args.quiet, workers=args.workers)
+
+
+def cmd_replay(args) -> int:
+    from simengine.registry import LOCAL_SCHEDULERS
+    from simengine.scenario import load_scenario
+    from simengine.traces import read_trace
+
+    if args.scheduler not in LOCAL_SCHEDULERS or args.scheduler == "lwr":
+        known = ", ".join(n for n in LOCAL_SCHEDULERS.names() if n != "lwr")
+        raise ScenarioError(FieldError("--scheduler", f"unknown scheduler {args.scheduler!r}; known: {known}"),
+                            source="command line")
+    if args.processors is not None and args.processors <= 0:
+        raise ScenarioError(FieldError("--processors", "must be greater than 0"), source="command line")
+    if args.target_load is not None and not 0 < args.target_load <= 1.5:
+        raise ScenarioError(FieldError("--target-load", "must be in (0, 1.5]"), source="command line")
+    trace_path = Path(args.trace)
+    if not trace_path.exists():
+        raise ScenarioError(FieldError("TRACE", f"file not found: {trace_path}"), source="command line")
+    processors = args.processors
+    if processors is None:
+        processors = read_trace(str(trace_path), limit=args.limit).max_procs
+        if not processors:
+            raise ScenarioError(FieldError("--processors", "the trace has no MaxProcs header: give --processors"),
+                                source="command line")
+    stream: dict[str, Any] = {"kind": "trace", "name": trace_path.name, "path": str(trace_path.resolve()),
+                              "target": "cluster"}
+    if args.target_load is not None:
+        stream["target_load"] = args.target_load
+    if args.limit is not None:
+        stream["limit"] = args.limit
+    scenario = load_scenario({
+        "name": f"replay {trace_path.name} ({args.scheduler}, {processors} processors)",
+        "platform": {"clusters": [{"name": "cluster", "processors": processors,
+                                   "scheduler": {"name": args.scheduler}}]},
+        "workload": {"streams": [stream]},
+        "run": {"enforce_walltime": args.enforce_walltime},
+    })
+    return _simulate(scenario, args.out, args.quiet)
+
+
+def cmd_schedulers(args) -> int:
+    from simengine.registry import LOCAL_SCHEDULERS, SITE_ALLOCATION
+
+    for registry in (LOCAL_SCHEDULERS, SITE_ALLOCATION):
+        print(f"{registry.kind}s:")
+        for name in registry.names():
+            entry = registry.get(name)
+            params = ", ".join(f"{k}={f.default!r}" for k, f in entry.params.model_fields.items())
+            print(f"  {name:14s} {entry.summary}" + (f"  [{params}]" if params else ""))
+    return 0
+
+
+def _simulate(scenario, out: str, quiet: bool, workers: int | None = None) -> int:
+    from simengine.runner import run
+
+    bar = _ProgressBar(enabled=not quiet)
+    result = run(scenario, on_progress=bar.update, workers=workers)
+    bar.close()
+    result.write(out)
+    if not quiet:
+        s = result.summary()
+        counts = ", ".join(f"{k} {v}" for k, v in s["job_counts"].items() if v)
+        print(f"{scenario.name}: {s['jobs']} jobs ({counts}) in {result.engine_seconds:.2f} s -> {out}")
+        for key in ("mean_wait", "mean_response", "mean_bounded_slowdown", "utilisation"):
+            m = s["metrics"].get(key)
+            if m and m["mean"] is not None:
+                ci = f" ± {m['half_width']:.4g}" if m["half_width"] is not None else ""
+                print(f"  {key:24s} {m['mean']:.6g}{ci}")
+        for note in result.notes:
+            print(f"  note: {note}")
+    return 0
+
+
+class _ProgressBar:
+    """A terminal progress bar that only appears once a run has taken more than a second."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled and sys.stderr.isatty()
+        self.t0 = time.monotonic()
+        self.bar = None
+
+    def update(self, chunk: dict) -> None:
+        if not self.enabled or chunk.get("kind") != "progress":
+            return
+        if self.bar is None and time.monotonic() - self.t0 > 1.0:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=100, unit="%", file=sys.stderr, leave=False)
+        if self.bar is not None:
+            self.bar.n = round(100 * chunk["fraction"])
+            self.bar.refresh()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
