@@ -6,7 +6,6 @@ Exit codes: 0 success, 2 bad input (every problem printed with its field path),
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
