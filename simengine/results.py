@@ -67,18 +67,21 @@ class Metric:
                 "ci_high": self.ci_high, "half_width": self.half_width, "values": clean}
 
 
-def replication_metrics(jobs: dict[str, np.ndarray], capacity: int, window: tuple[float, float]) -> dict[str, float]:
+def replication_metrics(jobs: dict[str, np.ndarray], held_until: np.ndarray, capacity: int,
+                        window: tuple[float, float]) -> dict[str, float]:
     """Metrics of one replication over its measured jobs (not warm-up, finished).
 
-    ``window`` is the measurement interval for utilisation; ``capacity`` the total
-    processors of the platform.
+    ``window`` is the measurement interval for utilisation, ``held_until`` when each
+    started job gave its processors back (its end, or the stop time), ``capacity`` the
+    processors counted.
     """
     measured = ~jobs["warmup"] & np.isin(jobs["status"], (STATUS_COMPLETED, STATUS_KILLED))
     n = int(measured.sum())
     out: dict[str, float] = {"jobs_measured": float(n)}
     if n:
         for key in ("wait", "response", "slowdown", "bounded_slowdown"):
-            out[f"mean_{key}"] = float(jobs[key][measured].mean())
+            out[f"mean_{key}"] = float(np.nanmean(jobs[key][measured])) if key == "slowdown" \
+                else float(jobs[key][measured].mean())
         out["max_response"] = float(jobs["response"][measured].max())
         out["p95_wait"] = float(np.percentile(jobs["wait"][measured], 95))
     else:
@@ -89,21 +92,22 @@ def replication_metrics(jobs: dict[str, np.ndarray], capacity: int, window: tupl
     started = ~np.isnan(jobs["start"])
     if t1 > t0 and capacity > 0:
         s = np.clip(jobs["start"][started], t0, t1)
-        e = np.clip(jobs["end"][started], t0, t1)
+        e = np.clip(held_until[started], t0, t1)
         busy = float(((e - s) * jobs["processors"][started]).sum())
         out["utilisation"] = busy / (capacity * (t1 - t0))
         out["throughput"] = n / (t1 - t0)
     else:
         out["utilisation"] = out["throughput"] = math.nan
-    out["makespan"] = float(np.nanmax(jobs["end"]) - np.nanmin(jobs["submit"])) if started.any() else math.nan
+    out["makespan"] = float(np.nanmax(held_until) - np.nanmin(jobs["submit"])) if started.any() else math.nan
     return out
 
 
-def time_series(jobs: dict[str, np.ndarray], capacity: int, t_end: float, points: int = SERIES_POINTS):
+def time_series(jobs: dict[str, np.ndarray], held_until: np.ndarray, capacity: int, t_end: float,
+                points: int = SERIES_POINTS):
     """Utilisation (busy / capacity) and queue length sampled at ``points`` instants in [0, t_end]."""
     t = np.linspace(0.0, max(t_end, 1e-9), points)
     started = ~np.isnan(jobs["start"])
-    starts, ends, procs = jobs["start"][started], jobs["end"][started], jobs["processors"][started]
+    starts, ends, procs = jobs["start"][started], held_until[started], jobs["processors"][started]
 
     def count_active(on, off, weight):
         on_sorted = np.argsort(on)

@@ -188,9 +188,12 @@ def finish_replication(scenario: Scenario, jobs: JobTable, cluster: np.ndarray, 
         t_stop = float(np.nanmax(end)) if finished.any() else 0.0
     started_by_stop = ~np.isnan(start) & (start <= t_stop)
     start = np.where(started_by_stop, start, np.nan)
-    end = np.where(started_by_stop, end, np.nan)
-    status = np.full(n, STATUS_UNFINISHED, np.int8)
     done = started_by_stop & (end <= t_stop)
+    # processors are held until the job ends or the run stops; a job still running at
+    # the stop has no end
+    held_until = np.where(started_by_stop, np.minimum(end, t_stop), np.nan)
+    end = np.where(done, end, np.nan)
+    status = np.full(n, STATUS_UNFINISHED, np.int8)
     status[done] = STATUS_COMPLETED
     status[done & killed] = STATUS_KILLED
     status[cluster < 0] = STATUS_REJECTED
@@ -218,23 +221,29 @@ def finish_replication(scenario: Scenario, jobs: JobTable, cluster: np.ndarray, 
     }
     cols = {k: v[keep] for k, v in cols.items()}
     proc = proc[keep]
+    held_until = held_until[keep]
     clusters = scenario.platform.clusters
     capacity = sum(c.processors for c in clusters)
-    metrics = replication_metrics(cols, capacity, (t_warm, t_stop))
+    metrics = replication_metrics(cols, held_until, capacity, (t_warm, t_stop))
     for c, spec in enumerate(clusters):
-        mine = {k: v[cols["cluster"] == c] for k, v in cols.items()}
-        metrics[f"utilisation.{spec.name}"] = replication_metrics(mine, spec.processors, (t_warm, t_stop))["utilisation"]
+        on_c = cols["cluster"] == c
+        mine = {k: v[on_c] for k, v in cols.items()}
+        metrics[f"utilisation.{spec.name}"] = replication_metrics(
+            mine, held_until[on_c], spec.processors, (t_warm, t_stop))["utilisation"]
     series = segments = None
     if with_segments:
-        series = time_series(cols, capacity, t_stop)
+        series = time_series(cols, held_until, capacity, t_stop)
         for c, spec in enumerate(clusters):
-            mine = {k: v[cols["cluster"] == c] for k, v in cols.items()}
-            series[f"utilisation.{spec.name}"] = time_series(mine, spec.processors, t_stop)["utilisation"]
-        segments = build_segments(scenario, cols, proc)
+            on_c = cols["cluster"] == c
+            mine = {k: v[on_c] for k, v in cols.items()}
+            series[f"utilisation.{spec.name}"] = time_series(mine, held_until[on_c], spec.processors,
+                                                             t_stop)["utilisation"]
+        segments = build_segments(scenario, cols, held_until, proc)
     return ReplicationOutcome(cols, segments, metrics, series, notes)
 
 
-def build_segments(scenario: Scenario, cols: dict[str, np.ndarray], proc: np.ndarray) -> dict[str, np.ndarray]:
+def build_segments(scenario: Scenario, cols: dict[str, np.ndarray], held_until: np.ndarray,
+                   proc: np.ndarray) -> dict[str, np.ndarray]:
     parts = []
     for c, spec in enumerate(scenario.platform.clusters):
         idx = np.flatnonzero((cols["cluster"] == c) & ~np.isnan(cols["start"]))
@@ -243,11 +252,11 @@ def build_segments(scenario: Scenario, cols: dict[str, np.ndarray], proc: np.nda
         if (proc[idx] >= 0).all():  # the scheduler pinned jobs to processors (LWR)
             job, first, count = np.arange(len(idx)), proc[idx], np.ones(len(idx), np.int64)
         else:
-            job, first, count = assign_processors(cols["start"][idx], cols["end"][idx],
+            job, first, count = assign_processors(cols["start"][idx], held_until[idx],
                                                   cols["processors"][idx], spec.processors)
         rows = idx[job]
         parts.append({"cluster": np.full(len(rows), c, np.int32), "first_processor": first.astype(np.int32),
-                      "processors": count.astype(np.int32), "t0": cols["start"][rows], "t1": cols["end"][rows],
+                      "processors": count.astype(np.int32), "t0": cols["start"][rows], "t1": held_until[rows],
                       "job": rows.astype(np.int64), "component": np.zeros(len(rows), np.int16),
                       "kind": np.full(len(rows), KIND_RUN, np.int8)})
     if not parts:

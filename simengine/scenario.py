@@ -129,12 +129,14 @@ class Cluster(_Model):
             )
         return v
 
-    @model_validator(mode="after")
-    def _policy(self):
-        found = _check_policy(self.scheduler, LOCAL_SCHEDULERS, ("scheduler",))
+    @field_validator("scheduler")
+    @classmethod
+    def _policy(cls, ref: PolicyRef) -> PolicyRef:
+        # a field validator, so a bad scheduler is reported even when another field is bad too
+        found = _check_policy(ref, LOCAL_SCHEDULERS, ())
         if found:
             raise _problems(found)
-        return self
+        return ref
 
 
 class FileSite(_Model):

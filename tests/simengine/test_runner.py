@@ -1,0 +1,218 @@
+"""run(): the output contract, stop and warm-up rules, reproducibility, segments, streaming."""
+from __future__ import annotations
+
+import copy
+import json
+
+import numpy as np
+import pytest
+
+import simengine
+from simengine.errors import ScenarioError
+from simengine.gantt import KIND_NAMES
+from simengine.traces import read_swf
+from simengine.workload import STATUS_NAMES
+
+
+def scenario(**run) -> dict:
+    base = {
+        "name": "two clusters",
+        "platform": {"clusters": [
+            {"name": "a", "processors": 16, "scheduler": {"name": "easy"}},
+            {"name": "b", "processors": 8, "speed": 2.0, "scheduler": {"name": "conservative"}},
+        ]},
+        "workload": {"streams": [
+            {"kind": "synthetic", "name": "sa", "target": "a", "arrival": {"target_load": 0.7},
+             "size": {"kind": "rsd", "low": 1, "high": 16, "q": 0.9},
+             "runtime": {"kind": "exponential", "mean": 100},
+             "estimate": {"kind": "factor", "factor": {"kind": "uniform", "low": 1, "high": 3}}},
+            {"kind": "synthetic", "name": "sb", "target": "b", "arrival": {"rate": 0.025},
+             "size": {"kind": "uniform", "low": 1, "high": 8, "integer": True},
+             "runtime": {"kind": "exponential", "mean": 100}},
+        ]},
+        "run": {"seed": 3, "replications": 1, "stop": {"completions": 3000}, "warmup": {"completions": 200}},
+    }
+    base["run"].update(run)
+    return base
+
+
+def check_segments_never_overlap(result):
+    seg = result.segments
+    for c, procs in enumerate(result.cluster_processors):
+        mine = seg["cluster"] == c
+        assert (seg["first_processor"][mine] >= 0).all()
+        assert (seg["first_processor"][mine] + seg["processors"][mine] <= procs).all()
+        for p in range(procs):
+            on = mine & (seg["first_processor"] <= p) & (seg["first_processor"] + seg["processors"] > p)
+            t0, t1 = seg["t0"][on], seg["t1"][on]
+            order = np.argsort(t0, kind="stable")
+            assert (t0[order][1:] >= t1[order][:-1]).all(), f"processor {p} of cluster {c} runs two jobs at once"
+
+
+def test_result_records_what_reproduces_it():
+    result = simengine.run(scenario())
+    s = result.summary()
+    assert s["seed"] == 3 and s["engine_version"] == simengine.__version__
+    assert s["scenario_hash"] == simengine.scenario_hash(simengine.load_scenario(scenario()))
+    assert result.scenario["run"]["seed"] == 3
+
+
+def test_same_inputs_give_identical_outputs(tmp_path):
+    a = simengine.run(scenario(replications=3))
+    b = simengine.run(scenario(replications=3))
+    for k in a.jobs:
+        np.testing.assert_array_equal(a.jobs[k], b.jobs[k])
+    for k in a.segments:
+        np.testing.assert_array_equal(a.segments[k], b.segments[k])
+    a.write(tmp_path / "a")
+    b.write(tmp_path / "b")
+    for name in ("jobs.csv", "segments.csv", "schedule.swf", "scenario.json"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
+    other = simengine.run(scenario(seed=4))
+    assert not np.array_equal(other.jobs["submit"][:50], a.jobs["submit"][:50])
+
+
+def test_replications_in_a_process_pool_equal_sequential_ones():
+    seq = simengine.run(scenario(replications=3), workers=1)
+    pool = simengine.run(scenario(replications=3), workers=2)
+    for k in seq.jobs:
+        np.testing.assert_array_equal(seq.jobs[k], pool.jobs[k])
+    assert seq.metrics["mean_wait"].values == pool.metrics["mean_wait"].values
+
+
+def test_stop_at_completions_and_warmup():
+    result = simengine.run(scenario())
+    j = result.jobs
+    completed = j["status"] == STATUS_NAMES.index("completed")
+    assert completed.sum() == 3000
+    t_stop = j["end"][completed].max()
+    assert (j["submit"] <= t_stop).all(), "jobs submitted after the stop are not part of the run"
+    unfinished = j["status"] == STATUS_NAMES.index("unfinished")
+    assert (np.isnan(j["end"][unfinished]) | (j["end"][unfinished] > t_stop)).all()
+    assert j["warmup"].sum() == 200
+    assert j["end"][j["warmup"]].max() <= j["end"][completed & ~j["warmup"]].min()
+    assert result.metrics["jobs_measured"].mean == 2800
+
+
+def test_derived_columns_and_speed():
+    result = simengine.run(scenario())
+    j = result.jobs
+    done = ~np.isnan(j["end"])
+    np.testing.assert_allclose(j["wait"][done], (j["start"] - j["submit"])[done])
+    np.testing.assert_allclose(j["response"][done], (j["end"] - j["submit"])[done])
+    np.testing.assert_allclose(j["end"][done] - j["start"][done], j["runtime"][done])
+    assert (j["start"][done] >= j["submit"][done]).all()
+    # cluster b runs at speed 2: its jobs' runtimes are halved demands; offered work there is
+    # rate * E[size] * E[demand] / speed / processors = 0.025 * 4.5 * 100 / 2 / 8 = 0.70
+    util_b = result.metrics["utilisation.b"].mean
+    assert util_b == pytest.approx(0.70, abs=0.05)
+
+
+def test_confidence_intervals_across_replications():
+    result = simengine.run(scenario(replications=5))
+    m = result.metrics["mean_wait"]
+    assert len(m.values) == 5 and m.ci_low < m.mean < m.ci_high
+    v = np.array(m.values)
+    from scipy import stats
+    half = stats.t.ppf(0.975, 4) * v.std(ddof=1) / np.sqrt(5)
+    assert m.half_width == pytest.approx(half)
+    assert simengine.run(scenario()).metrics["mean_wait"].ci_low is None  # one replication: no CI
+
+
+def test_segments_cover_every_started_job_without_overlap():
+    result = simengine.run(scenario(replications=2))
+    first = result.jobs["replication"] == 0
+    seg = result.segments
+    started = np.flatnonzero(first & ~np.isnan(result.jobs["start"]))
+    held = np.zeros(len(result.jobs["job_id"]), np.int64)
+    np.add.at(held, seg["job"], seg["processors"])
+    np.testing.assert_array_equal(held[started], result.jobs["processors"][started])
+    np.testing.assert_array_equal(seg["t0"], result.jobs["start"][seg["job"]])
+    assert set(np.unique(seg["kind"])) == {KIND_NAMES.index("run")}
+    check_segments_never_overlap(result)
+
+
+def test_streaming_chunks_are_numbered_and_carry_every_segment():
+    chunks = []
+    result = simengine.run(scenario(), on_progress=chunks.append)
+    assert [c["seq"] for c in chunks] == list(range(len(chunks)))
+    streamed = [t for c in chunks if c["kind"] == "segments" for t in c["segments"]["t0"]]
+    assert streamed == result.segments["t0"].tolist()
+    assert chunks[-1]["kind"] == "metrics" and chunks[-1]["fraction"] == 1.0
+    json.dumps(chunks)  # chunks go over the wire as JSON
+
+
+def test_horizon_stop(tmp_path):
+    s = scenario()
+    s["run"]["stop"] = {"horizon": 20000.0}
+    s["run"]["warmup"] = {"time": 1000.0}
+    result = simengine.run(s)
+    j = result.jobs
+    assert (j["submit"] < 20000).all()
+    assert np.nanmax(j["end"]) <= 20000
+    assert (j["warmup"] == (j["submit"] < 1000)).all()
+
+
+def test_writers_produce_the_contract_files(tmp_path):
+    result = simengine.run(scenario(replications=2))
+    out = result.write(tmp_path / "run")
+    names = {p.name for p in out.iterdir()}
+    assert names == {"jobs.csv", "segments.csv", "summary.json", "scenario.json", "result.npz", "schedule.swf"}
+    header = (out / "jobs.csv").read_text().splitlines()[0].split(",")
+    assert header[:2] == ["job_id", "replication"]
+    assert {"job_id", "submit", "start", "end", "processors", "status"} <= set(header)
+    rows = (out / "jobs.csv").read_text().splitlines()
+    assert len(rows) == 1 + len(result.jobs["job_id"])
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["metrics"]["mean_wait"]["ci_low"] is not None
+    assert summary["job_counts"]["completed"] == 6000
+    npz = np.load(out / "result.npz")
+    np.testing.assert_array_equal(npz["jobs_start"], result.jobs["start"])
+    swf = read_swf(out / "schedule.swf")
+    first = result.jobs["replication"] == 0
+    assert len(swf.jobs) == first.sum()
+    np.testing.assert_allclose(swf.jobs.extra["wait"][:100], np.round(result.jobs["wait"][first][:100]), atol=1)
+    # no temporary folder left behind
+    assert [p.name for p in tmp_path.iterdir()] == ["run"]
+
+
+def test_bad_scenarios_raise_field_errors_and_run_nothing():
+    bad = copy.deepcopy(scenario())
+    bad["platform"]["clusters"][0]["processors"] = -4
+    bad["platform"]["clusters"][1]["scheduler"]["name"] = "sjf-magic"
+    bad["workload"]["streams"][0]["colour"] = "red"
+    with pytest.raises(ScenarioError) as e:
+        simengine.run(bad)
+    paths = {err.path for err in e.value.errors}
+    assert "platform.clusters.0.processors" in paths
+    assert any(p.startswith("platform.clusters.1.scheduler") for p in paths)
+    assert "workload.streams.0.colour" in paths
+    msg = str(e.value)
+    assert "sjf-magic" in msg and "easy" in msg  # names the bad value and the known ones
+
+
+def test_job_larger_than_every_cluster_is_an_error():
+    bad = scenario()
+    bad["workload"]["streams"][1]["size"] = {"kind": "constant", "value": 64}
+    with pytest.raises(ScenarioError) as e:
+        simengine.run(bad)
+    assert any(err.path == "workload.streams.1.size" and "larger" in err.message for err in e.value.errors)
+
+
+def test_lwr_grid_lockstep_equals_one_replication_at_a_time():
+    grid = {
+        "name": "lwr grid", "platform": {"preset": "grid-4site-zikos"},
+        "workload": {"streams": [{"kind": "synthetic", "name": "g", "target": "grid",
+                                  "arrival": {"mean_interarrival": 0.028},
+                                  "size": {"kind": "constant", "value": 1},
+                                  "runtime": {"kind": "bounded_pareto", "alpha": 1.5, "high": 100, "mean": 1}}]},
+        "run": {"seed": 9, "replications": 3, "stop": {"completions": 5000}, "warmup": {"completions": 500}},
+    }
+    together = simengine.run(grid)
+    for r in range(3):
+        alone_s = copy.deepcopy(grid)
+        alone = simengine.runner.simulate_replication(simengine.load_scenario(alone_s), r, with_segments=False)
+        mine = together.jobs["replication"] == r
+        for k in ("submit", "start", "end", "cluster"):
+            np.testing.assert_array_equal(together.jobs[k][mine], alone.jobs[k])
+    check_segments_never_overlap(together)

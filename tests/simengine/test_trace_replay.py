@@ -1,0 +1,126 @@
+"""Replaying the real traces of ../shared/traces with every queue-based scheduler."""
+from __future__ import annotations
+
+import heapq
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import simengine
+from simengine.traces import read_swf
+from simengine.workload import STATUS_NAMES
+from tests.conftest import ROOT, SHARED
+
+TRACES = {  # file -> processors (the trace's MaxProcs)
+    "DAS2-fs1-2003-1.swf.gz": 64,
+    "NASA-iPSC-1993-3.1-cln.swf.gz": 128,
+    "HPC2N-2002-2.2-cln.first3171.swf.gz": 240,
+    "LCG-2005-1.swf.gz": 24515,
+}
+
+
+def replay(path, processors, scheduler, **run):
+    return simengine.run({
+        "name": f"replay {path.name}",
+        "platform": {"clusters": [{"name": "c", "processors": processors, "scheduler": {"name": scheduler}}]},
+        "workload": {"streams": [{"kind": "trace", "name": "t", "path": str(path), "target": "c"}]},
+        "run": run,
+    })
+
+
+@pytest.fixture(scope="module")
+def traces():
+    if not (SHARED / "traces").exists():
+        pytest.skip("shared/traces is missing")
+    return {name: read_swf(SHARED / "traces" / name) for name in TRACES}
+
+
+@pytest.mark.parametrize("scheduler", ["fcfs", "easy", "conservative"])
+@pytest.mark.parametrize("name", list(TRACES))
+def test_every_trace_replays(traces, name, scheduler):
+    trace = traces[name]
+    result = replay(SHARED / "traces" / name, TRACES[name], scheduler)
+    j = result.jobs
+    assert len(j["job_id"]) == len(trace.jobs)
+    np.testing.assert_array_equal(np.sort(j["job_id"]), np.sort(trace.jobs.job_id))
+    assert result.status_counts()["completed"] == len(trace.jobs)
+    assert (j["start"] >= j["submit"]).all()
+    # the cluster is never over-committed
+    t = np.concatenate([j["start"], j["end"]])
+    d = np.concatenate([j["processors"], -j["processors"]])
+    order = np.lexsort((d, t))  # at equal times, ends (negative) first
+    assert np.cumsum(d[order]).max() <= TRACES[name]
+
+
+def straightforward_fcfs(submit, runtime, size, processors):
+    """FCFS written plainly: each job, in order, waits for the head before it and for
+    enough processors to be free."""
+    running = []  # heap of (end, size)
+    free, t, start = processors, 0.0, []
+    for s, r, k in zip(submit.tolist(), runtime.tolist(), size.tolist()):
+        t = max(t, s)
+        while running and running[0][0] <= t:
+            free += heapq.heappop(running)[1]
+        while free < k:
+            end, released = heapq.heappop(running)
+            t = max(t, end)
+            free += released
+            while running and running[0][0] <= t:
+                free += heapq.heappop(running)[1]
+        start.append(t)
+        free -= k
+        heapq.heappush(running, (t + r, k))
+    return np.array(start)
+
+
+def test_das2_fcfs_agrees_with_a_straightforward_fcfs(traces):
+    trace = traces["DAS2-fs1-2003-1.swf.gz"]
+    result = replay(SHARED / "traces" / "DAS2-fs1-2003-1.swf.gz", 64, "fcfs")
+    expected = straightforward_fcfs(trace.jobs.submit, trace.jobs.runtime, trace.jobs.processors, 64)
+    by_id = dict(zip(result.jobs["job_id"].tolist(), result.jobs["start"].tolist()))
+    got = np.array([by_id[i] for i in trace.jobs.job_id.tolist()])
+    np.testing.assert_array_equal(got, expected)
+    assert (np.diff(expected) >= 0).all() and (expected > trace.jobs.submit).any()
+
+
+SMALL_SWF = """; MaxProcs: 4
+1 0 -1 100 2 -1 -1 2 50 -1 1 1 1 -1 1 -1 -1 -1
+2 10 -1 30 4 -1 -1 4 60 -1 1 1 1 -1 1 -1 -1 -1
+3 20 -1 10 8 -1 -1 8 60 -1 1 1 1 -1 1 -1 -1 -1
+"""
+
+
+def test_walltime_enforcement_and_rejection(tmp_path):
+    path = tmp_path / "small.swf"
+    path.write_text(SMALL_SWF)
+    free_run = replay(path, 4, "easy")
+    killed_run = replay(path, 4, "easy", enforce_walltime=True)
+    status = np.asarray(STATUS_NAMES)
+    # job 1 asks for 50 s but runs 100: replayed as is by default, killed at 50 s when enforced
+    assert list(status[free_run.jobs["status"]]) == ["completed", "completed", "rejected"]
+    assert list(status[killed_run.jobs["status"]]) == ["killed", "completed", "rejected"]
+    np.testing.assert_array_equal(free_run.jobs["start"][:2], [0.0, 100.0])
+    np.testing.assert_array_equal(killed_run.jobs["start"][:2], [0.0, 50.0])
+    np.testing.assert_array_equal(killed_run.jobs["end"][:2], [50.0, 80.0])
+    assert np.isnan(killed_run.jobs["start"][2])
+    assert any("rejected" in n for n in killed_run.notes)
+
+
+def test_lcg_replay_stays_under_two_gigabytes(tmp_path):
+    """Peak memory of a whole CLI replay of the 188,041-job LCG trace, in its own process."""
+    if not (SHARED / "traces").exists():
+        pytest.skip("shared/traces is missing")
+    code = (
+        "import resource, sys; from simengine.cli import main; "
+        f"rc = main(['replay', {str(SHARED / 'traces' / 'LCG-2005-1.swf.gz')!r}, '--scheduler', 'easy', "
+        f"'--out', {str(tmp_path / 'lcg')!r}, '--quiet']); "
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss); sys.exit(rc)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    peak_kib = int(out.stdout.strip().splitlines()[-1])
+    assert peak_kib < 2 * 1024 * 1024, f"peak RSS {peak_kib / 1024:.0f} MiB"
+    rows = (tmp_path / "lcg" / "jobs.csv").read_text().count("\n") - 1
+    assert rows == 188041
