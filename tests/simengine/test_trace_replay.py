@@ -128,3 +128,18 @@ def test_lcg_replay_stays_under_two_gigabytes(tmp_path):
     assert peak_kib < 2 * 1024 * 1024, f"peak RSS {peak_kib / 1024:.0f} MiB"
     rows = (tmp_path / "lcg" / "jobs.csv").read_text().count("\n") - 1
     assert rows == 188041
+
+
+def test_gwf_sites_map_to_clusters():
+    result = simengine.run({
+        "platform": {"clusters": [{"name": "leiden", "processors": 32, "scheduler": {"name": "easy"}},
+                                  {"name": "delft", "processors": 32, "scheduler": {"name": "fcfs"}}]},
+        "workload": {"streams": [{"kind": "trace", "name": "tiny", "path": str(ROOT / "examples/traces/tiny.gwf"),
+                                  "target": "grid", "site_map": {"fs0": "leiden", "fs1": "delft"}}]},
+    })
+    from simengine.traces import read_gwf
+    trace = read_gwf(ROOT / "examples/traces/tiny.gwf")
+    sites = np.asarray(trace.sites)[trace.jobs.cluster]
+    names = np.asarray(result.cluster_names)[result.jobs["cluster"]]
+    np.testing.assert_array_equal(names, np.where(sites == "fs0", "leiden", "delft"))
+    assert result.status_counts()["completed"] == len(trace.jobs)
