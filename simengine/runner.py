@@ -25,6 +25,7 @@ import numpy as np
 from simengine import __version__
 from simengine.gantt import KIND_RUN, SEGMENT_COLUMNS, assign_processors
 from simengine.generate import generate_stream
+from simengine.grid_lwr import grid_lwr_replications
 from simengine.registry import LOCAL_SCHEDULERS, SITE_ALLOCATION
 from simengine.results import (BOUNDED_SLOWDOWN_TAU, Metric, Result, replication_metrics, time_series)
 from simengine.scenario import GRID_TARGET, Scenario, SyntheticStream, TraceStream, load_scenario, scenario_hash
@@ -302,6 +303,8 @@ def _enough(scenario: Scenario, jobs: JobTable, outcome_end: np.ndarray) -> bool
 
 
 def simulate_replication(scenario: Scenario, replication: int, with_segments: bool) -> ReplicationOutcome:
+    if _stateful_policy(scenario) is not None:
+        return simulate_stateful(scenario, [replication], with_segments)[0]
     completions = scenario.run.stop.completions
     margin = 1.2
     while True:
@@ -351,6 +354,76 @@ def simulate_lwr_lockstep(scenario: Scenario, with_segments_for_first: bool) -> 
             for r, (p, s, pr) in enumerate(zip(prepared, starts, procs))]
 
 
+def _stateful_policy(scenario: Scenario):
+    """The site-allocation implementation if it is stateful (Deferred, SB-Deferred), else None."""
+    impl = SITE_ALLOCATION.get(scenario.grid.site_allocation.name).implementation
+    return impl if getattr(impl, "stateful", False) else None
+
+
+def simulate_stateful(scenario: Scenario, replications: list[int],
+                      with_segments_for_first: bool) -> list[ReplicationOutcome]:
+    """Replications of a model with a stateful site-allocation policy over LWR sites
+    (validated: every cluster is LWR): grid scheduler and sites in one compiled pass
+    (simengine.grid_lwr), the replications in lock step. ``submit`` stays the arrival at
+    the grid, so wait and response include the time spent in the grid scheduler's queue."""
+    impl = _stateful_policy(scenario)
+    clusters = scenario.platform.clusters
+    processors = np.asarray(scenario.platform.processors, np.int64)
+    speed = np.array([c.speed for c in clusters], np.float64)
+    args = impl.kernel_args(scenario.grid.site_allocation.params, processors)
+    w = np.asarray(args["weights"], np.float64)
+    cumw = np.cumsum(w / w.sum())
+    horizon = scenario.run.stop.horizon
+    completions = scenario.run.stop.completions
+    R = len(replications)
+    margin = 1.2
+    while True:
+        counts = _synthetic_counts(scenario, completions, margin) if completions else None
+        prepared = []
+        for r in replications:
+            rngs = _rngs(scenario, r)
+            jobs, notes = build_workload(scenario, rngs[:-1], horizon, counts)
+            u = rngs[-1].random(len(jobs))
+            fixed = jobs.cluster.astype(np.int64).copy()
+            bad = jobs.processors > 1  # LWR sites run one-processor jobs only
+            if bad.any():
+                notes.append(f"replication {r}: {int(bad.sum())} jobs needing more than one processor "
+                             "were rejected (LWR sites)")
+            fixed[bad] = -2
+            work = jobs.runtime.astype(np.float64)
+            killed = np.zeros(len(jobs), bool)
+            if scenario.run.enforce_walltime:
+                killed = work > jobs.estimate
+                work = np.minimum(work, jobs.estimate)
+            prepared.append((jobs, fixed, work, killed, u, notes))
+        width = max((len(p[0]) for p in prepared), default=0)
+        submit = np.full((R, width), np.inf)
+        work = np.zeros((R, width))
+        fixed = np.full((R, width), -2, np.int64)
+        u = np.zeros((R, width))
+        for i, p in enumerate(prepared):
+            n = len(p[0])
+            submit[i, :n], work[i, :n], fixed[i, :n], u[i, :n] = p[0].submit, p[2], p[1], p[4]
+        site = np.full((R, width), -1, np.int64)
+        proc = np.full((R, width), -1, np.int64)
+        dispatch = np.full((R, width), np.nan)
+        start = np.full((R, width), np.nan)
+        grid_lwr_replications(submit, work, fixed, args["policy"], float(args["interval"]), float(args["sdt"]),
+                              u, cumw, processors, speed, site, proc, dispatch, start)
+        done = []
+        for i, p in enumerate(prepared):
+            n = len(p[0])
+            cluster = site[i, :n]
+            runtime = p[2] / np.append(speed, 1.0)[cluster]
+            done.append((cluster, runtime, start[i, :n], proc[i, :n]))
+        if all(_enough(scenario, p[0], d[2] + d[1]) for p, d in zip(prepared, done)):
+            break
+        margin *= 2
+    return [finish_replication(scenario, p[0], d[0], d[1], p[3], d[2], d[3], r, p[5],
+                               with_segments_for_first and i == 0)
+            for i, (r, p, d) in enumerate(zip(replications, prepared, done))]
+
+
 def _replication_worker(args):
     scenario_json, base_dir, replication = args
     scenario = load_scenario(scenario_json, base_dir=base_dir)
@@ -395,7 +468,10 @@ def run(scenario: Any, on_progress: ProgressCallback | None = None, *, workers: 
             load_trace_stream(s, scenario, 0)
     warm_up_kernels()
     t0 = time.perf_counter()
-    if R > 1 and _lockstep_possible(scenario):
+    if _stateful_policy(scenario) is not None:
+        outcomes = simulate_stateful(scenario, list(range(R)), True)
+        emit.progress(1.0, 0.0)
+    elif R > 1 and _lockstep_possible(scenario):
         outcomes = simulate_lwr_lockstep(scenario, True)
         emit.progress(1.0, 0.0)
     else:
@@ -487,4 +563,8 @@ def warm_up_kernels() -> None:
     assign_processors(one, one + 1, np.array([1, 1]), 1)
     lwr_replications(np.zeros((1, 2)), np.ones((1, 2)), 1, math.inf, np.full((1, 2), np.nan),
                      np.full((1, 2), -1, np.int64))
+    grid_lwr_replications(np.zeros((1, 2)), np.ones((1, 2)), np.full((1, 2), -1, np.int64), 1, 1.0, 0.0,
+                          np.zeros((1, 2)), np.ones(1), np.ones(1, np.int64), np.ones(1),
+                          np.full((1, 2), -1, np.int64), np.full((1, 2), -1, np.int64),
+                          np.full((1, 2), np.nan), np.full((1, 2), np.nan))
     _WARM = True

@@ -523,6 +523,17 @@ def _cross_check(s: Scenario) -> list[tuple[tuple, str]]:
                 found.append(
                     ((*pre, "arrival", "target_load"), "needs a runtime distribution with a positive mean")
                 )
+    alloc = s.grid.site_allocation.name
+    if simengine.site_allocation.is_stateful(alloc):
+        others = [f"'{c.name}' ({c.scheduler.name})" for c in clusters if c.scheduler.name != "lwr"]
+        if others:
+            found.append(
+                (
+                    ("grid", "site_allocation", "name"),
+                    f"'{alloc}' reads the sites' remaining work and needs every cluster to use the lwr "
+                    f"scheduler; not lwr: {', '.join(others)}",
+                )
+            )
     stop, warm = s.run.stop, s.run.warmup
     if endless and stop.horizon is None and stop.completions is None:
         names = ", ".join(f"'{n}'" for n in endless)

@@ -3,6 +3,11 @@
 Registered in :data:`simengine.registry.SITE_ALLOCATION`. A *static* policy is a
 function ``allocate(jobs, processors, params, rng) -> int32 array`` that picks a
 cluster index for every job of ``jobs`` at once, independently of the system state.
+
+A *stateful* policy (``deferred``, ``sb_deferred``) looks at the sites' remaining work,
+so it cannot route jobs up front: its implementation is a :class:`StatefulPolicy`
+(``stateful = True``) and the runner simulates the grid scheduler and the LWR sites
+together in one compiled pass (:mod:`simengine.grid_lwr`).
 """
 
 from __future__ import annotations
@@ -10,7 +15,9 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
+
+from simengine.grid_lwr import POLICY_DEFERRED, POLICY_SB_DEFERRED
 
 from simengine.registry import SITE_ALLOCATION
 from simengine.workload import JobTable
@@ -84,3 +91,62 @@ def allocate_random(
         w = np.where(eligible, base, 0.0)
         out[members] = rng.choice(len(procs), size=len(members), p=w / w.sum())
     return out
+
+
+# ---- stateful policies (Zikos & Karatza: Deferred, SB-Deferred) ------------------------------
+
+class DeferredParams(BaseModel):
+    """Parameters of the ``deferred`` site-allocation policy."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    #: A_I: queued jobs are dispatched at every multiple of this interval (seconds).
+    allocation_interval: float = Field(1.0, gt=0)
+
+
+class SBDeferredParams(DeferredParams):
+    """Parameters of the ``sb_deferred`` site-allocation policy."""
+
+    #: SDT: jobs with a service demand above it are deferred, the others go at random.
+    #: The paper sweeps 1..20 and names no single best value; 4 sits in the flat bottom
+    #: of its RT-vs-SDT curves.
+    sdt: float = Field(4.0, gt=0)
+    #: Weights of the random part, as for ``random``.
+    weights: Literal["processors", "equal"] = "processors"
+
+
+class StatefulPolicy:
+    """A site-allocation policy that needs the sites' state; run by :mod:`simengine.grid_lwr`."""
+
+    stateful = True
+
+    def __init__(self, code: int, params: type[BaseModel], doc: str):
+        self.code, self.params, self.__doc__ = code, params, doc
+
+    def kernel_args(self, params: BaseModel | dict[str, Any] | None, processors) -> dict[str, Any]:
+        """The kernel's policy arguments: policy, interval, sdt, weights."""
+        if not isinstance(params, self.params):
+            params = self.params.model_validate(params or {})
+        procs = np.asarray(processors, np.float64)
+        weights = procs if getattr(params, "weights", "processors") == "processors" else np.ones(len(procs))
+        return {"policy": self.code, "interval": params.allocation_interval,
+                "sdt": getattr(params, "sdt", 0.0), "weights": weights}
+
+    def __call__(self, *args, **kwargs):
+        raise TypeError(f"{type(self).__name__} cannot route jobs up front; the runner simulates it")
+
+
+deferred = SITE_ALLOCATION.register(
+    "deferred", DeferredParams,
+    summary="Deferred: every A_I, queued jobs go FCFS to the site with least remaining work per processor",
+)(StatefulPolicy(POLICY_DEFERRED, DeferredParams, "Deferred site allocation (Zikos & Karatza)."))
+
+sb_deferred = SITE_ALLOCATION.register(
+    "sb_deferred", SBDeferredParams,
+    summary="SB-Deferred: demand > SDT -> Deferred, else Random (Zikos & Karatza)",
+)(StatefulPolicy(POLICY_SB_DEFERRED, SBDeferredParams, "Size-based Deferred site allocation (Zikos & Karatza)."))
+
+
+def is_stateful(name: str) -> bool:
+    """Does the site-allocation policy ``name`` need the combined grid + LWR simulation?"""
+    return name in SITE_ALLOCATION and getattr(SITE_ALLOCATION.get(name).implementation, "stateful", False)

@@ -1,0 +1,133 @@
+"""The whole 2-level grid (grid scheduler + LWR sites) in one compiled pass.
+
+Stateful site-allocation policies (Deferred, SB-Deferred; Zikos & Karatza, MODELS.md
+§5) choose a site from the sites' current remaining work, so they cannot route jobs
+up front like ``random``. Because every site runs LWR (per-processor FCFS queues,
+clairvoyant demands), a site's state is just the time each processor's queue drains,
+and the grid scheduler plus all sites are one pass over the arrivals:
+
+* a job with a fixed cluster (a stream that targets a cluster) joins it on arrival;
+* a *random* grid job joins site k with probability ``cumw`` (pre-drawn uniform ``u``);
+* a *deferred* grid job waits in the grid scheduler's FCFS queue until the next multiple
+  of the allocation interval A_I at or after its arrival (a job arriving exactly at
+  k*A_I is in that batch). Then the queued jobs leave in arrival order, each to the
+  site with the least remaining work per processor, ``sum_p max(0, drain_p - t) / c_k``
+  (ties: lowest site index); a site's load includes the jobs dispatched earlier in the
+  same batch. An arrival at the very instant of a batch is handled before the batch.
+
+Inside a site the job goes to the processor with the least remaining work (ties:
+lowest index) and starts when that processor's queue drains. Run times are
+``work / speed`` of the site.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit, prange
+
+#: ``policy`` codes of the kernel.
+POLICY_RANDOM, POLICY_DEFERRED, POLICY_SB_DEFERRED = 0, 1, 2
+
+
+@njit(cache=True)
+def _place(j, k, t, work, speed, off, drain, site, proc, dispatch, start):
+    best = off[k]
+    best_w = max(0.0, drain[best] - t)
+    for p in range(off[k] + 1, off[k + 1]):
+        w = max(0.0, drain[p] - t)
+        if w < best_w:
+            best, best_w = p, w
+    s = max(t, drain[best])
+    drain[best] = s + work[j] / speed[k]
+    site[j] = k
+    proc[j] = best - off[k]
+    dispatch[j] = t
+    start[j] = s
+
+
+@njit(cache=True)
+def _flush(queue, count, t, work, speed, procs, off, drain, site, proc, dispatch, start):
+    K = procs.shape[0]
+    for i in range(count):
+        j = queue[i]
+        best, best_load = 0, math.inf
+        for k in range(K):
+            rem = 0.0
+            for p in range(off[k], off[k + 1]):
+                rem += max(0.0, drain[p] - t)
+            load = rem / procs[k]
+            if load < best_load:
+                best, best_load = k, load
+        _place(j, best, t, work, speed, off, drain, site, proc, dispatch, start)
+
+
+@njit(cache=True)
+def grid_lwr_kernel(submit, work, fixed, policy, interval, sdt, u, cumw, procs, speed,
+                    site, proc, dispatch, start):
+    """One replication. ``submit`` sorted (may end in ``inf`` padding); ``fixed[j] >= 0``
+    pins job j to that cluster, ``-1`` lets the policy choose, ``-2`` skips it. Fills ``site``, ``proc``, ``dispatch``, ``start``."""
+    K = procs.shape[0]
+    off = np.zeros(K + 1, np.int64)
+    for k in range(K):
+        off[k + 1] = off[k] + procs[k]
+    drain = np.full(off[K], -math.inf)
+    queue = np.empty(submit.shape[0], np.int64)
+    count = 0
+    batch_t = 0.0
+    for j in range(submit.shape[0]):
+        t = submit[j]
+        if not t < math.inf:
+            break
+        if count > 0 and batch_t < t:
+            _flush(queue, count, batch_t, work, speed, procs, off, drain, site, proc, dispatch, start)
+            count = 0
+        if fixed[j] < -1:  # rejected (fits no site)
+            continue
+        if fixed[j] >= 0:
+            _place(j, fixed[j], t, work, speed, off, drain, site, proc, dispatch, start)
+        elif policy == POLICY_DEFERRED or (policy == POLICY_SB_DEFERRED and work[j] > sdt):
+            if count == 0:
+                batch_t = math.ceil(t / interval) * interval
+                if batch_t < t:  # rounding
+                    batch_t += interval
+            queue[count] = j
+            count += 1
+        else:
+            k = 0
+            while k < K - 1 and u[j] >= cumw[k]:
+                k += 1
+            _place(j, k, t, work, speed, off, drain, site, proc, dispatch, start)
+    if count > 0:
+        _flush(queue, count, batch_t, work, speed, procs, off, drain, site, proc, dispatch, start)
+
+
+@njit(cache=True, parallel=True)
+def grid_lwr_replications(submit, work, fixed, policy, interval, sdt, u, cumw, procs, speed,
+                          site, proc, dispatch, start):
+    """R replications at once: row r of each (R, n) array is one replication (rows
+    padded at the end with ``submit = inf``)."""
+    for r in prange(submit.shape[0]):
+        grid_lwr_kernel(submit[r], work[r], fixed[r], policy, interval, sdt, u[r], cumw, procs, speed,
+                        site[r], proc[r], dispatch[r], start[r])
+
+
+def simulate(submit, work, fixed, policy: int, interval: float, sdt: float, u, weights, processors,
+             speed=None):
+    """Run :func:`grid_lwr_kernel` on 1-D inputs; returns (site, proc, dispatch, start) arrays.
+
+    ``weights`` are the random part's site weights (normalized here).
+    """
+    n = len(submit)
+    procs = np.asarray(processors, np.int64)
+    speed = np.ones(len(procs)) if speed is None else np.asarray(speed, np.float64)
+    w = np.asarray(weights, np.float64)
+    cumw = np.cumsum(w / w.sum())
+    site = np.full(n, -1, np.int64)
+    proc = np.full(n, -1, np.int64)
+    dispatch = np.full(n, np.nan)
+    start = np.full(n, np.nan)
+    grid_lwr_kernel(np.asarray(submit, np.float64), np.asarray(work, np.float64),
+                    np.asarray(fixed, np.int64), policy, float(interval), float(sdt),
+                    np.asarray(u, np.float64), cumw, procs, speed, site, proc, dispatch, start)
+    return site, proc, dispatch, start
