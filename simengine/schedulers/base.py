@@ -56,3 +56,18 @@ def check_inputs(submit: np.ndarray, processors: np.ndarray, cluster_processors:
 
 
 INF = math.inf
+
+
+@njit(cache=True)
+def compact_queue(queue, qn, qpos):
+    """Drop started jobs (marked -1) from an arrival-ordered queue; return its new length.
+
+    ``qpos[j]``, each job's place in the queue, is kept up to date.
+    """
+    m = 0
+    for q in range(qn):
+        if queue[q] >= 0:
+            queue[m] = queue[q]
+            qpos[queue[m]] = m
+            m += 1
+    return m

@@ -23,7 +23,7 @@ from numba import njit
 from simengine.profile import prof_add, prof_advance, prof_find_start, prof_index
 from simengine.registry import LOCAL_SCHEDULERS
 from simengine.schedulers._heap import heap_pop, heap_push
-from simengine.schedulers.base import BackfillParams, ClusterSchedule, check_inputs, planned_end
+from simengine.schedulers.base import BackfillParams, ClusterSchedule, check_inputs, compact_queue, planned_end
 
 QUEUED, RUNNING, DONE = 1, 2, 3
 
@@ -224,13 +224,7 @@ def conservative_kernel(submit, runtime, estimate, size, processors, horizon, ov
             queue[qpos[j]] = -1
             removed += 1
         if removed > 64 and 2 * removed > qn:
-            m = 0
-            for q in range(qn):
-                if queue[q] >= 0:
-                    queue[m] = queue[q]
-                    qpos[queue[m]] = m
-                    m += 1
-            qn = m
+            qn = compact_queue(queue, qn, qpos)
             removed = 0
         # heaps only grow by lazy entries; rebuild them if they get too big
         if sn > 3 * n + 8:

@@ -10,7 +10,16 @@ from numba import njit
 
 from simengine.registry import LOCAL_SCHEDULERS
 from simengine.schedulers._heap import heap_pop, heap_push, new_heap
-from simengine.schedulers.base import BackfillParams, ClusterSchedule, check_inputs, planned_end
+from simengine.schedulers.base import BackfillParams, ClusterSchedule, check_inputs, compact_queue, planned_end
+
+
+@njit(cache=True)
+def _start(j, t, start, runtime, running, slot, nrun, hkeys, hvals, hn):
+    """Start job j at t: record it, schedule its completion, add it to the running set."""
+    start[j] = t
+    running[nrun] = j
+    slot[j] = nrun
+    return nrun + 1, heap_push(hkeys, hvals, hn, t + runtime[j], j)
 
 
 @njit(cache=True)
@@ -25,6 +34,7 @@ def easy_kernel(submit, runtime, estimate, size, processors, horizon, overrun_st
     nrun = 0
     # waiting jobs in arrival order; started ones are marked -1 and compacted away
     queue = np.empty(n, np.int64)
+    qpos = np.empty(n, np.int64)
     qn = 0
     removed = 0
     arrived = 0
@@ -57,12 +67,8 @@ def easy_kernel(submit, runtime, estimate, size, processors, horizon, overrun_st
             if j >= 0:
                 if size[j] > free:
                     break
-                start[j] = t
                 free -= size[j]
-                hn = heap_push(hkeys, hvals, hn, t + runtime[j], j)
-                running[nrun] = j
-                slot[j] = nrun
-                nrun += 1
+                nrun, hn = _start(j, t, start, runtime, running, slot, nrun, hkeys, hvals, hn)
                 queue[h] = -1
                 removed += 1
             h += 1
@@ -95,21 +101,12 @@ def easy_kernel(submit, runtime, estimate, size, processors, horizon, overrun_st
                 if fits_before_shadow or size[j] <= extra:
                     if not fits_before_shadow:
                         extra -= size[j]
-                    start[j] = t
                     free -= size[j]
-                    hn = heap_push(hkeys, hvals, hn, t + runtime[j], j)
-                    running[nrun] = j
-                    slot[j] = nrun
-                    nrun += 1
+                    nrun, hn = _start(j, t, start, runtime, running, slot, nrun, hkeys, hvals, hn)
                     queue[q] = -1
                     removed += 1
         if removed > 64 and 2 * removed > qn:
-            m = 0
-            for q in range(qn):
-                if queue[q] >= 0:
-                    queue[m] = queue[q]
-                    m += 1
-            qn = m
+            qn = compact_queue(queue, qn, qpos)
             removed = 0
         elif h == qn:
             qn = 0
