@@ -1,4 +1,4 @@
-"""Command line: ``python -m simengine validate|run|replay|schedulers``.
+"""Command line: ``python -m simengine validate|run|replay|reproduce|schedulers``.
 
 Exit codes: 0 success, 2 bad input (every problem printed with its field path),
 1 an unexpected engine failure.
@@ -61,6 +61,12 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("--out", required=True)
     t.add_argument("--quiet", action="store_true")
     t.set_defaults(func=cmd_replay)
+
+    z = sub.add_parser("reproduce", help="rerun a paper's experiments: figure data, plots and claims")
+    z.add_argument("name", help="which reproduction (zikos)")
+    z.add_argument("--quick", action="store_true", help="few short replications (under a minute)")
+    z.add_argument("--out", help="output folder (default: out/NAME)")
+    z.set_defaults(func=cmd_reproduce)
 
     s = sub.add_parser("schedulers", help="list the registered policies and their parameters")
     s.set_defaults(func=cmd_schedulers)
@@ -128,6 +134,18 @@ def cmd_replay(args) -> int:
         "run": {"enforce_walltime": args.enforce_walltime},
     })
     return _simulate(scenario, args.out, args.quiet)
+
+
+def cmd_reproduce(args) -> int:
+    from simengine import reproductions
+
+    try:
+        recipe = reproductions.get(args.name)
+    except KeyError as e:
+        raise ScenarioError(FieldError("NAME", e.args[0]), source="command line") from None
+    claims = recipe(Path(args.out or f"out/{args.name}"), quick=args.quick)
+    print(reproductions.format_claims(claims))
+    return 0
 
 
 def cmd_schedulers(args) -> int:
