@@ -116,11 +116,13 @@ def test_lcg_replay_stays_under_two_gigabytes(tmp_path):
     warm = subprocess.run([sys.executable, "-c", "from simengine.runner import warm_up_kernels; warm_up_kernels()"],
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert warm.returncode == 0, warm.stderr
+    # VmHWM (peak RSS of this address space); ru_maxrss would carry over pytest's own peak
+    # across fork + exec
     code = (
-        "import resource, sys; from simengine.cli import main; "
+        "import re, sys; from simengine.cli import main; "
         f"rc = main(['replay', {str(SHARED / 'traces' / 'LCG-2005-1.swf.gz')!r}, '--scheduler', 'easy', "
         f"'--out', {str(tmp_path / 'lcg')!r}, '--quiet']); "
-        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss); sys.exit(rc)"
+        "print(re.search(r'VmHWM:\\s+(\\d+) kB', open('/proc/self/status').read()).group(1)); sys.exit(rc)"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr
