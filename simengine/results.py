@@ -102,6 +102,19 @@ def replication_metrics(jobs: dict[str, np.ndarray], held_until: np.ndarray, cap
     return out
 
 
+def cluster_utilisation(jobs: dict[str, np.ndarray], held_until: np.ndarray, processors: np.ndarray,
+                        window: tuple[float, float]) -> np.ndarray:
+    """Utilisation of each cluster over ``window`` (busy processor-seconds / capacity)."""
+    t0, t1 = window
+    if not t1 > t0:
+        return np.full(len(processors), math.nan)
+    started = ~np.isnan(jobs["start"])
+    busy = (np.clip(held_until[started], t0, t1) - np.clip(jobs["start"][started], t0, t1)) \
+        * jobs["processors"][started]
+    per = np.bincount(jobs["cluster"][started], weights=busy, minlength=len(processors))
+    return per / (processors * (t1 - t0))
+
+
 def time_series(jobs: dict[str, np.ndarray], held_until: np.ndarray, capacity: int, t_end: float,
                 points: int = SERIES_POINTS):
     """Utilisation (busy / capacity) and queue length sampled at ``points`` instants in [0, t_end]."""

@@ -27,7 +27,8 @@ from simengine.gantt import KIND_RUN, SEGMENT_COLUMNS, assign_processors
 from simengine.generate import generate_stream
 from simengine.grid_lwr import grid_lwr_replications
 from simengine.registry import LOCAL_SCHEDULERS, SITE_ALLOCATION
-from simengine.results import (BOUNDED_SLOWDOWN_TAU, Metric, Result, replication_metrics, time_series)
+from simengine.results import (BOUNDED_SLOWDOWN_TAU, Metric, Result, cluster_utilisation, replication_metrics,
+                                time_series)
 from simengine.scenario import GRID_TARGET, Scenario, SyntheticStream, TraceStream, load_scenario, scenario_hash
 from simengine.schedulers.lwr import lwr_replications
 from simengine.traces import read_trace
@@ -140,7 +141,8 @@ def _route(jobs: JobTable, scenario: Scenario, rng: np.random.Generator) -> np.n
     todo = grid & fits_somewhere
     if todo.any():
         entry = SITE_ALLOCATION.get(scenario.grid.site_allocation.name)
-        cluster[todo] = entry.implementation(jobs.take(todo), processors, scenario.grid.site_allocation.params, rng)
+        chosen = jobs if todo.all() else jobs.take(todo)
+        cluster[todo] = entry.implementation(chosen, processors, scenario.grid.site_allocation.params, rng)
     cluster[grid & ~fits_somewhere] = -1
     too_big = (cluster >= 0) & (jobs.processors > processors[np.maximum(cluster, 0)])
     cluster[too_big] = -1
@@ -177,14 +179,14 @@ def finish_replication(scenario: Scenario, jobs: JobTable, cluster: np.ndarray, 
     horizon = run.stop.horizon if run.stop.horizon is not None else math.inf
     finished = ~np.isnan(start) & (end <= horizon)
     t_stop = horizon
-    keep = np.ones(n, bool)
+    keep = slice(0, n)
     if run.stop.completions is not None:
-        ends = np.sort(end[finished])
+        ends = end[finished]
         if len(ends) >= run.stop.completions:
-            t_stop = min(t_stop, float(ends[run.stop.completions - 1]))
+            t_stop = min(t_stop, _kth_smallest(ends, run.stop.completions))
         else:
             notes.append(f"replication {replication}: only {len(ends)} of {run.stop.completions} completions")
-        keep = jobs.submit <= t_stop
+        keep = slice(0, int(np.searchsorted(jobs.submit, t_stop, side="right")))  # jobs are sorted by submit
     if not math.isfinite(t_stop):
         t_stop = float(np.nanmax(end)) if finished.any() else 0.0
     started_by_stop = ~np.isnan(start) & (start <= t_stop)
@@ -201,13 +203,15 @@ def finish_replication(scenario: Scenario, jobs: JobTable, cluster: np.ndarray, 
     # warm-up: the first W completions, and jobs submitted before the warm-up time
     warmup = jobs.submit < run.warmup.time
     t_warm = run.warmup.time
-    if run.warmup.completions:
-        ends = np.sort(end[done])
-        if len(ends) >= run.warmup.completions:
-            t_w = float(ends[run.warmup.completions - 1])
-            order = np.argsort(np.where(done, end, np.inf), kind="stable")
-            warmup[order[:run.warmup.completions]] = True
-            t_warm = max(t_warm, t_w)
+    w = run.warmup.completions
+    if w and done.sum() >= w:
+        ends = np.where(done, end, np.inf)
+        t_w = _kth_smallest(ends, w)
+        # the first w completions; among jobs ending together at t_w, the earliest submitted
+        before = ends < t_w
+        warmup |= before
+        warmup[np.flatnonzero(ends == t_w)[:w - int(before.sum())]] = True
+        t_warm = max(t_warm, t_w)
     wait = start - jobs.submit
     response = end - jobs.submit
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -226,11 +230,9 @@ def finish_replication(scenario: Scenario, jobs: JobTable, cluster: np.ndarray, 
     clusters = scenario.platform.clusters
     capacity = sum(c.processors for c in clusters)
     metrics = replication_metrics(cols, held_until, capacity, (t_warm, t_stop))
-    for c, spec in enumerate(clusters):
-        on_c = cols["cluster"] == c
-        mine = {k: v[on_c] for k, v in cols.items()}
-        metrics[f"utilisation.{spec.name}"] = replication_metrics(
-            mine, held_until[on_c], spec.processors, (t_warm, t_stop))["utilisation"]
+    per_cluster = cluster_utilisation(cols, held_until, np.asarray(scenario.platform.processors), (t_warm, t_stop))
+    for spec, u in zip(clusters, per_cluster):
+        metrics[f"utilisation.{spec.name}"] = float(u)
     series = segments = None
     if with_segments:
         series = time_series(cols, held_until, capacity, t_stop)
@@ -241,6 +243,11 @@ def finish_replication(scenario: Scenario, jobs: JobTable, cluster: np.ndarray, 
                                                              t_stop)["utilisation"]
         segments = build_segments(scenario, cols, held_until, proc)
     return ReplicationOutcome(cols, segments, metrics, series, notes)
+
+
+def _kth_smallest(x: np.ndarray, k: int) -> float:
+    """The k-th smallest value (k from 1), without sorting everything."""
+    return float(np.partition(x, k - 1)[k - 1])
 
 
 def build_segments(scenario: Scenario, cols: dict[str, np.ndarray], held_until: np.ndarray,
@@ -290,10 +297,10 @@ def _enough(scenario: Scenario, jobs: JobTable, outcome_end: np.ndarray) -> bool
     if scenario.run.stop.completions is None or not any(
             isinstance(s, SyntheticStream) and s.count is None for s in scenario.workload.streams):
         return True
-    ends = np.sort(outcome_end[~np.isnan(outcome_end)])
+    ends = outcome_end[~np.isnan(outcome_end)]
     if len(ends) < scenario.run.stop.completions:
         return False
-    t_n = ends[scenario.run.stop.completions - 1]
+    t_n = _kth_smallest(ends, scenario.run.stop.completions)
     for i, s in enumerate(scenario.workload.streams):
         if isinstance(s, SyntheticStream) and s.count is None:
             mine = jobs.submit[jobs.stream == i]

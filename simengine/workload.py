@@ -71,6 +71,8 @@ class JobTable:
         )
 
     def sorted_by_submit(self) -> "JobTable":
+        if len(self.submit) < 2 or bool((self.submit[1:] >= self.submit[:-1]).all()):
+            return self
         # Stable sort keeps the original order of simultaneous submissions (FCFS tie rule).
         return self.take(np.argsort(self.submit, kind="stable"))
 
@@ -78,6 +80,8 @@ class JobTable:
     def concat(tables: list["JobTable"]) -> "JobTable":
         if not tables:
             return JobTable.empty()
+        if len(tables) == 1:
+            return tables[0]
         keys = set.intersection(*(set(t.extra) for t in tables)) if tables else set()
         return JobTable(
             *(np.concatenate([getattr(t, c) for t in tables]) for c in JobTable.COLUMNS),
