@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import os
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable
@@ -333,7 +333,8 @@ def simulate_lwr_lockstep(scenario: Scenario, with_segments_for_first: bool) -> 
     margin = 1.2
     while True:
         counts = _synthetic_counts(scenario, completions, margin) if completions else None
-        prepared = [_prepare(scenario, r, counts) for r in range(R)]
+        with _threads() as pool:
+            prepared = list(pool.map(lambda r: _prepare(scenario, r, counts), range(R)))
         horizon = scenario.run.stop.horizon if scenario.run.stop.horizon is not None else math.inf
         starts = [np.full(len(p[0]), np.nan) for p in prepared]
         procs = [np.full(len(p[0]), -1, np.int64) for p in prepared]
@@ -356,9 +357,17 @@ def simulate_lwr_lockstep(scenario: Scenario, with_segments_for_first: bool) -> 
         if all(_enough(scenario, p[0], s + p[2]) for p, s in zip(prepared, starts)):
             break
         margin *= 2
-    return [finish_replication(scenario, p[0], p[1], p[2], p[4], s, pr, r, p[5],
-                               with_segments_for_first and r == 0)
-            for r, (p, s, pr) in enumerate(zip(prepared, starts, procs))]
+    with _threads() as pool:
+        return list(pool.map(
+            lambda r: finish_replication(scenario, prepared[r][0], prepared[r][1], prepared[r][2], prepared[r][4],
+                                         starts[r], procs[r], r, prepared[r][5], with_segments_for_first and r == 0),
+            range(R)))
+
+
+def _threads() -> ThreadPoolExecutor:
+    """Threads for per-replication numpy work (it releases the GIL); each replication has
+    its own random streams, so results do not depend on the order threads run in."""
+    return ThreadPoolExecutor(max_workers=os.cpu_count() or 1)
 
 
 def _stateful_policy(scenario: Scenario):
@@ -426,9 +435,12 @@ def simulate_stateful(scenario: Scenario, replications: list[int],
         if all(_enough(scenario, p[0], d[2] + d[1]) for p, d in zip(prepared, done)):
             break
         margin *= 2
-    return [finish_replication(scenario, p[0], d[0], d[1], p[3], d[2], d[3], r, p[5],
-                               with_segments_for_first and i == 0)
-            for i, (r, p, d) in enumerate(zip(replications, prepared, done))]
+    with _threads() as pool:
+        return list(pool.map(
+            lambda i: finish_replication(scenario, prepared[i][0], done[i][0], done[i][1], prepared[i][3],
+                                         done[i][2], done[i][3], replications[i], prepared[i][5],
+                                         with_segments_for_first and i == 0),
+            range(R)))
 
 
 def _replication_worker(args):
