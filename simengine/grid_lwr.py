@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 #: ``policy`` codes of the kernel.
 POLICY_RANDOM, POLICY_DEFERRED, POLICY_SB_DEFERRED = 0, 1, 2
@@ -102,12 +102,12 @@ def grid_lwr_kernel(submit, work, fixed, policy, interval, sdt, u, cumw, procs, 
         _flush(queue, count, batch_t, work, speed, procs, off, drain, site, proc, dispatch, start)
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True)
 def grid_lwr_replications(submit, work, fixed, policy, interval, sdt, u, cumw, procs, speed,
                           site, proc, dispatch, start):
     """R replications at once: row r of each (R, n) array is one replication (rows
     padded at the end with ``submit = inf``)."""
-    for r in prange(submit.shape[0]):
+    for r in range(submit.shape[0]):
         grid_lwr_kernel(submit[r], work[r], fixed[r], policy, interval, sdt, u[r], cumw, procs, speed,
                         site[r], proc[r], dispatch[r], start[r])
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from simengine.registry import LOCAL_SCHEDULERS, NoParams
 from simengine.schedulers.base import ClusterSchedule, check_inputs
@@ -38,13 +38,13 @@ def lwr_kernel(submit, runtime, processors, horizon, start, proc):
             start[j] = s
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True)
 def lwr_replications(submit, runtime, processors, horizon, start, proc):
     """LWR for R replications at once: row r of each (R, n) array is one replication.
 
     Rows may be padded at the end with submit = inf.
     """
-    for r in prange(submit.shape[0]):
+    for r in range(submit.shape[0]):
         lwr_kernel(submit[r], runtime[r], processors, horizon, start[r], proc[r])
 
 
