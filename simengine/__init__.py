@@ -10,5 +10,6 @@ __version__ = "0.1.0"
 
 from simengine.scenario import load_scenario, scenario_hash  # noqa: E402
 from simengine.runner import run  # noqa: E402
+from simengine.sweep import expand_sweep, sweep  # noqa: E402
 
-__all__ = ["__version__", "load_scenario", "scenario_hash", "run"]
+__all__ = ["__version__", "load_scenario", "scenario_hash", "run", "sweep", "expand_sweep"]

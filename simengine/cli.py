@@ -6,6 +6,7 @@ Exit codes: 0 success, 2 bad input (every problem printed with its field path),
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -67,6 +68,16 @@ def _parser() -> argparse.ArgumentParser:
     z.add_argument("--quick", action="store_true", help="few short replications (under a minute)")
     z.add_argument("--out", help="output folder (default: out/NAME)")
     z.set_defaults(func=cmd_reproduce)
+
+    w = sub.add_parser("sweep", help="run a scenario over a grid of parameter values")
+    w.add_argument("scenario")
+    w.add_argument("--param", action="append", default=[], metavar="PATH=V1,V2,...",
+                   help="a dotted scenario field and its values (JSON or plain text), repeatable; "
+                        "e.g. platform.clusters.0.scheduler.name=fcfs,easy")
+    w.add_argument("--out", required=True, help="output folder (sweep.csv, points/<k>/summary.json)")
+    w.add_argument("--workers", type=int, help="processes (default: one per core)")
+    w.add_argument("--quiet", action="store_true")
+    w.set_defaults(func=cmd_sweep)
 
     s = sub.add_parser("schedulers", help="list the registered policies and their parameters")
     s.set_defaults(func=cmd_schedulers)
@@ -145,6 +156,40 @@ def cmd_reproduce(args) -> int:
         raise ScenarioError(FieldError("NAME", e.args[0]), source="command line") from None
     claims = recipe(Path(args.out or f"out/{args.name}"), quick=args.quick)
     print(reproductions.format_claims(claims))
+    return 0
+
+
+def _parse_values(text: str) -> list:
+    values = []
+    for item in text.split(","):
+        try:
+            values.append(json.loads(item))
+        except json.JSONDecodeError:
+            values.append(item)
+    return values
+
+
+def cmd_sweep(args) -> int:
+    from simengine.sweep import sweep
+
+    parameters: dict[str, list] = {}
+    for spec in args.param:
+        path, sep, values = spec.partition("=")
+        if not sep or not path or not values:
+            raise ScenarioError(FieldError("--param", f"expected PATH=V1,V2,... but got {spec!r}"),
+                                source="command line")
+        parameters[path.strip()] = _parse_values(values)
+
+    def report(k, point):
+        if not args.quiet:
+            m = point.summary["metrics"].get("mean_wait", {})
+            print(f"  point {k}: {point.parameters}  mean_wait {m.get('mean')}")
+
+    result = sweep(args.scenario, parameters, workers=args.workers, on_point=report,
+                   base_dir=str(Path(args.scenario).resolve().parent))
+    result.write(args.out)
+    if not args.quiet:
+        print(f"{len(result.points)} points -> {args.out}/sweep.csv")
     return 0
 
 
