@@ -257,6 +257,18 @@ def _mean_after_warmup(ends_and_responses, warmup: int) -> float:
     return sum(rest) / len(rest) if rest else math.nan
 
 
+def least_work_processor(drain: list[float], first: int, count: int, now: float, demand: float) -> int:
+    """LWR inside one site: the processor (of first..first+count-1) whose queue drains first
+    (ties: lowest index); its drain time is advanced by ``demand``. Shared by both peers."""
+    best, best_work = first, max(0.0, drain[first] - now)
+    for p in range(first + 1, first + count):
+        w = max(0.0, drain[p] - now)
+        if w < best_work:
+            best, best_work = p, w
+    drain[best] = max(now, drain[best]) + demand
+    return best
+
+
 def simpy_lwr(model: GridModel, completions: int, warmup: int, seed: int = 0,
               workload: tuple | None = None) -> LwrOutcome:
     """The grid in SimPy: every processor a ``Resource(capacity=1)`` with its own FIFO queue.
@@ -297,13 +309,7 @@ def simpy_lwr(model: GridModel, completions: int, warmup: int, seed: int = 0,
 
     def dispatch(i, demand, site):
         now = env.now
-        lo = first[site]
-        best, best_work = lo, max(0.0, drain[lo] - now)
-        for p in range(lo + 1, lo + counts[site]):
-            w = max(0.0, drain[p] - now)
-            if w < best_work:
-                best, best_work = p, w
-        drain[best] = max(now, drain[best]) + demand
+        best = least_work_processor(drain, first[site], counts[site], now, demand)
         env.process(job(i, now, best, demand))
 
     def source():
@@ -370,14 +376,7 @@ def ciw_lwr(model: GridModel, completions: int, warmup: int, seed: int = 0,
                 site = workload[2][ind.id_number - 1]
                 demand = workload[1][ind.id_number - 1]
             ind.demand = demand
-            lo = first[site]
-            drain = self.drain
-            best, best_work = lo, max(0.0, drain[lo] - now)
-            for p in range(lo + 1, lo + counts[site]):
-                w = max(0.0, drain[p] - now)
-                if w < best_work:
-                    best, best_work = p, w
-            drain[best] = max(now, drain[best]) + demand
+            best = least_work_processor(self.drain, first[site], counts[site], now, demand)
             return self.simulation.nodes[best + 2]  # nodes[0] is the arrival node
 
     class CarriedDemand(ciw.dists.Distribution):

@@ -151,7 +151,7 @@ class Result:
     segments: dict[str, np.ndarray]
     metrics: dict[str, Metric]
     series: dict[str, np.ndarray]
-    replication_seeds: list[int] = field(default_factory=list)
+    replications: int = 1
     engine_seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
 
@@ -169,7 +169,7 @@ class Result:
             "scenario_hash": self.scenario_hash,
             "seed": self.seed,
             "engine_version": self.engine_version,
-            "replications": len(self.replication_seeds) or 1,
+            "replications": self.replications,
             "clusters": [{"name": n, "processors": p} for n, p in zip(self.cluster_names, self.cluster_processors)],
             "jobs": int(len(self.jobs["job_id"])),
             "job_counts": self.status_counts(),

@@ -536,7 +536,7 @@ def _assemble(scenario: Scenario, outcomes: list[ReplicationOutcome]) -> Result:
         cluster_names=[c.name for c in scenario.platform.clusters],
         cluster_processors=[c.processors for c in scenario.platform.clusters],
         jobs=jobs, segments=first.segments, metrics=metrics, series=first.series,
-        replication_seeds=list(range(len(outcomes))), notes=list(dict.fromkeys(notes)))
+        replications=len(outcomes), notes=list(dict.fromkeys(notes)))
 
 
 class _Emitter:

@@ -146,6 +146,17 @@ class FileSite(_Model):
     cluster: str | None = None
 
 
+def _first_of_each_name(items, field: str, what: str, found: list) -> dict[str, int]:
+    """Name -> index of its first item; every later item with a taken name is a problem."""
+    seen: dict[str, int] = {}
+    for i, item in enumerate(items):
+        if item.name in seen:
+            found.append(((field, i, "name"), f"duplicate {what} name '{item.name}' (also {field}.{seen[item.name]})"))
+        else:
+            seen[item.name] = i
+    return seen
+
+
 class Platform(_Model):
     """The clusters (given, or taken from ``preset``), file sites and bandwidths (MB/s)."""
 
@@ -170,28 +181,9 @@ class Platform(_Model):
     @model_validator(mode="after")
     def _names(self):
         found: list[tuple[tuple, str]] = []
-        seen: dict[str, int] = {}
-        for i, c in enumerate(self.clusters):
-            if c.name in seen:
-                found.append(
-                    (
-                        ("clusters", i, "name"),
-                        f"duplicate cluster name '{c.name}' (also clusters.{seen[c.name]})",
-                    )
-                )
-            else:
-                seen[c.name] = i
-        sites: dict[str, int] = {}
+        seen = _first_of_each_name(self.clusters, "clusters", "cluster", found)
+        sites = _first_of_each_name(self.file_sites, "file_sites", "file site", found)
         for i, f in enumerate(self.file_sites):
-            if f.name in sites:
-                found.append(
-                    (
-                        ("file_sites", i, "name"),
-                        f"duplicate file site name '{f.name}' (also file_sites.{sites[f.name]})",
-                    )
-                )
-            else:
-                sites[f.name] = i
             if f.cluster is not None and f.cluster not in seen:
                 found.append(
                     (("file_sites", i, "cluster"), f"unknown cluster '{f.cluster}'; known: {', '.join(seen)}")

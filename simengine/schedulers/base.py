@@ -1,7 +1,6 @@
 """What every local scheduler receives and returns, and the rules they share."""
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -54,8 +53,6 @@ def check_inputs(submit: np.ndarray, processors: np.ndarray, cluster_processors:
     if len(processors) and (processors.max() > cluster_processors or processors.min() < 1):
         raise ValueError(f"job sizes must be within 1..{cluster_processors}")
 
-
-INF = math.inf
 
 
 @njit(cache=True)

@@ -29,27 +29,16 @@ QUEUED, RUNNING, DONE = 1, 2, 3
 
 
 @njit(cache=True)
-def _region_max(times, free, lo, n, a, b):
+def _region_range(times, free, lo, n, a, b):
+    """(min, max) free count over the profile steps that overlap [a, b)."""
     i = prof_index(times, lo, n, a)
-    m = free[i]
+    low = high = free[i]
     i += 1
     while i < n and times[i] < b:
-        if free[i] > m:
-            m = free[i]
+        low = min(low, free[i])
+        high = max(high, free[i])
         i += 1
-    return m
-
-
-@njit(cache=True)
-def _region_min(times, free, lo, n, a, b):
-    i = prof_index(times, lo, n, a)
-    m = free[i]
-    i += 1
-    while i < n and times[i] < b:
-        if free[i] < m:
-            m = free[i]
-        i += 1
-    return m
+    return low, high
 
 
 @njit(cache=True)
@@ -131,7 +120,7 @@ def conservative_kernel(submit, runtime, estimate, size, processors, horizon, ov
             ext_hi = max(ext_hi, new_end)
         lo = prof_advance(times, lo, pn, t)
         repaired = False
-        if ext_hi > t and _region_min(times, free, lo, pn, t, ext_hi) < 0:
+        if ext_hi > t and _region_range(times, free, lo, pn, t, ext_hi)[0] < 0:
             # the extension overlaps reservations: those starting before ext_hi are
             # placed again, in arrival order, after the others
             m = 0
@@ -161,7 +150,7 @@ def conservative_kernel(submit, runtime, estimate, size, processors, horizon, ov
             # includes what moves behind it in the previous pass freed (carry_*).
             env_lo = min(env_lo, carry_lo)
             env_hi = max(env_hi, carry_hi)
-            env_max = _region_max(times, free, lo, pn, max(env_lo, t), env_hi)
+            env_max = _region_range(times, free, lo, pn, max(env_lo, t), env_hi)[1]
             carry_lo, carry_hi = math.inf, -math.inf
             for q in range(qn):
                 j = queue[q]
@@ -188,7 +177,7 @@ def conservative_kernel(submit, runtime, estimate, size, processors, horizon, ov
                     if d > 0:
                         # later jobs in this pass may use the old window; earlier ones
                         # will look at it in the next compression
-                        env_max = max(env_max, _region_max(times, free, lo, pn, s_old, s_old + d))
+                        env_max = max(env_max, _region_range(times, free, lo, pn, s_old, s_old + d)[1])
                         env_lo = min(env_lo, s_old)
                         env_hi = max(env_hi, s_old + d)
                         carry_lo = min(carry_lo, s_old)
