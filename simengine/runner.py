@@ -496,23 +496,30 @@ def run(scenario: Any, on_progress: ProgressCallback | None = None, *, workers: 
     else:
         first = simulate_replication(scenario, 0, with_segments=True)
         outcomes = [first]
+        # Replication 0's Gantt goes out now, so a watcher sees it while the others run.
+        emit.segments(first.segments)
         emit.progress(1 / R, float(np.nanmax(first.jobs["end"], initial=0.0)))
         rest = list(range(1, R))
         n_workers = workers if workers is not None else (
             os.cpu_count() or 1 if _estimated_jobs(scenario) >= POOL_MIN_JOBS else 1)
         if rest and n_workers > 1:
             payload = [(scenario.model_dump_json(), _base_dir(scenario), r) for r in rest]
-            with ProcessPoolExecutor(max_workers=min(n_workers, len(rest))) as pool:
+            pool = ProcessPoolExecutor(max_workers=min(n_workers, len(rest)))
+            try:
                 for k, out in enumerate(pool.map(_replication_worker, payload)):
                     outcomes.append(out)
                     emit.progress((k + 2) / R, 0.0)
+            finally:
+                # A callback that raises (a cancelled run) must not wait for the queued replications.
+                pool.shutdown(wait=True, cancel_futures=True)
         else:
             for r in rest:
                 outcomes.append(simulate_replication(scenario, r, with_segments=False))
                 emit.progress((r + 1) / R, 0.0)
     result = _assemble(scenario, outcomes)
     result.engine_seconds = time.perf_counter() - t0
-    emit.segments(result.segments)
+    if not emit.sent_segments:
+        emit.segments(result.segments)
     emit.metrics(result)
     return result
 
@@ -544,6 +551,7 @@ class _Emitter:
 
     def __init__(self, callback: ProgressCallback | None):
         self.callback, self.seq = callback, 0
+        self.sent_segments = False
 
     def _send(self, chunk: dict[str, Any]) -> None:
         if self.callback is not None:
@@ -555,6 +563,7 @@ class _Emitter:
         self._send({"kind": "progress", "fraction": fraction, "sim_time": sim_time})
 
     def segments(self, seg: dict[str, np.ndarray]) -> None:
+        self.sent_segments = True
         if self.callback is None:
             return
         n = len(seg["t0"])
