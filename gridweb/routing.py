@@ -1,4 +1,4 @@
-"""Websocket routes. Empty for now: run streaming consumers are added here."""
+"""Websocket routes."""
 
 from django.urls import URLPattern
 

@@ -18,6 +18,7 @@ import os
 from pathlib import Path
 
 import dj_database_url
+from bokeh.util.paths import bokehjs_path
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -65,7 +66,14 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "channels",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
     "gridweb.web",
+    "gridweb.accounts",
+    "gridweb.scenarios",
+    "gridweb.runs",
+    "gridweb.api",
 ]
 
 MIDDLEWARE = [
@@ -147,7 +155,41 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATICFILES_DIRS = [BASE_DIR / "static"]
+# BokehJS is served from the installed bokeh package (same version as the Python side, no CDN).
+STATICFILES_DIRS = [BASE_DIR / "static", ("bokeh", Path(bokehjs_path()) / "js")]
 STATIC_ROOT = Path(os.environ.get("DJANGO_STATIC_ROOT", BASE_DIR / "artifacts" / "staticfiles"))
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Logging in -------------------------------------------------------------------------------------
+LOGIN_URL = "accounts:login"
+LOGIN_REDIRECT_URL = "runs:gallery"
+LOGOUT_REDIRECT_URL = "web:home"
+
+# --- REST API -----------------------------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",  # the pages' own fetch() calls (CSRF checked)
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticatedOrReadOnly"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "PAGE_SIZE": 50,
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "GridWeb API",
+    "DESCRIPTION": "Scenarios, traces, runs, sweeps and results of the GridWeb simulator.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+}
+
+# --- Simulation runs ----------------------------------------------------------------------------
+# Where uploaded traces are materialised for the engine (from the database, on any worker machine).
+GRIDWEB_DATA_DIR = Path(os.environ.get("GRIDWEB_DATA_DIR", BASE_DIR / "artifacts" / "data"))
+GRIDWEB_TRACE_DIR = GRIDWEB_DATA_DIR / "traces"
+# Largest trace upload accepted (bytes); larger uploads are refused before anything is stored.
+GRIDWEB_MAX_TRACE_BYTES = int(os.environ.get("GRIDWEB_MAX_TRACE_BYTES", 20 * 1024 * 1024))
+DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024  # scenario JSON bodies
+# Embedded mode runs simulations in a background thread of the web process instead of Celery.
+GRIDWEB_EMBEDDED_WORKER = GRIDWEB_MODE == "embedded"

@@ -1,9 +1,13 @@
-"""Root URL configuration."""
+"""Root URL configuration: one include per app."""
 
 from django.contrib import admin
 from django.urls import include, path
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("accounts/", include("gridweb.accounts.urls")),
+    path("scenarios/", include("gridweb.scenarios.urls")),
+    path("", include("gridweb.runs.urls")),  # runs/, sweeps/, gallery/
+    path("api/", include("gridweb.api.urls")),
     path("", include("gridweb.web.urls")),
 ]

@@ -155,3 +155,128 @@ def page(browser: Any) -> Iterator[Any]:
     page = context.new_page()
     yield page
     context.close()
+
+
+# --- A live full-stack site: PostgreSQL, Redis, Celery workers, the ASGI server ------------------
+E2E_DATABASE = "gridweb_e2e"
+E2E_REDIS_DB = 5
+E2E_WORKERS = 2
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class FullStackSite:
+    """A GridWeb server and its Celery workers running as separate processes in full-stack mode."""
+
+    def __init__(self, env: dict[str, str], base_url: str, logs: Path):
+        self.env, self.base_url, self.logs = env, base_url, logs
+        self.processes: dict[str, subprocess.Popen] = {}
+
+    @property
+    def ws_url(self) -> str:
+        return self.base_url.replace("http://", "ws://", 1)
+
+    def manage(self, *args: str, timeout: float = 120) -> str:
+        """Run ``manage.py ARGS`` against this site's database; return stdout (fails the test on error)."""
+        result = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=self.env,
+                                capture_output=True, text=True, timeout=timeout)
+        assert result.returncode == 0, f"manage.py {' '.join(args)}: exit {result.returncode}\n{result.stderr}"
+        return result.stdout
+
+    def python_json(self, code: str, timeout: float = 120) -> Any:
+        """Run ``code`` with Django set up against this site (it prints one JSON document last)."""
+        return run_python_json("import django; django.setup()\n" + code, env=self.env, timeout=timeout)
+
+    def start(self, name: str, argv: list[str]) -> subprocess.Popen:
+        log = open(self.logs / f"{name}.log", "w")  # noqa: SIM115 - closed with the process
+        process = subprocess.Popen(argv, cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT)
+        self.processes[name] = process
+        return process
+
+    def log(self, name: str) -> str:
+        return (self.logs / f"{name}.log").read_text(errors="replace")
+
+    def stop(self) -> None:
+        for process in self.processes.values():
+            if process.poll() is None:
+                process.terminate()
+        for process in self.processes.values():
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+def _recreate_database(admin_url: str, name: str) -> str:
+    import psycopg
+
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return admin_url.rsplit("/", 1)[0] + "/" + name
+
+
+def _wait_until(check, timeout: float, what: str, site: FullStackSite) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout
+    last: BaseException | None = None
+    while time.monotonic() < deadline:
+        try:
+            if check():
+                return
+        except Exception as exc:  # noqa: BLE001 - keep polling until the deadline
+            last = exc
+        for name, process in site.processes.items():
+            if process.poll() is not None:
+                raise AssertionError(f"{name} exited with {process.returncode}:\n{site.log(name)}")
+        time.sleep(0.3)
+    raise AssertionError(f"timed out waiting for {what} ({last!r})")
+
+
+@pytest.fixture(scope="session")
+def full_stack_site(test_database_url: str, test_redis_url: str, tmp_path_factory) -> Iterator[FullStackSite]:
+    """The site in full-stack mode: a fresh PostgreSQL database, a Redis database of its own,
+    ``E2E_WORKERS`` Celery worker processes and the ASGI server (HTTP + websockets) on a free port.
+
+    Logs of every process are in the fixture's ``logs`` folder (printed when a process dies).
+    """
+    import urllib.request
+
+    import redis
+
+    database_url = _recreate_database(test_database_url, E2E_DATABASE)
+    redis_url = test_redis_url.rsplit("/", 1)[0] + f"/{E2E_REDIS_DB}"
+    redis.Redis.from_url(redis_url).flushdb()
+    data_dir = tmp_path_factory.mktemp("e2e-data")
+    logs = tmp_path_factory.mktemp("e2e-logs")
+    env = project_env(DATABASE_URL=database_url, REDIS_URL=redis_url, GRIDWEB_DATA_DIR=str(data_dir))
+    port = _free_port()
+    site = FullStackSite(env, f"http://127.0.0.1:{port}", logs)
+    site.manage("migrate", "--noinput", timeout=300)
+    try:
+        for i in range(1, E2E_WORKERS + 1):
+            site.start(f"worker{i}", [sys.executable, "-m", "celery", "-A", "gridweb", "worker", "--pool=prefork",
+                                      "--concurrency=1", f"--hostname=worker{i}@%h", "--loglevel=INFO",
+                                      "--without-gossip", "--without-mingle"])
+        site.start("server", [sys.executable, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"])
+
+        def healthy() -> bool:
+            with urllib.request.urlopen(f"{site.base_url}/healthz", timeout=5) as response:
+                return response.status == 200
+
+        _wait_until(healthy, 120, "the server's /healthz", site)
+
+        def workers_ready() -> bool:
+            return all("ready." in site.log(f"worker{i}") for i in range(1, E2E_WORKERS + 1))
+
+        _wait_until(workers_ready, 120, "the Celery workers", site)
+        yield site
+    finally:
+        site.stop()

@@ -1,0 +1,82 @@
+"""Validating scenario documents from the web (builder, API, uploads) through the engine's schema.
+
+The engine's pydantic schema is the single source of truth; this module adds the web's own
+rule for traces: a trace stream's ``path`` must name an uploaded trace the user may view
+(``TraceFile.stored_name``), never a file on the server.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+
+import simengine
+from simengine.errors import ScenarioError
+
+from .models import TraceFile
+
+
+class SpecInvalid(Exception):
+    """A scenario document failed validation; ``errors`` maps dotted field paths to messages."""
+
+    def __init__(self, errors: dict[str, list[str]]):
+        self.errors = errors
+        super().__init__("; ".join(f"{k or '(scenario)'}: {', '.join(v)}" for k, v in errors.items()))
+
+
+def trace_dir() -> Path:
+    path = Path(settings.GRIDWEB_TRACE_DIR)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def trace_streams(spec: Any) -> list[tuple[int, dict]]:
+    """(index, stream) of every trace stream in a scenario document."""
+    streams = (spec.get("workload") or {}).get("streams") if isinstance(spec, dict) else None
+    if not isinstance(streams, list):
+        return []
+    return [(i, s) for i, s in enumerate(streams) if isinstance(s, dict) and s.get("kind") == "trace"]
+
+
+def materialize_traces(spec: Any, user=None) -> dict[str, list[str]]:
+    """Write the uploaded traces ``spec`` names into ``trace_dir()`` (from the database, so any
+    worker machine can). With ``user``, only traces that user may view count. Returns errors."""
+    errors: dict[str, list[str]] = {}
+    directory = trace_dir()
+    for i, stream in trace_streams(spec):
+        field = f"workload.streams.{i}.path"
+        name = stream.get("path")
+        if not isinstance(name, str) or not name or "/" in name or "\\" in name or name.startswith("."):
+            errors[field] = ["must name an uploaded trace (its stored name), not a file path"]
+            continue
+        traces = TraceFile.objects.filter(stored_name=name)
+        if user is not None:
+            traces = traces.visible_to(user)
+        trace = traces.first()
+        if trace is None:
+            errors[field] = [f"no uploaded trace named {name!r} that you may use; upload it first"]
+            continue
+        target = directory / name
+        if not target.is_file() or target.stat().st_size != trace.size:
+            tmp = target.with_name(f".{name}.tmp")
+            tmp.write_bytes(bytes(trace.content))
+            tmp.replace(target)
+    return errors
+
+
+def validate_spec(spec: Any, user=None) -> simengine.Scenario:
+    """The engine's ``Scenario`` for ``spec``, or :class:`SpecInvalid` naming every bad field."""
+    if not isinstance(spec, dict):
+        raise SpecInvalid({"": ["a scenario must be a JSON object"]})
+    errors = materialize_traces(spec, user)
+    if errors:
+        raise SpecInvalid(errors)
+    try:
+        return simengine.load_scenario(spec, base_dir=str(trace_dir()))
+    except ScenarioError as exc:
+        found: dict[str, list[str]] = {}
+        for error in exc.errors:
+            found.setdefault(error.path, []).append(error.message)
+        raise SpecInvalid(found) from exc
