@@ -1,0 +1,144 @@
+"""Downloads of a finished run, written by the engine's own writers (docs/output.md).
+
+A done run keeps its arrays as ``RunResult.npz`` (``simengine.Result.write_npz``) and its
+summary (``Result.summary()``) in ``Run.summary``. :func:`result_of` puts a
+``simengine.results.Result`` back together from those two, so the jobs CSV, the SWF
+schedule and the segments come out of exactly the code the command line uses.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from simengine.gantt import KIND_NAMES, SEGMENT_COLUMNS
+from simengine.results import Metric, Result
+
+from .models import Run, RunResult, Status
+
+_NPZ_GROUPS = ("jobs", "segments", "series")
+
+
+class ExportUnavailable(Exception):
+    """The run has no stored result (not done yet, failed, cancelled, or its result is missing)."""
+
+
+def _metric(name: str, stored: dict[str, Any]) -> Metric:
+    mean = stored.get("mean")
+    values = [math.nan if v is None else float(v) for v in stored.get("values") or []]
+    return Metric(name, math.nan if mean is None else float(mean), stored.get("ci_low"), stored.get("ci_high"),
+                  values)
+
+
+def scenario_document(run: Run) -> dict[str, Any]:
+    """The run's scenario as the engine validated it (defaults filled in, as in the engine's
+    ``scenario.json``); the document as submitted when it no longer validates (e.g. its
+    uploaded trace was deleted since)."""
+    from gridweb.scenarios.validation import SpecInvalid, validate_spec
+
+    try:
+        return validate_spec(run.spec).model_dump(mode="json")
+    except SpecInvalid:
+        return run.spec
+
+
+def result_of(run: Run) -> Result:
+    """The engine's ``Result`` of a done run, from its stored arrays and summary.
+
+    Raises :class:`ExportUnavailable` when the run has no stored result.
+    """
+    try:
+        stored = run.result
+    except RunResult.DoesNotExist:
+        stored = None
+    if stored is None or run.status != Status.DONE:
+        raise ExportUnavailable(f"run {run.pk} has no result to export (status {run.status})")
+    arrays: dict[str, dict[str, np.ndarray]] = {group: {} for group in _NPZ_GROUPS}
+    with np.load(io.BytesIO(bytes(stored.npz)), allow_pickle=False) as npz:
+        for key in npz.files:
+            group, _, column = key.partition("_")
+            if group in arrays:
+                arrays[group][column] = npz[key]
+    summary = run.summary or {}
+    scenario = scenario_document(run)
+    clusters = summary.get("clusters") or [
+        {"name": c["name"], "processors": c["processors"]} for c in scenario["platform"]["clusters"]]
+    return Result(
+        scenario=scenario,
+        scenario_hash=run.scenario_hash or summary.get("scenario_hash", ""),
+        seed=run.seed if run.seed is not None else summary.get("seed", 0),
+        engine_version=run.engine_version or summary.get("engine_version", ""),
+        cluster_names=[c["name"] for c in clusters],
+        cluster_processors=[int(c["processors"]) for c in clusters],
+        jobs=arrays["jobs"],
+        segments=arrays["segments"],
+        metrics={name: _metric(name, m) for name, m in (summary.get("metrics") or {}).items()},
+        series=arrays["series"],
+        replications=int(summary.get("replications", 1)),
+        engine_seconds=float(summary.get("engine_seconds", 0.0)),
+        notes=list(summary.get("notes") or []),
+    )
+
+
+def _written(write: Callable[[Path], None], name: str) -> bytes:
+    """Bytes of a file the engine's writer ``write(path)`` produces (its writers take paths)."""
+    with tempfile.TemporaryDirectory(prefix="gridweb-export-") as tmp:
+        path = Path(tmp) / name
+        write(path)
+        return path.read_bytes()
+
+
+def jobs_csv(run: Run) -> bytes:
+    """``jobs.csv``: one row per job and replication (docs/output.md, "jobs")."""
+    return _written(result_of(run).write_jobs_csv, "jobs.csv")
+
+
+def segments_csv(run: Run) -> bytes:
+    """``segments.csv``: the Gantt rows of replication 0 with cluster names, job ids, kind names."""
+    return _written(result_of(run).write_segments_csv, "segments.csv")
+
+
+def schedule_swf(run: Run) -> bytes:
+    """``schedule.swf``: the simulated schedule of replication 0 in SWF 2.2."""
+    return _written(result_of(run).write_swf, "schedule.swf")
+
+
+def scenario_json(run: Run) -> bytes:
+    """``scenario.json``: the validated scenario (re-importable into the builder and the API)."""
+    return (json.dumps(scenario_document(run), indent=2) + "\n").encode()
+
+
+def metrics_json(run: Run) -> bytes:
+    """``metrics.json``: the engine's summary (metrics with 95% CIs, job counts, scenario_hash,
+    seed, engine_version) plus which run it is. Only for done runs."""
+    if run.status != Status.DONE or not run.summary:
+        raise ExportUnavailable(f"run {run.pk} has no metrics to export (status {run.status})")
+    document = {"run": {"id": run.pk, "name": run.name}, **result_of(run).summary()}
+    return (json.dumps(document, indent=2, allow_nan=False) + "\n").encode()
+
+
+def segments_columns(run: Run) -> dict[str, list]:
+    """The Gantt rows of replication 0 as columns (lists), ready for a Bokeh ColumnDataSource.
+
+    The raw columns are those of the streamed ``segments`` chunks (``cluster`` index, ``job``
+    row index into the jobs table, ``kind`` code), so rows from the stream and from here
+    line up; ``cluster_name``, ``job_id`` and ``kind_name`` say the same in words.
+    """
+    result = result_of(run)
+    segments = result.segments
+    columns: dict[str, list] = {c: np.asarray(segments[c]).tolist() for c in SEGMENT_COLUMNS if c in segments}
+    cluster = np.asarray(segments.get("cluster", []), dtype=np.int64)
+    job = np.asarray(segments.get("job", []), dtype=np.int64)
+    kind = np.asarray(segments.get("kind", []), dtype=np.int64)
+    names = np.asarray(result.cluster_names, dtype=object)
+    columns["cluster_name"] = names[cluster].tolist() if len(cluster) else []
+    columns["job_id"] = np.asarray(result.jobs["job_id"])[job].tolist() if len(job) else []
+    columns["kind_name"] = np.asarray(KIND_NAMES, dtype=object)[kind].tolist() if len(kind) else []
+    return columns
