@@ -51,6 +51,14 @@ class Run(SharedModel):
     error = models.TextField(blank=True)
     task_id = models.CharField(max_length=64, blank=True)
     cancel_requested = models.BooleanField(default=False)
+    # Execution bookkeeping (gridweb.runs.execution): who runs it, when it should end, and the
+    # delivery that owns it. ``attempt`` grows each time a worker (re)starts the run; writes of
+    # an older attempt are ignored. ``heartbeat`` is refreshed while it runs, so a redelivered
+    # task can tell a live execution from one whose worker died.
+    worker = models.CharField(max_length=200, blank=True)  # e.g. "worker1@host" or "embedded@host:pid"
+    eta = models.DateTimeField(null=True, blank=True)  # expected finish, from the progress so far
+    attempt = models.PositiveIntegerField(default=0)
+    heartbeat = models.DateTimeField(null=True, blank=True)
     curated = models.BooleanField(default=False)  # demo runs and reproduction recipes in the gallery
 
     # Reproducibility: scenario + seed + engine version identify the result.
