@@ -3,10 +3,11 @@
 Two runtime modes (see DESIGN.md, "Runtime modes"):
 
 * **Embedded** (the default, no environment needed): SQLite in ``db.sqlite3`` at the
-  repository root, the in-memory channel layer, Celery tasks run eagerly in-process.
+  repository root, the in-memory channel layer, runs executed by a background thread of the
+  web process (``GRIDWEB_EMBEDDED_WORKER``); other Celery tasks run eagerly in-process.
 * **Full stack**: ``DATABASE_URL`` (PostgreSQL) selects the database and ``REDIS_URL``
   selects the channels_redis layer and the Celery broker and result backend; workers
-  are started with ``celery -A gridweb worker``.
+  are started with ``celery -A gridweb worker`` (runs go to them; see docs/deploy.md).
 
 Other environment variables: ``DJANGO_DEBUG`` (default on; ``0`` turns it off),
 ``DJANGO_SECRET_KEY`` (required when DEBUG is off), ``DJANGO_ALLOWED_HOSTS`` and
@@ -15,6 +16,7 @@ builds on this module for a deployed server.
 """
 
 import os
+import sys
 from pathlib import Path
 
 import dj_database_url
@@ -69,6 +71,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI's files, served locally (no CDN)
     "gridweb.web",
     "gridweb.accounts",
     "gridweb.scenarios",
@@ -133,6 +136,13 @@ else:
     CELERY_TASK_ALWAYS_EAGER = True
     CELERY_TASK_EAGER_PROPAGATES = True
 
+# Runs are never lost with a worker: run tasks are acknowledged only when they end (acks_late and
+# reject_on_worker_lost on the task, gridweb.runs.tasks), each worker process reserves one task at a
+# time (so a sweep spreads over every worker instead of queueing behind one), and Redis gives an
+# unacknowledged task to another worker only after the visibility timeout, longer than any run.
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 12 * 3600}
+CELERY_RESULT_EXPIRES = 7 * 24 * 3600
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
@@ -176,12 +186,18 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 50,
+    # Bad input answers {"errors": {"dotted.field.path": [messages]}} with status 400.
+    "EXCEPTION_HANDLER": "gridweb.api.errors.exception_handler",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "GridWeb API",
     "DESCRIPTION": "Scenarios, traces, runs, sweeps and results of the GridWeb simulator.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    "COMPONENT_SPLIT_REQUEST": True,  # upload fields appear as binary in the request schemas
+    "SWAGGER_UI_DIST": "SIDECAR",  # offline: from drf-spectacular-sidecar's static files
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # --- Simulation runs ----------------------------------------------------------------------------
@@ -193,3 +209,7 @@ GRIDWEB_MAX_TRACE_BYTES = int(os.environ.get("GRIDWEB_MAX_TRACE_BYTES", 20 * 102
 DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024  # scenario JSON bodies
 # Embedded mode runs simulations in a background thread of the web process instead of Celery.
 GRIDWEB_EMBEDDED_WORKER = GRIDWEB_MODE == "embedded"
+# The embedded worker starts with the first request the server serves, to pick up runs a stopped
+# process left (gridweb.runs.execution); not under pytest, whose tests start it when they need it.
+GRIDWEB_EMBEDDED_WORKER_AUTOSTART = GRIDWEB_EMBEDDED_WORKER and env_bool(
+    "GRIDWEB_EMBEDDED_WORKER_AUTOSTART", "pytest" not in sys.modules)

@@ -3,19 +3,30 @@
 ``create_run`` validates through the engine's schema, stores the run as ``queued`` and
 hands it to a worker once the transaction commits: a Celery task in full-stack mode, the
 embedded in-process worker otherwise (``settings.GRIDWEB_EMBEDDED_WORKER``).
+``create_sweep`` does the same for every point of a parameter grid (a Celery group whose
+chord callback aggregates, see gridweb.runs.sweeps); ``cancel_run`` stops a run.
+
+Bad input raises ``SpecInvalid`` whose ``errors`` map field paths to messages, and nothing
+is created; a non-owner's cancel raises Django's ``PermissionDenied``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.core.exceptions import PermissionDenied
 from django.db import transaction
+from django.utils import timezone
 
 import simengine
-from gridweb.scenarios.validation import validate_spec
+from gridweb.scenarios.validation import SpecInvalid, validate_spec
 from gridweb.sharing import Visibility, default_group
+from simengine.errors import ScenarioError
 
-from .models import Run
+from .models import FINISHED, Run, Status, Sweep
+
+#: Largest parameter grid a sweep may have (points = product of the value counts).
+MAX_SWEEP_POINTS = 256
 
 
 def describe_platform(scenario: simengine.Scenario) -> str:
@@ -59,3 +70,153 @@ def dispatch(run_id: int) -> None:
     from .execution import dispatch as dispatch_run
 
     dispatch_run(run_id)
+
+
+# --- Cancelling -------------------------------------------------------------------------------------
+
+
+class CannotCancel(Exception):
+    """The run has already ended (done or failed); the message says how."""
+
+
+def cancel_run(run: Run, user) -> Run:
+    """Cancel ``run`` for its owner; returns the run as it now is.
+
+    A queued run is ``cancelled`` at once (and its Celery task revoked); a running one gets
+    ``cancel_requested``: the worker's progress callback stops it, and in full-stack mode its
+    task is also revoked with terminate, so a long replication stops without waiting for the
+    next callback (the worker then ends the run ``cancelled``). Cancelling a cancelled run does
+    nothing. Raises ``PermissionDenied`` for anyone but the owner (or a superuser) and
+    :class:`CannotCancel` for a run that is done or failed.
+    """
+    if not run.can_edit(user):
+        raise PermissionDenied("only the run's owner may cancel it")
+    with transaction.atomic():
+        locked = Run.objects.select_for_update().get(pk=run.pk)
+        if locked.status == Status.CANCELLED:
+            return locked
+        if locked.status in FINISHED:
+            raise CannotCancel(f"run {locked.pk} has already ended ({locked.status}); only queued or running "
+                               "runs can be cancelled")
+        was_queued = locked.status == Status.QUEUED
+        locked.cancel_requested = True
+        fields = ["cancel_requested", "updated"]
+        if was_queued:
+            locked.status, locked.finished_at = Status.CANCELLED, timezone.now()
+            fields += ["status", "finished_at"]
+        locked.save(update_fields=fields)
+        task_id = locked.task_id
+    transaction.on_commit(lambda: _after_cancel(locked, task_id, was_queued))
+    return locked
+
+
+def _after_cancel(run: Run, task_id: str, was_queued: bool) -> None:
+    from . import execution
+
+    if task_id and not execution.embedded():
+        from gridweb.celery import app
+
+        # Queued: the worker drops the message. Running: SIGTERM to the process running it.
+        app.control.revoke(task_id, terminate=not was_queued)
+    if was_queued:
+        execution.announce_status(run)
+        if run.sweep_id is not None:
+            from .sweeps import finish_sweep
+
+            finish_sweep(run.sweep_id)
+
+
+# --- Sweeps ---------------------------------------------------------------------------------------
+
+
+def check_sharing(user, visibility: str, group) -> dict[str, list[str]]:
+    """Errors of a visibility and group chosen for a new object (empty when fine)."""
+    errors: dict[str, list[str]] = {}
+    if visibility not in Visibility.values:
+        errors["visibility"] = [f"must be one of {', '.join(Visibility.values)}, not {visibility!r}"]
+    if group is not None and not getattr(user, "is_superuser", False) \
+            and not user.groups.filter(pk=group.pk).exists():
+        errors["group"] = [f"you are not a member of the group {group.name!r}"]
+    return errors
+
+
+def sweep_parameter_errors(parameters: Any) -> dict[str, list[str]]:
+    """Errors of the ``{"dotted.path": [values, ...]}`` grid itself (empty when fine)."""
+    if not isinstance(parameters, dict) or not parameters:
+        return {"parameters": ["give at least one parameter to sweep, as {\"dotted.path\": [values, ...]}"]}
+    errors: dict[str, list[str]] = {}
+    points = 1
+    for path, values in parameters.items():
+        if not isinstance(path, str) or not path.strip():
+            errors["parameters"] = ["every parameter must be a dotted field path such as run.seed"]
+        elif not isinstance(values, list) or not values:
+            errors[f"parameters.{path}"] = ["needs a non-empty list of values"]
+        else:
+            points *= len(values)
+    if not errors and points > MAX_SWEEP_POINTS:
+        errors["parameters"] = [f"the grid has {points} points; at most {MAX_SWEEP_POINTS} are allowed"]
+    return errors
+
+
+def _sweep_errors(exc: ScenarioError, parameters: dict[str, list]) -> dict[str, list[str]]:
+    """The engine's sweep errors by field path.
+
+    ``sweep.<path>`` (a bad parameter) becomes ``parameters.<path>``; a point's error
+    ``[label] <path>`` stays at ``<path>`` with the point's values in the message, except when
+    ``<path>`` is itself a swept parameter: then it is that parameter's (bad) value,
+    ``parameters.<path>``.
+    """
+    errors: dict[str, list[str]] = {}
+    for error in exc.errors:
+        path, message = error.path, error.message
+        if path == "sweep":
+            key = "parameters"
+        elif path.startswith("sweep."):
+            key = "parameters." + path[len("sweep."):]
+        elif path.startswith("[") and "] " in path:
+            label, _, field = path[1:].partition("] ")
+            key = f"parameters.{field}" if field in parameters else field
+            message = f"{label}: {message}"
+        else:
+            key = path
+        errors.setdefault(key, []).append(message)
+    return errors
+
+
+def create_sweep(user, spec: dict[str, Any], parameters: dict[str, list], *, name: str | None = None,
+                 visibility: str = Visibility.PRIVATE, group=None, tags: list[str] | None = None,
+                 description: str = "", scenario=None) -> Sweep:
+    """Validate every point of the grid, then store a Sweep and one queued Run per point, and
+    fan them out once the transaction commits (see ``execution.dispatch_sweep``).
+
+    Raises ``SpecInvalid`` (errors by field path: the base scenario's own paths, or
+    ``parameters.<path>`` for a swept value) and creates nothing when any point is invalid.
+    """
+    errors = check_sharing(user, visibility, group) | sweep_parameter_errors(parameters)
+    if errors:
+        raise SpecInvalid(errors)
+    base = validate_spec(spec, user)
+    try:
+        points = simengine.expand_sweep(base, parameters)
+    except ScenarioError as exc:
+        raise SpecInvalid(_sweep_errors(exc, parameters)) from exc
+    sweep_name = name or base.name or "sweep"
+    with transaction.atomic():
+        sweep = Sweep.objects.create(
+            owner=user, group=group if group is not None else default_group(user), visibility=visibility,
+            name=sweep_name, description=description, tags=list(tags or []), scenario=scenario, spec=spec,
+            parameters=parameters,
+        )
+        for point, point_scenario in points:
+            label = ", ".join(f"{k}={v}" for k, v in point.items())
+            create_run(user, point_scenario.model_dump(mode="json"), name=f"{sweep_name} [{label}]",
+                       scenario=scenario, visibility=visibility, group=sweep.group, tags=tags,
+                       sweep=sweep, sweep_point=point, dispatch_now=False)
+        transaction.on_commit(lambda: _dispatch_sweep(sweep.pk))
+    return sweep
+
+
+def _dispatch_sweep(sweep_id: int) -> None:
+    from .execution import dispatch_sweep
+
+    dispatch_sweep(sweep_id)

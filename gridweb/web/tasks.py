@@ -1,4 +1,4 @@
-"""Celery tasks of the site. Simulation tasks come later; ``ping`` checks the wiring."""
+"""Celery tasks of the site: ``ping`` checks the wiring (simulations are gridweb.runs.tasks)."""
 
 from celery import shared_task
 

@@ -1,0 +1,125 @@
+"""The websocket stream of a run: ``/ws/runs/<id>/?after=N`` (protocol in docs/web.md).
+
+The consumer checks that the session's user may view the run, joins the channel-layer group
+``run-<id>``, sends every stored chunk with ``seq > N`` (N = -1 when absent) in order, then
+the chunks announced while it is connected, and ``{"kind": "status", ...}`` once the run has
+ended (at once for a run that had already ended). Announcements carry only a ``seq``; the
+chunks themselves are read from the database, each sent once: the consumer keeps the highest
+``seq`` it sent and only ever sends higher ones, so replay and live chunks never overlap and
+never leave a gap. Chunks go out as the JSON text stored (no decoding and re-encoding).
+
+Refusals are sent after accepting the handshake, so that browsers see the close code:
+4403 when the user may not view the run, 4404 when it does not exist, 4400 when ``after`` is
+not an integer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+from urllib.parse import parse_qs
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+from django.db.models import TextField
+from django.db.models.functions import Cast
+
+from .execution import group_name, register_stream_loop
+from .models import FINISHED, Run, RunChunk
+
+CLOSE_BAD_REQUEST, CLOSE_FORBIDDEN, CLOSE_NOT_FOUND = 4400, 4403, 4404
+BATCH = 8  # chunks read per query (a segments chunk is a few hundred kB of JSON)
+
+
+class RunStreamConsumer(AsyncWebsocketConsumer):
+    run_id: int
+    sent: int  # highest seq sent to this client
+    status_sent: bool
+    joined: bool = False
+
+    async def connect(self) -> None:
+        self.run_id = int(self.scope["url_route"]["kwargs"]["run_id"])
+        self.status_sent = False
+        await self.accept()
+        after = _after(self.scope.get("query_string", b""))
+        if after is None:
+            await self.close(code=CLOSE_BAD_REQUEST)
+            return
+        access = await self._access()
+        if access is not None:
+            await self.close(code=access)
+            return
+        self.sent = after
+        register_stream_loop(asyncio.get_running_loop())
+        # Join before reading: a chunk stored meanwhile is then announced to us, never missed.
+        await self.channel_layer.group_add(group_name(self.run_id), self.channel_name)
+        self.joined = True
+        await self._send_new_chunks()
+        ended = await self._ended()
+        if ended is not None:
+            await self._send_status(*ended)
+
+    async def disconnect(self, code: int) -> None:
+        if self.joined:
+            await self.channel_layer.group_discard(group_name(self.run_id), self.channel_name)
+            self.joined = False
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        """Clients have nothing to say: reconnecting with ``?after=`` is how they ask for more."""
+
+    # Channel-layer messages (see gridweb.runs.execution.announce)
+    async def run_chunk(self, event: dict[str, Any]) -> None:
+        await self._send_new_chunks()
+
+    async def run_status(self, event: dict[str, Any]) -> None:
+        await self._send_new_chunks()
+        await self._send_status(event.get("status", ""), event.get("error", ""))
+
+    # Helpers
+    async def _send_new_chunks(self) -> None:
+        while True:
+            rows = await self._chunks_after(self.sent)
+            if not rows:
+                return
+            for seq, text in rows:
+                if seq > self.sent:
+                    await self.send(text_data=text)
+                    self.sent = seq
+
+    async def _send_status(self, status: str, error: str) -> None:
+        if self.status_sent:
+            return
+        self.status_sent = True
+        await self.send(text_data=json.dumps({"kind": "status", "status": status, "error": error,
+                                              "last_seq": self.sent}))
+
+    @database_sync_to_async
+    def _access(self) -> int | None:
+        run = Run.objects.filter(pk=self.run_id).first()
+        if run is None:
+            return CLOSE_NOT_FOUND
+        return None if run.can_view(self.scope.get("user")) else CLOSE_FORBIDDEN
+
+    @database_sync_to_async
+    def _chunks_after(self, after: int) -> list[tuple[int, str]]:
+        return list(RunChunk.objects.filter(run_id=self.run_id, seq__gt=after).order_by("seq")
+                    .annotate(text=Cast("payload", TextField())).values_list("seq", "text")[:BATCH])
+
+    @database_sync_to_async
+    def _ended(self) -> tuple[str, str] | None:
+        run = Run.objects.filter(pk=self.run_id).values("status", "error").first()
+        if run is None or run["status"] not in FINISHED:
+            return None
+        return run["status"], run["error"]
+
+
+def _after(query_string: bytes) -> int | None:
+    """``after`` from the query string: -1 when absent, None when it is not an integer."""
+    values = parse_qs(query_string.decode("latin-1")).get("after")
+    if not values:
+        return -1
+    try:
+        return max(int(values[-1]), -1)
+    except ValueError:
+        return None

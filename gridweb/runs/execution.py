@@ -1,0 +1,544 @@
+"""Executing runs: the engine call, its streamed chunks, the stored result; dispatch to workers.
+
+``execute_run(run_id)`` is what a worker does with a queued run, in full-stack mode inside the
+Celery task ``gridweb.execute_run`` (``gridweb.runs.tasks``), in embedded mode in the web
+process's single background thread (:class:`EmbeddedWorker`). It
+
+1. claims the run (queued → running, ``started_at``, ``worker``, a new ``attempt``);
+2. validates the snapshot ``spec`` (which writes uploaded traces onto this machine);
+3. calls ``simengine.run(scenario, on_progress)``: each chunk is stored as a ``RunChunk``
+   *before* its ``seq`` is announced on the channel-layer group ``run-<id>`` (docs/web.md);
+   progress, simulated time and ETA are written at most every ``THROTTLE_SECONDS``, and so is
+   ``cancel_requested`` read — when set, the callback raises and the run ends ``cancelled``;
+4. stores the result in one transaction — ``RunResult`` (``Result.write_npz`` bytes), summary,
+   counts, thumbnail, status ``done`` — then announces ``{"kind": "status", ...}``.
+
+Any exception ends the run ``failed`` with a readable ``error`` (the engine's ScenarioError and
+TraceError messages as they are, which name the field or the trace line; anything else as
+"Type: message") and no ``RunResult``; the chunks streamed so far stay.
+
+No run is lost, and none runs twice at once:
+
+* Every write after the claim is conditional on the run's ``attempt``. A task delivered again
+  finds the run finished (skipped), queued (runs it), or running: if that execution's
+  ``heartbeat`` (refreshed every ``HEARTBEAT_SECONDS`` by a thread while the engine works) is
+  fresh, another worker may still be on it and the delivery answers ``BUSY`` (the Celery task
+  retries later); if it is stale, that worker died, so the run restarts cleanly — its chunks
+  are deleted and it streams again from seq 0 (the engine is deterministic, so a client that
+  kept the old chunks misses nothing and gets no duplicates). After ``MAX_ATTEMPTS`` starts the
+  run fails instead (a run that kills its worker, e.g. out of memory, is not retried forever).
+* Full stack: the task is ``acks_late`` with ``reject_on_worker_lost``, so a message is
+  acknowledged only when the run has ended; a worker process that dies puts it back on the
+  queue; a warm shutdown (SIGTERM) lets the running task finish; a cold one returns its
+  unacknowledged messages to Redis.
+* Embedded: when the worker thread starts (first dispatch, or first request the server
+  serves), runs this machine's embedded worker was running in a process that is gone are
+  marked failed ("interrupted ..."), and queued runs are queued again, oldest first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import logging
+import math
+import os
+import queue
+import socket
+import threading
+import time
+import traceback
+from datetime import timedelta
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from channels.layers import InMemoryChannelLayer, get_channel_layer
+from django.conf import settings
+from django.db import close_old_connections, transaction
+from django.utils import timezone
+
+import simengine
+from gridweb.scenarios.validation import SpecInvalid, validate_spec
+from simengine.errors import SimEngineError
+
+from .models import FINISHED, Run, RunChunk, RunResult, Status
+from .sweeps import finish_sweep, mark_sweep_running
+from .thumbnails import gantt_thumbnail
+
+log = logging.getLogger(__name__)
+
+THROTTLE_SECONDS = 0.5  # progress writes and cancellation checks, at most this often
+HEARTBEAT_SECONDS = 10.0  # a running execution refreshes Run.heartbeat this often
+HEARTBEAT_STALE = timedelta(seconds=60)  # no heartbeat for this long: the execution is dead
+MAX_ATTEMPTS = 3  # starts of one run before it is failed instead of restarted
+
+# Outcomes of execute_run
+DONE, FAILED, CANCELLED = Status.DONE.value, Status.FAILED.value, Status.CANCELLED.value
+SKIPPED = "skipped"  # finished already (or no such run): nothing to do
+BUSY = "busy"  # another execution may still be running it: try again later
+
+
+def group_name(run_id: int) -> str:
+    """The channel-layer group of a run's stream."""
+    return f"run-{run_id}"
+
+
+class RunCancelled(Exception):
+    """Raised inside the engine's progress callback when the owner cancelled the run."""
+
+
+class RunSuperseded(Exception):
+    """Raised when a newer delivery of the task took the run over: stop without writing."""
+
+
+# --- Announcements on the channel layer ------------------------------------------------------------
+
+_stream_loop: asyncio.AbstractEventLoop | None = None
+
+
+def register_stream_loop(loop: asyncio.AbstractEventLoop) -> None:
+    """Called by the websocket consumer: the event loop the in-memory layer's consumers wait in.
+
+    The in-memory channel layer (embedded mode) is not thread-safe: a message must be put on
+    its queues from the consumers' loop, so the worker thread hands its announcements to it.
+    """
+    global _stream_loop
+    _stream_loop = loop
+
+
+def announce(run_id: int, message: dict[str, Any]) -> None:
+    """Send ``message`` to the group ``run-<id>``. A lost announcement is not fatal: the
+    consumer sends every stored chunk it has not sent on the next one, and on reconnect."""
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    try:
+        if isinstance(layer, InMemoryChannelLayer):
+            loop = _stream_loop
+            if loop is None or loop.is_closed() or not loop.is_running():
+                return  # nobody in this process is watching a stream
+            future = asyncio.run_coroutine_threadsafe(layer.group_send(group_name(run_id), message), loop)
+            future.result(timeout=5)
+        else:
+            async_to_sync(layer.group_send)(group_name(run_id), message)
+    except Exception:  # noqa: BLE001 - streaming is best effort; the chunks are stored
+        log.warning("could not announce %s of run %s", message.get("type"), run_id, exc_info=True)
+
+
+def announce_status(run: Run) -> None:
+    """Tell the run's watchers it has ended (the consumer sends what is left, then the status)."""
+    announce(run.pk, {"type": "run.status", "status": run.status, "error": run.error})
+
+
+# --- Execution --------------------------------------------------------------------------------------
+
+
+def worker_name() -> str:
+    """Who runs an embedded run: host and process, so a restarted server knows it is not it."""
+    return f"embedded@{socket.gethostname()}:{os.getpid()}"
+
+
+def readable_error(exc: BaseException) -> str:
+    """The text a failed run keeps: engine errors as they are (they name the field or the
+    trace line), validation errors by field, anything else as ``Type: message``."""
+    if isinstance(exc, SimEngineError | SpecInvalid):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _claim(run_id: int, worker: str) -> tuple[str, Run | None]:
+    """Take the run for this execution; (outcome, run) where outcome is "" to go ahead."""
+    now = timezone.now()
+    with transaction.atomic():
+        run = Run.objects.select_for_update().filter(pk=run_id).first()
+        if run is None or run.status in FINISHED:
+            return SKIPPED, run
+        if run.status == Status.QUEUED and run.cancel_requested:
+            _finish(run, Status.CANCELLED, now)
+            return SKIPPED, run
+        if run.status == Status.RUNNING:
+            if run.heartbeat is not None and now - run.heartbeat < HEARTBEAT_STALE:
+                return BUSY, run
+            if run.attempt >= MAX_ATTEMPTS:
+                run.error = (f"interrupted {run.attempt} times: the worker running it stopped each time "
+                             f"(last on {run.worker or 'an unknown worker'}; out of memory?)")
+                _finish(run, Status.FAILED, now)
+                return SKIPPED, run
+            # The worker of the previous attempt died: start again from a clean stream.
+            RunChunk.objects.filter(run=run).delete()
+        run.status = Status.RUNNING
+        run.attempt += 1
+        run.worker = worker[:200]
+        run.started_at = now
+        run.heartbeat = now
+        run.progress, run.sim_time, run.eta = 0.0, 0.0, None
+        run.last_seq, run.segments_count, run.error = -1, 0, ""
+        run.save(update_fields=["status", "attempt", "worker", "started_at", "heartbeat", "progress",
+                                "sim_time", "eta", "last_seq", "segments_count", "error", "updated"])
+    return "", run
+
+
+def _finish(run: Run, status: str, now) -> None:
+    """End a run that is not running (inside the caller's transaction)."""
+    run.status = status
+    run.finished_at = now
+    run.save(update_fields=["status", "finished_at", "error", "updated"])
+
+
+class _Heartbeat:
+    """Refreshes ``Run.heartbeat`` from a thread while the engine works (its callbacks can be
+    minutes apart on a big replication)."""
+
+    def __init__(self, run_id: int, attempt: int):
+        self.run_id, self.attempt = run_id, attempt
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name=f"heartbeat-run-{run_id}", daemon=True)
+
+    def __enter__(self) -> _Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self._stop.set()
+        self._thread.join(timeout=HEARTBEAT_SECONDS)
+
+    def _beat(self) -> None:
+        try:
+            while not self._stop.wait(HEARTBEAT_SECONDS):
+                Run.objects.filter(pk=self.run_id, attempt=self.attempt, status=Status.RUNNING).update(
+                    heartbeat=timezone.now())
+        except Exception:  # noqa: BLE001 - a missed heartbeat only delays a redelivery
+            log.warning("heartbeat of run %s stopped", self.run_id, exc_info=True)
+        finally:
+            close_old_connections()
+
+
+class _Progress:
+    """The engine's ``on_progress`` callback for one execution of one run."""
+
+    def __init__(self, run: Run):
+        self.run_id, self.attempt = run.pk, run.attempt
+        self.started = time.monotonic()
+        self.fraction, self.sim_time, self.segments, self.last_seq = 0.0, 0.0, 0, -1
+        self._last_check = self._last_write = -math.inf
+
+    def check(self, force: bool = False) -> None:
+        """Raise if the run was cancelled or taken over (read at most every THROTTLE_SECONDS)."""
+        now = time.monotonic()
+        if not force and now - self._last_check < THROTTLE_SECONDS:
+            return
+        self._last_check = now
+        state = Run.objects.filter(pk=self.run_id).values("cancel_requested", "attempt", "status").first()
+        if state is None or state["attempt"] != self.attempt or state["status"] != Status.RUNNING:
+            raise RunSuperseded()
+        if state["cancel_requested"]:
+            raise RunCancelled()
+
+    def __call__(self, chunk: dict[str, Any]) -> None:
+        self.check()
+        seq, kind = int(chunk["seq"]), str(chunk["kind"])
+        if kind == "segments":
+            columns = chunk["segments"]
+            self.segments += len(columns.get("t0", ()))
+            if columns.get("t1"):
+                self.sim_time = max(self.sim_time, float(max(columns["t1"])))
+            payload = chunk
+        else:
+            payload = json_safe(chunk)  # metrics can be NaN; JSON (and PostgreSQL) cannot
+            if "fraction" in chunk:
+                self.fraction = float(chunk["fraction"])
+            if chunk.get("sim_time"):
+                self.sim_time = max(self.sim_time, float(chunk["sim_time"]))
+        RunChunk.objects.create(run_id=self.run_id, seq=seq, kind=kind[:16], payload=payload)
+        self.last_seq = seq
+        self.write_progress()
+        announce(self.run_id, {"type": "run.chunk", "seq": seq})
+
+    def write_progress(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self._last_write < THROTTLE_SECONDS:
+            return
+        self._last_write = now
+        eta = None
+        if 0 < self.fraction < 1:
+            elapsed = now - self.started
+            eta = timezone.now() + timedelta(seconds=elapsed / self.fraction * (1 - self.fraction))
+        Run.objects.filter(pk=self.run_id, attempt=self.attempt).update(
+            progress=self.fraction, sim_time=self.sim_time, eta=eta, last_seq=self.last_seq,
+            segments_count=self.segments, heartbeat=timezone.now())
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` with NaN and infinities replaced by None (JSON has no such numbers)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    return value
+
+
+def execute_run(run_id: int, worker: str | None = None) -> str:
+    """Run a queued run to its end (see the module docstring); returns the outcome:
+    ``done``, ``failed``, ``cancelled``, ``skipped`` (nothing to do) or ``busy``."""
+    outcome, run = _claim(run_id, worker or worker_name())
+    if outcome:
+        if run is not None and outcome == SKIPPED and run.status in FINISHED:
+            _after_end(run)
+        return outcome
+    assert run is not None
+    mark_sweep_running(run.sweep_id)
+    progress = _Progress(run)
+    try:
+        with _Heartbeat(run.pk, run.attempt):
+            scenario = validate_spec(run.spec)
+            progress.check(force=True)
+            result = simengine.run(scenario, progress)
+        progress.check(force=True)  # a cancel that came in at the very end still wins
+        return _store_result(run, result, progress)
+    except RunSuperseded:
+        log.info("run %s attempt %s was taken over by a newer delivery; stopping", run.pk, run.attempt)
+        return SKIPPED
+    except RunCancelled:
+        return _end(run, Status.CANCELLED, "")
+    except Exception as exc:  # noqa: BLE001 - every failure becomes the run's readable error
+        log.info("run %s failed:\n%s", run.pk, traceback.format_exc())
+        return _end(run, Status.FAILED, readable_error(exc), progress)
+
+
+def _store_result(run: Run, result: simengine.results.Result, progress: _Progress) -> str:
+    """Everything a done run keeps, in one transaction: the result arrays and the run's fields."""
+    buffer = io.BytesIO()
+    result.write_npz(buffer)
+    npz = buffer.getvalue()
+    summary = json_safe(result.summary())
+    thumbnail = gantt_thumbnail(result.segments, result.cluster_names, result.cluster_processors)
+    with transaction.atomic():
+        locked = Run.objects.select_for_update().filter(pk=run.pk, attempt=run.attempt,
+                                                         status=Status.RUNNING).first()
+        if locked is None:
+            return SKIPPED
+        cancelled = locked.cancel_requested
+        if not cancelled:
+            RunResult.objects.update_or_create(run=locked, defaults={"npz": npz, "size": len(npz)})
+            locked.summary = summary
+            locked.thumbnail = thumbnail
+            locked.segments_count = int(len(result.segments["t0"]))
+            locked.last_seq = progress.last_seq
+            locked.progress = 1.0
+            locked.sim_time = progress.sim_time
+            locked.eta = None
+            locked.status = Status.DONE
+            locked.finished_at = timezone.now()
+            locked.save(update_fields=["summary", "thumbnail", "segments_count", "last_seq", "progress",
+                                       "sim_time", "eta", "status", "finished_at", "updated"])
+    if cancelled:
+        return _end(run, Status.CANCELLED, "")
+    _after_end(locked)
+    return DONE
+
+
+def _end(run: Run, status: str, error: str, progress: _Progress | None = None) -> str:
+    """End this attempt as failed or cancelled (if it still owns the run)."""
+    fields: dict[str, Any] = {"status": status, "error": error, "finished_at": timezone.now(), "eta": None,
+                              "updated": timezone.now()}
+    if progress is not None:
+        fields |= {"last_seq": progress.last_seq, "segments_count": progress.segments}
+    changed = Run.objects.filter(pk=run.pk, attempt=run.attempt, status=Status.RUNNING).update(**fields)
+    if not changed:
+        return SKIPPED
+    run.refresh_from_db()
+    _after_end(run)
+    return status
+
+
+def _after_end(run: Run) -> None:
+    """Tell the watchers, and finish the sweep if this was its last point."""
+    announce_status(run)
+    if run.sweep_id is not None:
+        finish_sweep(run.sweep_id)
+
+
+def end_terminated_run(run_id: int) -> None:
+    """A worker killed the run's process (Celery revoke with terminate): end it ``cancelled``."""
+    error = ""
+    run = Run.objects.filter(pk=run_id).first()
+    if run is None or run.status in FINISHED:
+        return
+    if not run.cancel_requested:
+        error = "stopped by the worker (its task was terminated)"
+    if Run.objects.filter(pk=run_id, status__in=[Status.QUEUED, Status.RUNNING]).update(
+            status=Status.CANCELLED, error=error, finished_at=timezone.now(), eta=None, updated=timezone.now()):
+        run.refresh_from_db()
+        _after_end(run)
+
+
+# --- Dispatch ----------------------------------------------------------------------------------------
+
+
+def embedded() -> bool:
+    return bool(settings.GRIDWEB_EMBEDDED_WORKER)
+
+
+def dispatch(run_id: int) -> None:
+    """Hand a queued run to a worker: a Celery task in full-stack mode (its id stored in
+    ``Run.task_id``), the embedded worker thread otherwise."""
+    if embedded():
+        embedded_worker().submit_run(run_id)
+        return
+    from .tasks import execute_run_task
+
+    task_id = _new_task_id()
+    Run.objects.filter(pk=run_id).update(task_id=task_id)
+    execute_run_task.apply_async((run_id,), task_id=task_id)
+
+
+def dispatch_sweep(sweep_id: int) -> None:
+    """Start every point of a sweep: a Celery group (one task per run, spread over all workers)
+    whose chord callback aggregates; in embedded mode the points then the aggregation, in order."""
+    run_ids = list(Run.objects.filter(sweep_id=sweep_id, status=Status.QUEUED).order_by("pk")
+                   .values_list("pk", flat=True))
+    if embedded():
+        worker = embedded_worker()
+        for run_id in run_ids:
+            worker.submit_run(run_id)
+        worker.submit_sweep(sweep_id)
+        return
+    from celery import chord, group
+
+    from .tasks import aggregate_sweep_task, execute_run_task
+
+    signatures = []
+    for run_id in run_ids:
+        task_id = _new_task_id()
+        Run.objects.filter(pk=run_id).update(task_id=task_id)
+        signatures.append(execute_run_task.si(run_id).set(task_id=task_id))
+    chord(group(signatures), aggregate_sweep_task.si(sweep_id)).apply_async()
+
+
+def _new_task_id() -> str:
+    import uuid
+
+    return str(uuid.uuid4())
+
+
+# --- The embedded worker -------------------------------------------------------------------------------
+
+
+class EmbeddedWorker:
+    """One background thread of the web process that executes runs one at a time, in order.
+
+    Not eager execution inside the request: ``submit_run`` only queues, so the request returns
+    at once and the run goes on after it. On start it recovers what a previous process left
+    (see the module docstring).
+    """
+
+    def __init__(self) -> None:
+        self._queue: queue.Queue[tuple[str, int]] = queue.Queue()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self.current_run: int | None = None
+
+    def start(self) -> None:
+        with self._lock:
+            if self._thread is not None and self._thread.is_alive():
+                return
+            self._thread = threading.Thread(target=self._loop, name="gridweb-embedded-worker", daemon=True)
+            self._thread.start()
+
+    def submit_run(self, run_id: int) -> None:
+        self._put(("run", run_id))
+
+    def submit_sweep(self, sweep_id: int) -> None:
+        self._put(("sweep", sweep_id))
+
+    def _put(self, item: tuple[str, int]) -> None:
+        self._queue.put(item)
+        self.start()
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Block until every queued item is done (for tests and the shutdown path); True if idle."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._queue.unfinished_tasks == 0:
+                return True
+            time.sleep(0.05)
+        return self._queue.unfinished_tasks == 0
+
+    def _loop(self) -> None:
+        try:
+            self._recover()
+        except Exception:  # noqa: BLE001 - recovery must not stop the worker
+            log.exception("embedded worker: recovery of interrupted runs failed")
+        finally:
+            close_old_connections()
+        while True:
+            kind, ident = self._queue.get()
+            try:
+                close_old_connections()
+                if kind == "run":
+                    self.current_run = ident
+                    execute_run(ident, worker_name())
+                else:
+                    finish_sweep(ident)
+            except Exception:  # noqa: BLE001 - one bad item must not stop the worker
+                log.exception("embedded worker: %s %s", kind, ident)
+            finally:
+                self.current_run = None
+                close_old_connections()
+                self._queue.task_done()
+
+    def _recover(self) -> None:
+        """Fail runs a gone process of this machine was running; queue the queued ones again."""
+        host_prefix = f"embedded@{socket.gethostname()}:"
+        now = timezone.now()
+        for run in Run.objects.filter(status=Status.RUNNING):
+            gone = run.heartbeat is None or now - run.heartbeat >= HEARTBEAT_STALE
+            if run.worker.startswith(host_prefix):
+                pid = run.worker[len(host_prefix):]
+                gone = gone or not pid.isdigit() or int(pid) == os.getpid() or not _process_alive(int(pid))
+            if gone:
+                changed = Run.objects.filter(pk=run.pk, attempt=run.attempt, status=Status.RUNNING).update(
+                    status=Status.FAILED, finished_at=now, eta=None, updated=now,
+                    error="interrupted: the GridWeb process running it stopped before it finished "
+                          "(start it again to rerun it)")
+                if changed:
+                    run.refresh_from_db()
+                    _after_end(run)
+        queued = Run.objects.filter(status=Status.QUEUED).order_by("pk")
+        sweeps = sorted(set(queued.exclude(sweep=None).values_list("sweep_id", flat=True)))
+        for run_id in queued.values_list("pk", flat=True):
+            self._queue.put(("run", run_id))
+        for sweep_id in sweeps:
+            self._queue.put(("sweep", sweep_id))
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+_embedded_worker: EmbeddedWorker | None = None
+_embedded_lock = threading.Lock()
+
+
+def embedded_worker() -> EmbeddedWorker:
+    """This process's embedded worker (created on first use)."""
+    global _embedded_worker
+    with _embedded_lock:
+        if _embedded_worker is None:
+            _embedded_worker = EmbeddedWorker()
+        return _embedded_worker
+
+
+def start_embedded_worker_on_first_request(**_: Any) -> None:
+    """``request_started`` receiver: a restarted embedded server picks up queued and interrupted
+    runs without waiting for a new run (``GRIDWEB_EMBEDDED_WORKER_AUTOSTART``)."""
+    if embedded() and getattr(settings, "GRIDWEB_EMBEDDED_WORKER_AUTOSTART", False):
+        embedded_worker().start()

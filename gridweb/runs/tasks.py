@@ -1,0 +1,58 @@
+"""Celery tasks of runs and sweeps (full-stack mode; see gridweb.runs.execution).
+
+``gridweb.execute_run`` is acknowledged late and rejected (requeued) when its worker process
+is lost, so a run whose worker dies is delivered again; ``execute_run`` then restarts it
+cleanly or, if another execution may still be alive (fresh heartbeat), the task retries after
+the heartbeat would have gone stale.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from celery import shared_task
+from celery.signals import task_revoked
+from django.db import close_old_connections
+
+from . import execution
+from .sweeps import finish_sweep
+
+log = logging.getLogger(__name__)
+
+EXECUTE_RUN = "gridweb.execute_run"
+
+
+@shared_task(name=EXECUTE_RUN, bind=True, acks_late=True, reject_on_worker_lost=True, max_retries=None)
+def execute_run_task(self, run_id: int) -> str:
+    """Execute one run on this worker; the outcome (done, failed, cancelled, skipped) is returned."""
+    outcome = execution.execute_run(run_id, worker=self.request.hostname or execution.worker_name())
+    if outcome == execution.BUSY:
+        raise self.retry(countdown=execution.HEARTBEAT_STALE.total_seconds())
+    return outcome
+
+
+@shared_task(name="gridweb.aggregate_sweep")
+def aggregate_sweep_task(sweep_id: int) -> bool:
+    """The chord callback of a sweep: tabulate its points once they have all ended."""
+    return finish_sweep(sweep_id)
+
+
+@task_revoked.connect
+def end_run_of_terminated_task(sender: Any = None, request: Any = None, terminated: bool = False,
+                               **_: Any) -> None:
+    """A run's task was revoked with terminate (a cancelled running run): its process is gone,
+    so the worker's main process ends the run here (``cancelled``) and tells the watchers."""
+    # Revoked before it started: cancel_run already ended the queued run.
+    if getattr(sender, "name", None) != EXECUTE_RUN or request is None or not terminated:
+        return
+    args = getattr(request, "args", None) or ()
+    if not args:
+        return
+    try:
+        close_old_connections()
+        execution.end_terminated_run(int(args[0]))
+    except Exception:  # noqa: BLE001 - never break the worker's main loop
+        log.exception("could not end the run of revoked task %s", getattr(request, "id", "?"))
+    finally:
+        close_old_connections()
