@@ -1,0 +1,34 @@
+"""The user's own page: research groups and the API token."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.db import transaction
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
+from rest_framework.authtoken.models import Token
+
+
+@require_GET
+@login_required
+def profile(request: HttpRequest) -> HttpResponse:
+    groups = [
+        {"name": group.name, "members": sorted(group.user_set.values_list("username", flat=True))}
+        for group in request.user.groups.order_by("name")
+    ]
+    token = Token.objects.filter(user=request.user).first()
+    return render(request, "accounts/profile.html", {"groups": groups, "token": token})
+
+
+@require_POST
+@login_required
+def regenerate_token(request: HttpRequest) -> HttpResponse:
+    """Create the user's API token, or replace it (the old one stops working at once)."""
+    with transaction.atomic():
+        replaced = Token.objects.filter(user=request.user).delete()[0] > 0
+        Token.objects.create(user=request.user)
+    messages.success(request, "New API token created; the old one no longer works." if replaced
+                     else "API token created.")
+    return redirect("accounts:profile")

@@ -1,0 +1,204 @@
+"""Uploaded traces: validated by the engine's reader, size-limited, stored once, usable by scenarios."""
+
+from __future__ import annotations
+
+import gzip
+
+import pytest
+from django.contrib.auth.models import Group, User
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from gridweb.scenarios.models import TraceFile
+from gridweb.scenarios.traces import TraceInvalid, store_trace
+from gridweb.scenarios.validation import validate_spec
+from gridweb.sharing import Visibility
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.django_db
+
+TINY_GWF = ROOT / "examples" / "traces" / "tiny.gwf"
+
+
+def swf_text(jobs: int, max_procs: int = 64, bad_line: int | None = None) -> str:
+    """An SWF trace of ``jobs`` jobs (2 header lines first); line ``bad_line`` gets a non-number."""
+    lines = ["; Version: 2.2", f"; MaxProcs: {max_procs}"]
+    for i in range(1, jobs + 1):
+        procs = 1 + (i * 7) % max_procs
+        fields = [i, i * 60, 0, 100 + i, procs, -1, -1, procs, 200 + i, -1, 1, 1, 1, 1, 1, 1, -1, -1]
+        lines.append(" ".join(str(f) for f in fields))
+    if bad_line is not None:
+        parts = lines[bad_line - 1].split()
+        parts[3] = "ten"  # run time
+        lines[bad_line - 1] = " ".join(parts)
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture
+def alice(db) -> User:
+    user = User.objects.create_user("alice", password="pw-alice-123")
+    user.groups.add(Group.objects.create(name="pds"))
+    return user
+
+
+def upload(name: str, content: bytes | str) -> SimpleUploadedFile:
+    return SimpleUploadedFile(name, content.encode() if isinstance(content, str) else content)
+
+
+def test_swf_upload_counts_jobs_and_keeps_the_bytes(alice):
+    text = swf_text(25, max_procs=48)
+
+    trace = store_trace(alice, upload("my trace.swf", text))
+
+    assert trace.format == "swf"
+    assert trace.jobs == 25
+    assert trace.max_processors == 48
+    assert bytes(trace.content) == text.encode()
+    assert trace.size == len(text.encode())
+    assert trace.stored_name.endswith("my_trace.swf") and "/" not in trace.stored_name
+    assert trace.stored_name.startswith(trace.sha256[:12])
+    assert trace.owner == alice and trace.visibility == Visibility.PRIVATE
+    assert trace.metadata["header"]["MaxProcs"] == "48"
+
+
+def test_gwf_upload_counts_jobs_and_sites(alice):
+    content = TINY_GWF.read_bytes()
+    job_lines = [line for line in content.decode().splitlines() if line.strip() and not line.startswith("#")]
+
+    trace = store_trace(alice, upload("tiny.gwf", content), visibility=Visibility.GROUP)
+
+    assert trace.format == "gwf"
+    assert trace.jobs == len(job_lines) == 10
+    assert sorted(trace.metadata["sites"]) == ["fs0", "fs1"]
+    assert trace.group.name == "pds"  # the owner's group by default
+
+
+def test_gzipped_upload_and_format_given_explicitly(alice):
+    packed = gzip.compress(swf_text(12).encode())
+
+    gz = store_trace(alice, upload("week.swf.gz", packed))
+    renamed = store_trace(alice, upload("export.txt", swf_text(3)), format="swf")
+
+    assert (gz.jobs, gz.format, gz.stored_name.endswith(".swf.gz")) == (12, "swf", True)
+    assert renamed.jobs == 3 and renamed.stored_name.endswith(".swf")
+
+
+def test_corrupt_line_names_the_line_and_stores_nothing(alice):
+    text = swf_text(10, bad_line=7)
+
+    with pytest.raises(TraceInvalid) as caught:
+        store_trace(alice, upload("broken.swf", text))
+
+    message = " ".join(caught.value.errors["file"])
+    assert "line 7" in message
+    assert "broken.swf" in message and "run time" in message
+    assert "/tmp" not in message  # the server's temporary path is not shown
+    assert TraceFile.objects.count() == 0
+
+
+def test_unknown_suffix_and_bad_format_are_field_errors(alice):
+    with pytest.raises(TraceInvalid) as unknown:
+        store_trace(alice, upload("trace.txt", swf_text(2)))
+    with pytest.raises(TraceInvalid) as bad_format:
+        store_trace(alice, upload("trace.swf", swf_text(2)), format="csv")
+
+    assert "format" in unknown.value.errors and ".swf" in unknown.value.errors["format"][0]
+    assert "format" in bad_format.value.errors
+    assert TraceFile.objects.count() == 0
+
+
+def test_empty_and_broken_gzip_are_refused(alice):
+    for name, content in (("empty.swf", b""), ("cut.swf.gz", gzip.compress(swf_text(50).encode())[:40]),
+                          ("comments.swf", b"; only a header\n")):
+        with pytest.raises(TraceInvalid) as caught:
+            store_trace(alice, upload(name, content))
+        assert name in caught.value.errors["file"][0]
+    assert TraceFile.objects.count() == 0
+
+
+def test_oversize_upload_is_refused_before_it_is_read(alice, settings):
+    settings.GRIDWEB_MAX_TRACE_BYTES = 1000
+
+    class Untouchable:
+        """An upload declaring 1 MB whose content must never be read."""
+
+        name, size = "huge.swf", 1_000_000
+
+        def chunks(self):
+            raise AssertionError("the upload was read")
+
+        read = chunks
+
+    with pytest.raises(TraceInvalid) as caught:
+        store_trace(alice, Untouchable())
+
+    assert "limit" in caught.value.errors["file"][0] and "1,000" in caught.value.errors["file"][0]
+    assert TraceFile.objects.count() == 0
+
+
+def test_upload_larger_than_declared_is_cut_off(alice, settings):
+    settings.GRIDWEB_MAX_TRACE_BYTES = 500
+    text = swf_text(30)
+    assert len(text) > 500
+
+    class Lying:
+        name, size = "lying.swf", 10
+
+        def chunks(self):
+            for start in range(0, len(text), 100):
+                yield text[start:start + 100].encode()
+
+    with pytest.raises(TraceInvalid) as caught:
+        store_trace(alice, Lying())
+
+    assert "limit" in caught.value.errors["file"][0]
+    assert TraceFile.objects.count() == 0
+
+
+def test_same_bytes_twice_reuse_the_stored_trace(alice):
+    text = swf_text(5)
+
+    first = store_trace(alice, upload("a.swf", text))
+    again = store_trace(alice, upload("a-copy.swf", text))
+
+    assert again.pk == first.pk
+    assert TraceFile.objects.count() == 1
+
+
+def test_another_user_with_the_same_file_gets_an_own_copy(alice):
+    bob = User.objects.create_user("bob")
+    text = swf_text(5)
+
+    mine = store_trace(alice, upload("same.swf", text))
+    theirs = store_trace(bob, upload("same.swf", text))
+
+    assert theirs.pk != mine.pk and theirs.owner == bob
+    assert theirs.stored_name != mine.stored_name
+
+
+def test_group_visibility_needs_a_group_of_the_user(alice):
+    bob = User.objects.create_user("bob")
+    other = Group.objects.create(name="elsewhere")
+
+    with pytest.raises(TraceInvalid) as no_group:
+        store_trace(bob, upload("x.swf", swf_text(2)), visibility=Visibility.GROUP)
+    with pytest.raises(TraceInvalid) as not_member:
+        store_trace(alice, upload("x.swf", swf_text(2)), visibility=Visibility.GROUP, group=other)
+
+    assert "group" in no_group.value.errors
+    assert "not a member" in not_member.value.errors["group"][0]
+    assert TraceFile.objects.count() == 0
+
+
+def test_a_stored_trace_is_usable_by_a_scenario(alice, settings, tmp_path):
+    settings.GRIDWEB_TRACE_DIR = tmp_path / "traces"
+    trace = store_trace(alice, upload("replay.swf", swf_text(20, max_procs=32)))
+    spec = {
+        "name": "replay",
+        "platform": {"clusters": [{"name": "c", "processors": 32, "scheduler": {"name": "easy"}}]},
+        "workload": {"streams": [{"kind": "trace", "name": "t", "path": trace.stored_name, "target": "c"}]},
+    }
+
+    scenario = validate_spec(spec, alice)
+
+    assert scenario.workload.streams[0].format == "swf"
+    assert (tmp_path / "traces" / trace.stored_name).read_bytes() == bytes(trace.content)
