@@ -1,5 +1,30 @@
-from django.urls import path  # noqa: F401
+"""The REST API's URLs (docs/api.md); the OpenAPI schema at /api/schema/, Swagger UI at /api/docs/."""
+
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from rest_framework.routers import DefaultRouter
+
+from . import views
 
 app_name = "api"
 
-urlpatterns: list = []
+router = DefaultRouter()
+router.register("scenarios", views.ScenarioViewSet, basename="scenario")
+router.register("traces", views.TraceViewSet, basename="trace")
+router.register("runs", views.RunViewSet, basename="run")
+router.register("sweeps", views.SweepViewSet, basename="sweep")
+
+# Downloads of a done run keep their file names (no trailing slash).
+run_exports = [
+    path(f"runs/<int:pk>/{name}", views.RunExportView.as_view(), {"export": name}, name=f"run-{name}")
+    for name in views.RunExportView.EXPORTS
+]
+
+urlpatterns = [
+    path("token/", views.TokenView.as_view(), name="token"),
+    path("me/", views.MeView.as_view(), name="me"),
+    *run_exports,
+    path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
+    path("", include(router.urls)),
+]
