@@ -17,6 +17,7 @@ builds on this module for a deployed server.
 
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 import dj_database_url
@@ -116,7 +117,18 @@ GRIDWEB_MODE = "full" if DATABASE_URL and REDIS_URL else "embedded"
 if DATABASE_URL:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=600, conn_health_checks=True)}
 else:
-    DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": BASE_DIR / "db.sqlite3"}}
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": BASE_DIR / "db.sqlite3",
+            # The embedded worker thread writes while requests read and write: wait for the lock
+            # instead of failing, and take it when a transaction starts (a read-then-write
+            # transaction cannot wait for it later). Tests use a file too (one per process),
+            # since SQLite's shared in-memory database refuses concurrent threads at once.
+            "OPTIONS": {"timeout": 20, "transaction_mode": "IMMEDIATE"},
+            "TEST": {"NAME": str(Path(tempfile.gettempdir()) / f"gridweb-test-{os.getpid()}.sqlite3")},
+        }
+    }
 
 if REDIS_URL:
     CHANNEL_LAYERS = {

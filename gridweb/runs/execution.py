@@ -58,7 +58,7 @@ from django.db import close_old_connections, transaction
 from django.utils import timezone
 
 import simengine
-from gridweb.scenarios.validation import SpecInvalid, validate_spec
+from gridweb.scenarios.validation import SpecInvalid, trace_dir, validate_spec
 from simengine.errors import SimEngineError
 
 from .models import FINISHED, Run, RunChunk, RunResult, Status
@@ -141,9 +141,9 @@ def worker_name() -> str:
 def readable_error(exc: BaseException) -> str:
     """The text a failed run keeps: engine errors as they are (they name the field or the
     trace line), validation errors by field, anything else as ``Type: message``."""
-    if isinstance(exc, SimEngineError | SpecInvalid):
-        return str(exc)
-    return f"{type(exc).__name__}: {exc}"
+    text = str(exc) if isinstance(exc, SimEngineError | SpecInvalid) else f"{type(exc).__name__}: {exc}"
+    # Uploaded traces are named by their stored name, not by where this worker keeps them.
+    return text.replace(f"{trace_dir()}{os.sep}", "")
 
 
 def _claim(run_id: int, worker: str) -> tuple[str, Run | None]:

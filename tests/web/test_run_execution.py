@@ -1,0 +1,345 @@
+"""Executing runs in embedded mode: statuses, stored chunks and results, errors, cancel,
+redelivery, recovery after a restart, and sweeps through the embedded worker."""
+
+from __future__ import annotations
+
+import io
+import os
+import time
+from datetime import timedelta
+
+import numpy as np
+import pytest
+from django.core.exceptions import PermissionDenied
+from django.utils import timezone
+
+import simengine
+from gridweb.runs import execution
+from gridweb.runs.models import Run, RunChunk, RunResult, Status, Sweep
+from gridweb.runs.services import CannotCancel, cancel_run, create_run, create_sweep
+from gridweb.scenarios.models import TraceFile
+from gridweb.scenarios.validation import SpecInvalid
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def small_spec(seed: int = 7, replications: int = 2, completions: int = 1500) -> dict:
+    """One EASY cluster fed by a synthetic stream: a run of a second or two."""
+    return {
+        "name": "small",
+        "platform": {"clusters": [{"name": "main", "processors": 32, "scheduler": {"name": "easy"}}]},
+        "workload": {"streams": [{
+            "kind": "synthetic", "name": "users", "target": "main",
+            "arrival": {"target_load": 0.7},
+            "size": {"kind": "uniform", "low": 1, "high": 16, "integer": True},
+            "runtime": {"kind": "exponential", "mean": 600},
+        }]},
+        "run": {"seed": seed, "replications": replications, "stop": {"completions": completions},
+                "warmup": {"completions": 100}},
+    }
+
+
+def wait_for(run: Run, statuses: tuple[str, ...], timeout: float = 120) -> Run:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        run.refresh_from_db()
+        if run.status in statuses:
+            return run
+        time.sleep(0.05)
+    raise AssertionError(f"run {run.pk} still {run.status} after {timeout} s (wanted {statuses})")
+
+
+def chunk_seqs(run: Run) -> list[int]:
+    return list(RunChunk.objects.filter(run=run).order_by("seq").values_list("seq", flat=True))
+
+
+@pytest.fixture
+def alice(django_user_model):
+    return django_user_model.objects.create_user("alice", password="pw-alice-123")
+
+
+@pytest.fixture
+def bob(django_user_model):
+    return django_user_model.objects.create_user("bob", password="pw-bob-123")
+
+
+@pytest.fixture(autouse=True)
+def idle_worker():
+    """Each test starts and ends with the embedded worker idle (it outlives tests: one per process)."""
+    assert execution.embedded_worker().wait_idle(120)
+    yield
+    assert execution.embedded_worker().wait_idle(120), "the embedded worker did not finish its queue"
+
+
+def test_run_goes_queued_running_done_with_its_chunks_and_result(alice, monkeypatch):
+    seen_when_engine_starts: dict = {}
+    real_run = simengine.run
+
+    def observed_run(scenario, on_progress):
+        seen_when_engine_starts.update(Run.objects.filter(name="watched").values(
+            "status", "started_at", "worker").get())
+        return real_run(scenario, on_progress)
+
+    monkeypatch.setattr(execution.simengine, "run", observed_run)
+
+    run = create_run(alice, small_spec(), name="watched")
+    assert run.status == Status.QUEUED
+    run = wait_for(run, (Status.DONE, Status.FAILED))
+
+    assert run.status == Status.DONE, run.error
+    assert seen_when_engine_starts["status"] == Status.RUNNING
+    assert seen_when_engine_starts["started_at"] is not None
+    assert seen_when_engine_starts["worker"] == f"embedded@{os.uname().nodename}:{os.getpid()}"
+    assert run.finished_at >= run.started_at
+
+    seqs = chunk_seqs(run)
+    assert seqs == list(range(run.last_seq + 1)) and len(seqs) >= 3
+    kinds = list(RunChunk.objects.filter(run=run).order_by("seq").values_list("kind", flat=True))
+    assert kinds[-1] == "metrics" and "segments" in kinds
+    streamed = sum(len(c.payload["segments"]["t0"]) for c in RunChunk.objects.filter(run=run, kind="segments"))
+
+    with np.load(io.BytesIO(bytes(RunResult.objects.get(run=run).npz))) as arrays:
+        jobs = len(arrays["jobs_job_id"])
+        segments = len(arrays["segments_t0"])
+    assert jobs == run.summary["jobs"] > 1500
+    assert segments == run.segments_count == streamed > 0
+    assert run.progress == 1.0 and run.sim_time > 0
+    assert run.thumbnail.startswith("<svg") and len(run.thumbnail) < 8000
+
+
+def test_same_spec_and_seed_give_the_same_hash_and_metrics(alice):
+    first = create_run(alice, small_spec(seed=11))
+    second = create_run(alice, small_spec(seed=11))
+    other = create_run(alice, small_spec(seed=12))
+    for run in (first, second, other):
+        wait_for(run, (Status.DONE,))
+
+    assert first.scenario_hash == second.scenario_hash != other.scenario_hash
+    assert first.summary["metrics"] == second.summary["metrics"]
+    assert first.summary["metrics"]["mean_wait"] != other.summary["metrics"]["mean_wait"]
+
+
+CORRUPT_SWF = (
+    "; Version: 2.2\n"
+    "1 0 0 100 4 -1 -1 4 200 -1 1 1 1 -1 1 -1 -1 -1\n"
+    "2 10 0 abc 4 -1 -1 4 200 -1 1 1 1 -1 1 -1 -1 -1\n"
+)
+
+
+def test_run_of_a_corrupt_trace_fails_naming_the_line_and_keeps_no_result(alice):
+    # Stored through the ORM: an upload would have been refused (gridweb.scenarios.traces).
+    TraceFile.objects.create(owner=alice, name="broken", stored_name="broken.swf", original_name="broken.swf",
+                             format="swf", content=CORRUPT_SWF.encode(), size=len(CORRUPT_SWF), sha256="x")
+    spec = small_spec()
+    spec["workload"]["streams"] = [{"kind": "trace", "name": "t", "path": "broken.swf", "target": "main"}]
+    spec["run"] = {"seed": 1}
+
+    run = wait_for(create_run(alice, spec), (Status.DONE, Status.FAILED))
+
+    assert run.status == Status.FAILED
+    assert "broken.swf, line 3" in run.error and "abc" in run.error
+    assert str(execution.trace_dir()) not in run.error  # no server paths in what users see
+    assert not RunResult.objects.filter(run=run).exists()
+
+
+def test_cancel_of_a_queued_run_ends_it_at_once_and_it_never_runs(alice, bob):
+    run = create_run(alice, small_spec(), dispatch_now=False)
+
+    with pytest.raises(PermissionDenied):
+        cancel_run(run, bob)
+    run.refresh_from_db()
+    assert run.status == Status.QUEUED and not run.cancel_requested
+
+    cancelled = cancel_run(run, alice)
+    assert cancelled.status == Status.CANCELLED and cancelled.finished_at is not None
+
+    # A delivery that arrives anyway (the message was already on its way) does nothing.
+    assert execution.execute_run(run.pk) == execution.SKIPPED
+    run.refresh_from_db()
+    assert run.status == Status.CANCELLED
+    assert chunk_seqs(run) == []
+    assert cancel_run(run, alice).status == Status.CANCELLED  # twice is fine
+
+
+def test_cancel_of_a_running_run_stops_it_before_the_end(alice):
+    # Replication 0's Gantt is streamed first; then 40 more replications keep the run going.
+    run = create_run(alice, small_spec(replications=40, completions=3000))
+    deadline = time.monotonic() + 60
+    while not RunChunk.objects.filter(run=run).exists():
+        assert time.monotonic() < deadline, "no chunk arrived"
+        time.sleep(0.02)
+
+    cancel_run(Run.objects.get(pk=run.pk), run.owner)
+    run = wait_for(run, (Status.DONE, Status.FAILED, Status.CANCELLED), timeout=60)
+
+    assert run.status == Status.CANCELLED, run.error
+    assert run.cancel_requested and run.finished_at is not None
+    assert not RunResult.objects.filter(run=run).exists()
+    kinds = set(RunChunk.objects.filter(run=run).values_list("kind", flat=True))
+    assert "segments" in kinds and "metrics" not in kinds  # stopped before the last replication
+    with pytest.raises(CannotCancel):
+        done = create_run(run.owner, small_spec(replications=1), dispatch_now=False)
+        execution.execute_run(done.pk)
+        cancel_run(done, run.owner)
+
+
+def test_a_second_delivery_does_not_duplicate_chunks(alice):
+    run = create_run(alice, small_spec(), dispatch_now=False)
+    assert execution.execute_run(run.pk) == execution.DONE
+    first = list(RunChunk.objects.filter(run=run).order_by("seq").values_list("seq", "payload"))
+
+    assert execution.execute_run(run.pk) == execution.SKIPPED
+
+    assert list(RunChunk.objects.filter(run=run).order_by("seq").values_list("seq", "payload")) == first
+    assert Run.objects.get(pk=run.pk).attempt == 1
+
+
+def test_a_delivery_after_its_worker_died_restarts_the_run_cleanly(alice):
+    run = create_run(alice, small_spec(), dispatch_now=False)
+    assert execution.execute_run(run.pk) == execution.DONE
+    complete = list(RunChunk.objects.filter(run=run).order_by("seq").values_list("seq", "payload"))
+    # As if a worker had died half-way: running, some chunks, no heartbeat for minutes.
+    RunResult.objects.filter(run=run).delete()
+    RunChunk.objects.filter(run=run, seq__gte=2).delete()
+    stale = timezone.now() - execution.HEARTBEAT_STALE - timedelta(seconds=1)
+    Run.objects.filter(pk=run.pk).update(status=Status.RUNNING, heartbeat=stale, finished_at=None)
+
+    assert execution.execute_run(run.pk) == execution.DONE
+
+    run.refresh_from_db()
+    assert run.attempt == 2
+    assert list(RunChunk.objects.filter(run=run).order_by("seq").values_list("seq", "payload")) == complete
+
+
+def test_a_delivery_while_another_execution_is_alive_waits(alice):
+    run = create_run(alice, small_spec(), dispatch_now=False)
+    Run.objects.filter(pk=run.pk).update(status=Status.RUNNING, attempt=1, heartbeat=timezone.now(),
+                                         worker="worker9@elsewhere")
+
+    assert execution.execute_run(run.pk) == execution.BUSY
+
+    run.refresh_from_db()
+    assert (run.status, run.attempt, run.worker) == (Status.RUNNING, 1, "worker9@elsewhere")
+    assert chunk_seqs(run) == []
+
+
+def test_a_run_that_keeps_killing_its_worker_fails_instead_of_looping(alice):
+    run = create_run(alice, small_spec(), dispatch_now=False)
+    stale = timezone.now() - execution.HEARTBEAT_STALE - timedelta(seconds=1)
+    Run.objects.filter(pk=run.pk).update(status=Status.RUNNING, attempt=execution.MAX_ATTEMPTS, heartbeat=stale,
+                                         worker="worker1@gone")
+
+    assert execution.execute_run(run.pk) == execution.SKIPPED
+
+    run.refresh_from_db()
+    assert run.status == Status.FAILED
+    assert f"interrupted {execution.MAX_ATTEMPTS} times" in run.error and "worker1@gone" in run.error
+
+
+def test_a_restarted_embedded_worker_fails_interrupted_runs_and_requeues_queued_ones(alice):
+    # A process of this machine that is gone: a child that has exited.
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+    interrupted = create_run(alice, small_spec(), dispatch_now=False)
+    Run.objects.filter(pk=interrupted.pk).update(status=Status.RUNNING, attempt=1, heartbeat=timezone.now(),
+                                                 worker=f"embedded@{os.uname().nodename}:{pid}")
+    waiting = create_run(alice, small_spec(), dispatch_now=False)
+
+    fresh = execution.EmbeddedWorker()  # what a restarted web process creates
+    fresh.start()
+    assert fresh.wait_idle(120)
+
+    interrupted.refresh_from_db()
+    assert interrupted.status == Status.FAILED and "interrupted" in interrupted.error
+    assert wait_for(waiting, (Status.DONE,)).status == Status.DONE
+
+
+# --- Sweeps in embedded mode ---------------------------------------------------------------------
+
+
+def test_sweep_runs_every_point_and_aggregates_with_confidence_intervals(alice):
+    sweep = create_sweep(alice, small_spec(replications=3, completions=800),
+                         {"workload.streams.0.arrival.target_load": [0.5, 0.8],
+                          "platform.clusters.0.scheduler.name": ["fcfs", "easy"]}, name="loads")
+
+    runs = list(Run.objects.filter(sweep=sweep).order_by("pk"))
+    assert len(runs) == 4
+    assert [r.sweep_point for r in runs][0] == {"workload.streams.0.arrival.target_load": 0.5,
+                                                "platform.clusters.0.scheduler.name": "fcfs"}
+    deadline = time.monotonic() + 120
+    while Sweep.objects.get(pk=sweep.pk).status not in (Status.DONE, Status.FAILED):
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+
+    sweep.refresh_from_db()
+    assert sweep.status == Status.DONE and sweep.finished_at is not None
+    assert [row["run"] for row in sweep.aggregate] == [r.pk for r in runs]
+    for row, run in zip(sweep.aggregate, runs):
+        run.refresh_from_db()
+        wait = run.summary["metrics"]["mean_wait"]
+        assert row["parameters"] == run.sweep_point
+        assert row["metrics"]["mean_wait"] == {"mean": wait["mean"], "ci_low": wait["ci_low"],
+                                               "ci_high": wait["ci_high"]}
+        assert row["metrics"]["mean_wait"]["ci_low"] <= row["metrics"]["mean_wait"]["mean"] \
+            <= row["metrics"]["mean_wait"]["ci_high"]
+    # Higher load, longer waits (same scheduler): the points really differ.
+    assert sweep.aggregate[2]["metrics"]["mean_wait"]["mean"] > sweep.aggregate[0]["metrics"]["mean_wait"]["mean"]
+
+
+def test_a_failed_point_fails_the_sweep_but_keeps_the_others(alice):
+    spec = small_spec(replications=1, completions=500)
+    sweep = create_sweep(alice, spec, {"run.seed": [1, 2]})
+    first, second = Run.objects.filter(sweep=sweep).order_by("pk")
+    # The second point's snapshot breaks after validation (as a trace deleted meanwhile would).
+    Run.objects.filter(pk=second.pk).update(spec={"platform": "nonsense"})
+    deadline = time.monotonic() + 120
+    while Sweep.objects.get(pk=sweep.pk).status not in (Status.DONE, Status.FAILED):
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+
+    sweep.refresh_from_db()
+    assert sweep.status == Status.FAILED
+    assert [row["status"] for row in sweep.aggregate] == [Status.DONE, Status.FAILED]
+    assert sweep.aggregate[0]["metrics"]["mean_wait"]["mean"] is not None
+    assert sweep.aggregate[1]["metrics"] == {}
+    assert "platform" in Run.objects.get(pk=second.pk).error
+
+
+def test_a_sweep_with_a_bad_point_says_which_and_creates_nothing(alice):
+    with pytest.raises(SpecInvalid) as caught:
+        create_sweep(alice, small_spec(), {"platform.clusters.0.processors": [16, 0]})
+
+    errors = caught.value.errors
+    assert list(errors) == ["parameters.platform.clusters.0.processors"]
+    assert "platform.clusters.0.processors=0" in errors["parameters.platform.clusters.0.processors"][0]
+    assert not Sweep.objects.exists() and not Run.objects.exists()
+
+
+@pytest.mark.parametrize(("parameters", "field"), [
+    ({}, "parameters"),
+    ({"run.seed": []}, "parameters.run.seed"),
+    ({"run.seed": list(range(300))}, "parameters"),
+    ({"platform.clusters.5.processors": [1, 2]}, "parameters.platform.clusters.5.processors"),
+])
+def test_a_bad_sweep_grid_is_refused_by_field(alice, parameters, field):
+    with pytest.raises(SpecInvalid) as caught:
+        create_sweep(alice, small_spec(), parameters)
+
+    assert field in caught.value.errors
+    assert not Sweep.objects.exists() and not Run.objects.exists()
+
+
+def test_a_sweep_with_a_bad_base_scenario_names_its_field(alice):
+    spec = small_spec()
+    spec["platform"]["clusters"][0]["processors"] = -3
+
+    with pytest.raises(SpecInvalid) as caught:
+        create_sweep(alice, spec, {"run.seed": [1, 2]}, visibility="everyone")
+
+    assert "visibility" in caught.value.errors
+    with pytest.raises(SpecInvalid) as caught:
+        create_sweep(alice, spec, {"run.seed": [1, 2]})
+    assert "platform.clusters.0.processors" in caught.value.errors
+    assert not Sweep.objects.exists() and not Run.objects.exists()
