@@ -1,0 +1,222 @@
+"""The builder's live preview: what the job streams of a scenario document look like.
+
+For each stream we draw a few thousand jobs with the engine's own generator
+(``simengine.generate.generate_stream``; trace streams are read with the engine's trace
+loader) and return histograms of job sizes and runtimes, and the offered load per cluster.
+
+The preview works on documents that are still being edited: each stream is checked on its
+own (with the platform), so one broken stream, or a missing stop rule, does not hide the
+others. Problems are returned as ``errors`` (dotted path -> messages), like validation.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from pydantic import ValidationError
+
+from simengine.errors import ScenarioError
+from simengine.generate import generate_stream
+from simengine.registry import SITE_ALLOCATION
+from simengine.runner import load_trace_stream
+from simengine.scenario import GRID_TARGET, Grid, Platform, Scenario, SyntheticStream, field_errors, load_scenario
+from simengine.site_allocation import is_stateful
+from simengine.workload import JobTable
+
+from .validation import materialize_traces, trace_dir
+
+#: Jobs drawn per synthetic stream: enough for smooth histograms, fast enough to redraw while typing.
+PREVIEW_JOBS = 4000
+HISTOGRAM_BINS = 30
+#: Integer values spanning at most this many whole numbers get one bar per value.
+DISCRETE_BARS = 64
+#: A range wider than this ratio (max / min) is binned on a log scale (heavy tails).
+LOG_RATIO = 100.0
+
+
+def histogram(values: np.ndarray, *, discrete: bool = False, bins: int = HISTOGRAM_BINS) -> dict[str, Any]:
+    """Bin ``values``: ``edges`` (one more than ``counts``), ``counts`` summing to every value,
+    ``scale`` (``linear`` or ``log``) and the summary numbers the preview prints."""
+    values = np.asarray(values, dtype=np.float64)
+    total = len(values)
+    if total == 0:
+        return {"edges": [], "counts": [], "scale": "linear", "discrete": discrete, "total": 0,
+                "min": None, "max": None, "mean": None}
+    low, high = float(values.min()), float(values.max())
+    scale = "linear"
+    if discrete and high - low + 1 <= DISCRETE_BARS:
+        edges = np.arange(low, high + 2) - 0.5  # one bar centred on each whole number
+    elif low > 0 and high / low > LOG_RATIO:
+        scale = "log"
+        edges = np.geomspace(low, high, bins + 1)
+        edges[0], edges[-1] = low, high  # exact ends, so the extremes fall inside
+    elif high > low:
+        edges = np.linspace(low, high, bins + 1)
+    else:
+        edges = np.array([low - 0.5, high + 0.5])
+    counts, edges = np.histogram(values, bins=edges)
+    return {
+        "edges": [float(e) for e in edges],
+        "counts": [int(c) for c in counts],
+        "scale": scale,
+        "discrete": discrete,
+        "total": int(counts.sum()),
+        "min": low,
+        "max": high,
+        "mean": float(values.mean()),
+    }
+
+
+def _prefixed(exc: ScenarioError, index: int) -> dict[str, list[str]]:
+    """Errors of a one-stream scenario, with the stream's path pointing at its real index."""
+    errors: dict[str, list[str]] = {}
+    for error in exc.errors:
+        path = error.path
+        if path == "workload.streams.0" or path.startswith("workload.streams.0."):
+            path = f"workload.streams.{index}" + path[len("workload.streams.0"):]
+        errors.setdefault(path, []).append(error.message)
+    return errors
+
+
+def _one_stream_scenario(spec: dict[str, Any], raw: Any) -> Scenario:
+    """A scenario of the document's platform and this one stream (raises ``ScenarioError``).
+
+    The grid policy and run control are left out (they are previewed separately or not at
+    all); a stop rule is given so an endless stream still validates.
+    """
+    return load_scenario(
+        {"name": "preview", "platform": spec.get("platform"), "workload": {"streams": [raw]},
+         "run": {"stop": {"horizon": 1.0}}},
+        base_dir=str(trace_dir()),
+    )
+
+
+def _grid_policy(spec: dict[str, Any]):
+    """The document's site-allocation policy when it can route jobs up front, else None."""
+    try:
+        grid = Grid.model_validate(spec.get("grid") or {})
+    except Exception:  # noqa: BLE001 - an invalid grid section is reported by validation, not here
+        return None
+    ref = grid.site_allocation
+    if is_stateful(ref.name):
+        return None
+    return ref
+
+
+def _route(jobs: JobTable, processors: np.ndarray, policy, rng: np.random.Generator) -> np.ndarray | None:
+    """Cluster index per grid job chosen by ``policy`` (None: the policy needs the simulation)."""
+    if policy is None:
+        return None
+    try:
+        return np.asarray(SITE_ALLOCATION.get(policy.name).implementation(jobs, processors, policy.params, rng))
+    except (TypeError, ValueError):
+        return None
+
+
+def _seed(spec: dict[str, Any]) -> int:
+    run = spec.get("run") if isinstance(spec.get("run"), dict) else {}
+    seed = run.get("seed", 1)
+    return seed if isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0 else 1
+
+
+def preview(spec: Any, user=None, *, jobs_per_stream: int = PREVIEW_JOBS) -> dict[str, Any]:
+    """Histograms and offered load of every stream of ``spec`` that can be previewed.
+
+    Returns ``{"streams": [...], "clusters": [...], "errors": {path: [messages]}, "notes": [...]}``.
+    Each stream has ``jobs`` (sampled), ``sizes`` and ``runtimes`` (see :func:`histogram`),
+    ``offered_load`` measured on the sample over its target's capacity, ``expected_load``
+    (synthetic streams: lambda E[size] E[runtime] / capacity) and ``routing`` (how grid jobs
+    were spread: ``policy`` = drawn by the site-allocation policy, ``balanced`` = in proportion
+    to capacity because the policy decides only during the simulation). Each cluster has
+    ``offered_load``: the work offered to it per unit of its capacity (processors x speed).
+    """
+    result: dict[str, Any] = {"streams": [], "clusters": [], "errors": {}, "notes": [],
+                              "jobs_per_stream": jobs_per_stream}
+    if not isinstance(spec, dict):
+        result["errors"][""] = ["a scenario must be a JSON object"]
+        return result
+    streams = (spec.get("workload") or {}).get("streams") if isinstance(spec.get("workload"), dict) else None
+    if not isinstance(streams, list):
+        return result
+    result["errors"].update(materialize_traces(spec, user))
+
+    try:
+        platform = Platform.model_validate(spec.get("platform"))
+    except ValidationError as exc:
+        for error in field_errors(exc, Platform):
+            result["errors"].setdefault(f"platform.{error.path}".rstrip("."), []).append(error.message)
+        return result
+    seed = _seed(spec)
+    policy = _grid_policy(spec)
+    work = np.zeros(len(platform.clusters))  # offered processor-seconds per second, by cluster index
+    for index, raw in enumerate(streams):
+        path = f"workload.streams.{index}"
+        if path + ".path" in result["errors"]:
+            continue
+        try:
+            scenario = _one_stream_scenario(spec, raw)
+        except ScenarioError as exc:
+            for key, messages in _prefixed(exc, index).items():
+                bucket = result["errors"].setdefault(key, [])
+                bucket.extend(m for m in messages if m not in bucket)
+            continue
+        stream = scenario.workload.streams[0]
+        rng = np.random.default_rng([seed, index])
+        if isinstance(stream, SyntheticStream):
+            jobs = generate_stream(stream, platform, rng, n=jobs_per_stream, stream_index=index)
+            window = float(jobs.submit[-1]) if len(jobs) else 0.0  # arrivals start at time 0
+        else:
+            jobs, notes = load_trace_stream(stream, scenario, index)
+            result["notes"].extend(notes)
+            window = float(jobs.submit[-1] - jobs.submit[0]) if len(jobs) > 1 else 0.0
+        entry = _stream_preview(stream, platform, jobs, window, policy, rng, work)
+        entry["index"] = index
+        result["streams"].append(entry)
+
+    for i, cluster in enumerate(platform.clusters):
+        result["clusters"].append({
+            "name": cluster.name, "processors": cluster.processors, "speed": cluster.speed,
+            "offered_load": float(work[i] / (cluster.processors * cluster.speed)),
+        })
+    return result
+
+
+def _stream_preview(stream, platform, jobs: JobTable, window: float, policy, rng, work: np.ndarray) -> dict:
+    """One stream's histograms and load; adds its offered work per second to ``work``."""
+    demand = jobs.processors.astype(np.float64) * jobs.runtime  # processor-seconds at speed 1
+    capacities = np.array([c.processors * c.speed for c in platform.clusters], dtype=np.float64)
+    entry: dict[str, Any] = {
+        "name": stream.name, "kind": stream.kind, "target": stream.target, "jobs": len(jobs),
+        "sizes": histogram(jobs.processors, discrete=True), "runtimes": histogram(jobs.runtime),
+        "offered_load": None, "expected_load": None, "routing": None,
+    }
+    if isinstance(stream, SyntheticStream):
+        entry["expected_load"] = float(
+            stream.arrival_rate(platform) * stream.mean_size() * stream.runtime.mean() / stream.capacity(platform)
+        )
+    if not (window > 0 and math.isfinite(window)):
+        return entry
+    if stream.target != GRID_TARGET:
+        target = platform.cluster_index(stream.target)
+        entry["offered_load"] = float(demand.sum() / (window * capacities[target]))
+        work += np.bincount([target], weights=[demand.sum() / window], minlength=len(capacities))
+        return entry
+    entry["offered_load"] = float(demand.sum() / (window * capacities.sum()))
+    routed = jobs.cluster >= 0  # GWF jobs placed by a site map keep their cluster
+    chosen = jobs.cluster.astype(np.int64)
+    unrouted = ~routed
+    if unrouted.any():
+        picks = _route(jobs.take(unrouted), platform.processors, policy, rng)
+        if picks is None:
+            # The policy decides only during the simulation: assume it balances the load.
+            entry["routing"] = "balanced"
+            work += capacities / capacities.sum() * (demand[unrouted].sum() / window)
+        else:
+            entry["routing"] = "policy"
+            chosen[unrouted] = picks
+            routed = np.ones(len(jobs), dtype=bool)
+    if routed.any():
+        work += np.bincount(chosen[routed], weights=demand[routed], minlength=len(capacities)) / window
+    return entry
