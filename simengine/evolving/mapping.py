@@ -1,0 +1,88 @@
+"""Algorithm 1: map the scheduled EPs to node ids, and the Gantt segments that follow.
+
+At every change point of any application (in time order) the applications that shrink
+(or end) free nodes first -- the application chooses which (condition C4 of the paper):
+with ``release="last_acquired"`` it frees the nodes it acquired most recently, so the
+node it started on (its driver) is the last it gives up; with ``"highest"`` it frees
+its highest-numbered nodes. Then the applications that grow (or start) take the
+lowest-numbered free nodes (the paper takes them at random; lowest-first is
+deterministic and gives the Gantt long contiguous rows). Because the scheduled EPs
+never add up to more than n_max, there are always enough free nodes.
+
+Segments follow docs/output.md: cluster 0, one row per contiguous node block per held
+stage, ``component`` = stage index, kind ``run`` for the computation (the start of
+the hold) and ``stretched`` for the held-but-idle rest of a stretched stage.
+"""
+from __future__ import annotations
+
+import heapq
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from simengine.gantt import KIND_RUN, KIND_STRETCHED, SEGMENT_COLUMNS
+
+if TYPE_CHECKING:
+    from simengine.evolving.schedule import Schedule
+
+
+def node_sets(schedule: Schedule) -> list[list[list[int]]]:
+    """``sets[a][i]``: the node ids application a holds during its held stage i."""
+    events: dict[float, list[tuple[int, int, int]]] = {}
+    for a, (h, n) in enumerate(zip(schedule.holds, schedule.stage_nodes)):
+        for i in range(len(n)):
+            events.setdefault(float(h[i]), []).append((a, i, int(n[i])))
+        events.setdefault(float(h[-1]), []).append((a, len(n), 0))
+    free = list(range(schedule.n_max))
+    heapq.heapify(free)
+    held: list[list[int]] = [[] for _ in range(schedule.applications)]  # acquisition order
+    sets: list[list[list[int]]] = [[[] for _ in n] for n in schedule.stage_nodes]
+    for t in sorted(events):
+        changes = events[t]
+        for a, i, want in changes:  # shrink first: the application frees nodes of its choice
+            have = held[a]
+            if len(have) > want:
+                if schedule.release == "highest":
+                    have.sort()
+                gone = have[want:]
+                del have[want:]
+                for node in gone:
+                    heapq.heappush(free, node)
+        for a, i, want in changes:  # then grow: take the lowest-numbered free nodes
+            have = held[a]
+            if len(have) < want:
+                if len(free) < want - len(have):
+                    raise RuntimeError(f"schedule exceeds n_max at t={t}")  # pragma: no cover
+                have.extend(sorted(heapq.heappop(free) for _ in range(want - len(have))))
+        for a, i, want in changes:
+            if i < len(sets[a]):
+                sets[a][i] = sorted(held[a])
+    return sets
+
+
+def _blocks(ids: list[int]) -> list[tuple[int, int]]:
+    """Sorted ids as (first, count) runs of consecutive ids."""
+    out: list[tuple[int, int]] = []
+    for x in ids:
+        if out and out[-1][0] + out[-1][1] == x:
+            out[-1] = (out[-1][0], out[-1][1] + 1)
+        else:
+            out.append((x, 1))
+    return out
+
+
+def segments(schedule: Schedule) -> dict[str, np.ndarray]:
+    """Gantt segments (columns of ``simengine.gantt.SEGMENT_COLUMNS``; kind as int8 codes)."""
+    rows: list[tuple] = []
+    for a, stage_sets in enumerate(node_sets(schedule)):
+        h, work = schedule.holds[a], schedule.stage_work[a]
+        for i, ids in enumerate(stage_sets):
+            busy_end = h[i] + work[i]
+            for first, count in _blocks(ids):
+                rows.append((0, first, count, h[i], busy_end, a, i, KIND_RUN))
+                if h[i + 1] > busy_end:
+                    rows.append((0, first, count, busy_end, h[i + 1], a, i, KIND_STRETCHED))
+    rows.sort(key=lambda r: (r[3], r[1]))
+    cols = list(zip(*rows)) if rows else [()] * len(SEGMENT_COLUMNS)
+    dtypes = (np.int64, np.int64, np.int64, np.float64, np.float64, np.int64, np.int64, np.int8)
+    return {name: np.asarray(col, dtype=dt) for name, col, dt in zip(SEGMENT_COLUMNS, cols, dtypes)}

@@ -1,0 +1,141 @@
+"""Algorithm 2 and the CBF baseline for one input, and for many tests at once.
+
+:func:`schedule` takes a validated :class:`~simengine.evolving.models.EvolvingScenario`
+and returns a :class:`Schedule`: for every application the *hold* intervals of its
+stages (stage i holds ``stage_nodes[i]`` nodes on ``[holds[i], holds[i+1])``) and the
+computation inside each hold (the first ``stage_work[i]`` seconds; the rest of a
+stretched hold is held-but-idle time, waiting for the next stage's nodes, C1 of the
+paper). :func:`schedule_flat` runs one algorithm over a :class:`FlatWorkload` of many
+tests in one compiled call (the reproduction's path).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from simengine.evolving.generate import FlatWorkload
+from simengine.evolving.kernels import schedule_tests
+from simengine.evolving.models import ALGORITHMS, Algorithm, EvolvingScenario, load_evolving
+
+
+@dataclass
+class FlatSchedule:
+    """Output of :func:`schedule_flat` for a FlatWorkload (the rigid one for CBF).
+
+    ``hold[k]`` is the hold start of stage k (flat index, as in the workload);
+    ``start[a]``/``end[a]`` the first hold start and the completion of application a.
+    """
+
+    workload: FlatWorkload
+    hold: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+
+    def hold_end(self) -> np.ndarray:
+        """The hold end of every stage (the next stage's start, or the completion)."""
+        out = np.empty_like(self.hold)
+        out[:-1] = self.hold[1:]
+        out[self.workload.app_off[1:] - 1] = self.end
+        return out
+
+
+def schedule_flat(w: FlatWorkload, algorithm: Algorithm | str, n_max: int = 100,
+                  move_first_stage: bool = True) -> FlatSchedule:
+    """Schedule every test of ``w`` with ``algorithm`` (CBF: ``w`` is made rigid first)."""
+    alg = ALGORITHMS[algorithm] if isinstance(algorithm, str) else algorithm
+    if alg.rigid:
+        w = w.rigid()
+    hold = np.empty(len(w.d))
+    start = np.empty(len(w.app_off) - 1)
+    end = np.empty_like(start)
+    if len(w.d) and int(w.n.max()) > n_max:
+        raise ValueError(f"a stage needs {int(w.n.max())} nodes, more than n_max = {n_max}")
+    schedule_tests(w.test_off, w.app_off, w.d, w.n, int(n_max), float(alg.stretch_limit),
+                   bool(alg.compact and not alg.rigid), bool(move_first_stage), hold, start, end)
+    return FlatSchedule(w, hold, start, end)
+
+
+@dataclass
+class Schedule:
+    """The schedule of one input. Per application a (all lists are indexed by a):
+
+    - ``requested[a]``: the requested EP, a list of (duration, nodes);
+    - ``stage_nodes[a]``, ``stage_work[a]``: nodes held and seconds computed per held
+      stage (the requested stages; for CBF one rigid stage of max nodes x total duration);
+    - ``holds[a]``: the hold start of every held stage, then the completion.
+    """
+
+    n_max: int
+    algorithm: Algorithm
+    requested: list[list[tuple[float, int]]]
+    stage_nodes: list[np.ndarray]
+    stage_work: list[np.ndarray]
+    holds: list[np.ndarray]
+    names: list[str] = field(default_factory=list)
+    release: str = "last_acquired"
+
+    @property
+    def applications(self) -> int:
+        return len(self.holds)
+
+    def start(self, a: int) -> float:
+        return float(self.holds[a][0])
+
+    def end(self, a: int) -> float:
+        return float(self.holds[a][-1])
+
+    @property
+    def makespan(self) -> float:
+        return max(self.end(a) for a in range(self.applications))
+
+    def scheduled_ep(self, a: int) -> list[tuple[float, int]]:
+        """The paper's scheduled EP: a leading (delay, 0) stage, then (held duration, nodes)."""
+        h = self.holds[a]
+        ep = [(float(h[0]), 0)] if h[0] > 0 else []
+        return ep + [(float(h[i + 1] - h[i]), int(self.stage_nodes[a][i])) for i in range(len(h) - 1)]
+
+    def reserved(self, a: int) -> float:
+        """Node-seconds held by application a."""
+        return float(np.dot(np.diff(self.holds[a]), self.stage_nodes[a]))
+
+    def used(self, a: int) -> float:
+        """Node-seconds application a computes (its requested EP's area)."""
+        return float(sum(d * n for d, n in self.requested[a]))
+
+    def resource_profile(self) -> tuple[np.ndarray, np.ndarray]:
+        """The resource EP: busy nodes ``busy[k]`` on [times[k], times[k+1]); 0 after the last."""
+        ts, vs = [], []
+        for h, n in zip(self.holds, self.stage_nodes):
+            ts += [h[:-1], h[1:]]
+            vs += [n, -n]
+        t = np.concatenate(ts)
+        v = np.concatenate(vs)
+        times, inv = np.unique(t, return_inverse=True)
+        busy = np.cumsum(np.bincount(inv, weights=v, minlength=len(times))).round().astype(np.int64)
+        keep = np.ones(len(times), bool)
+        keep[1:] = busy[1:] != busy[:-1]  # one step per change of value
+        return times[keep], busy[keep]
+
+    def segments(self) -> dict[str, np.ndarray]:
+        """Gantt segments (docs/output.md) from the node mapping of Algorithm 1."""
+        from simengine.evolving.mapping import segments
+        return segments(self)
+
+
+def schedule(scenario: EvolvingScenario | dict) -> Schedule:
+    """Schedule the applications of ``scenario`` in order with its algorithm."""
+    s = load_evolving(scenario)
+    alg = s.policy
+    requested = [[(st.duration, st.nodes) for st in app.stages] for app in s.applications]
+    w = FlatWorkload.from_tests([requested])
+    fs = schedule_flat(w, alg, s.n_max, s.move_first_stage)
+    rw = fs.workload
+    holds, nodes, work = [], [], []
+    for a in range(len(requested)):
+        lo, hi = rw.app_off[a], rw.app_off[a + 1]
+        holds.append(np.append(fs.hold[lo:hi], fs.end[a]))
+        nodes.append(rw.n[lo:hi].copy())
+        work.append(rw.d[lo:hi].copy())
+    names = [app.name or f"app{a}" for a, app in enumerate(s.applications)]
+    return Schedule(s.n_max, alg, requested, nodes, work, holds, names, s.release)
