@@ -14,6 +14,7 @@ from typing import Callable
 #: name -> module that defines ``recipe`` (imported on first use: bokeh is heavy)
 RECIPES: dict[str, str] = {
     "zikos": "simengine.reproductions.zikos",
+    "klein": "simengine.reproductions.klein",
 }
 
 
