@@ -20,7 +20,10 @@ migrate: venv
 	$(PY) manage.py migrate --noinput
 
 # Embedded mode: SQLite + in-memory channel layer, no Redis or PostgreSQL needed.
+# The demo runs (the shipped traces and a Zikos reproduction) are simulated once, the first
+# time; later starts find them and go straight to the server.
 run: migrate
+	$(PY) manage.py gridweb_demo --run-now
 	$(PY) manage.py runserver 0.0.0.0:8000
 
 # Debian's Chromium for the browser tests; without root this may fail, and those tests skip.

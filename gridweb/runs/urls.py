@@ -1,5 +1,22 @@
-from django.urls import path  # noqa: F401
+"""Run pages, the gallery, compare and sweeps (mounted at the site root)."""
+
+from django.urls import path
+
+from . import views
 
 app_name = "runs"
 
-urlpatterns: list = []
+urlpatterns = [
+    path("runs/", views.run_index, name="index"),
+    path("runs/<int:pk>/", views.run_detail, name="run"),
+    path("runs/<int:pk>/cancel/", views.run_cancel, name="cancel"),
+    path("runs/<int:pk>/delete/", views.run_delete, name="delete"),
+    path("runs/<int:pk>/comments/", views.run_comment, name="comment"),
+    path("runs/<int:pk>/segments.json", views.run_segments, name="segments"),
+    path("runs/<int:pk>/plots.json", views.run_plots, name="plots"),
+    path("runs/<int:pk>/export/<str:kind>", views.run_export, name="export"),
+    path("gallery/", views.gallery, name="gallery"),
+    path("compare/", views.compare, name="compare"),
+    path("sweeps/", views.sweep_list, name="sweeps"),
+    path("sweeps/<int:pk>/", views.sweep_detail, name="sweep"),
+]

@@ -1,0 +1,158 @@
+"""Side by side: the metrics table of one or more runs (mean and 95% CI) and the scenario diff.
+
+The run page shows the table of one run; ``/compare/?runs=1,2,...`` shows several runs' columns
+side by side, their overlaid plots (``plots.compare_figures``) and the dotted paths of the
+scenario documents whose values differ.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Metrics in the order the table lists them, with a label and a unit (docs/output.md, "Metrics").
+METRICS: dict[str, tuple[str, str]] = {
+    "jobs_measured": ("jobs measured", ""),
+    "mean_wait": ("mean wait", "s"),
+    "p95_wait": ("95th percentile wait", "s"),
+    "mean_response": ("mean response", "s"),
+    "max_response": ("max response", "s"),
+    "mean_slowdown": ("mean slowdown", ""),
+    "mean_bounded_slowdown": ("mean bounded slowdown", ""),
+    "utilisation": ("utilisation", ""),
+    "throughput": ("throughput", "jobs/s"),
+    "makespan": ("makespan", "s"),
+}
+
+ABSENT = "(not set)"
+
+
+def format_number(value: float | None) -> str:
+    """Four significant figures, thousands separated; a dash for no value."""
+    if value is None:
+        return "—"
+    if abs(value) >= 1e5 or (float(value).is_integer() and abs(value) >= 1000):
+        return f"{value:,.0f}"
+    return f"{value:.4g}"
+
+
+@dataclass
+class MetricCell:
+    mean: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    half_width: float | None = None
+    replications: int = 0
+
+    @property
+    def text(self) -> str:
+        return format_number(self.mean)
+
+    @property
+    def ci_text(self) -> str:
+        """The 95% confidence interval, or why there is none."""
+        if self.mean is None:
+            return ""
+        if self.ci_low is None or self.ci_high is None:
+            return "no CI (1 replication)" if self.replications <= 1 else "no CI"
+        return f"[{format_number(self.ci_low)}, {format_number(self.ci_high)}]"
+
+    @property
+    def half_width_text(self) -> str:
+        return "" if self.half_width is None else f"± {format_number(self.half_width)}"
+
+
+@dataclass
+class MetricRow:
+    name: str
+    label: str
+    unit: str
+    cells: list[MetricCell] = field(default_factory=list)
+
+
+def metric_order(names: set[str]) -> list[str]:
+    """Known metrics first in the table's order (per-cluster utilisation after the total),
+    then any other metric alphabetically."""
+    ordered: list[str] = []
+    for name in METRICS:
+        if name in names:
+            ordered.append(name)
+        if name == "utilisation":
+            ordered += sorted(n for n in names if n.startswith("utilisation."))
+    return ordered + sorted(names - set(ordered))
+
+
+def metrics_table(summaries: list[dict[str, Any]]) -> list[MetricRow]:
+    """One row per metric, one cell per summary (``Result.summary()``: ``metrics`` maps a name to
+    ``{mean, ci_low, ci_high, half_width, values}``)."""
+    names = {name for s in summaries for name in (s or {}).get("metrics", {})}
+    rows = []
+    for name in metric_order(names):
+        if name.startswith("utilisation."):
+            label, unit = f"utilisation of {name.removeprefix('utilisation.')}", ""
+        else:
+            label, unit = METRICS.get(name, (name.replace("_", " "), ""))
+        row = MetricRow(name, label, unit)
+        for s in summaries:
+            m = ((s or {}).get("metrics") or {}).get(name)
+            if not isinstance(m, dict):
+                row.cells.append(MetricCell())
+                continue
+            row.cells.append(MetricCell(m.get("mean"), m.get("ci_low"), m.get("ci_high"), m.get("half_width"),
+                                        int((s or {}).get("replications") or len(m.get("values") or []))))
+        rows.append(row)
+    return rows
+
+
+# --- Scenario diff ---------------------------------------------------------------------------------
+
+def flatten(document: Any, prefix: str = "") -> dict[str, Any]:
+    """Every leaf of a JSON document by dotted path (list items by index), e.g.
+    ``platform.clusters.0.processors``. Empty objects and lists are leaves."""
+    if isinstance(document, dict) and document:
+        out: dict[str, Any] = {}
+        for key, value in document.items():
+            out.update(flatten(value, f"{prefix}.{key}" if prefix else str(key)))
+        return out
+    if isinstance(document, list) and document:
+        out = {}
+        for i, value in enumerate(document):
+            out.update(flatten(value, f"{prefix}.{i}" if prefix else str(i)))
+        return out
+    return {prefix: document}
+
+
+@dataclass
+class DiffRow:
+    path: str
+    values: list[str]
+
+
+def scenario_diff(documents: list[Any]) -> list[DiffRow]:
+    """The dotted paths whose values are not the same in every document, with each
+    document's value as JSON (``(not set)`` where a document lacks the path)."""
+    flat = [flatten(d) for d in documents]
+    paths = list(dict.fromkeys(p for f in flat for p in f))
+    rows = []
+    for path in paths:
+        values = [json.dumps(f[path], sort_keys=True) if path in f else ABSENT for f in flat]
+        if len(set(values)) > 1:
+            rows.append(DiffRow(path, values))
+    return rows
+
+
+def parse_run_ids(raw: list[str]) -> tuple[list[int], str | None]:
+    """Run ids from ``?runs=1,2`` (or ``?runs=1&runs=2``), in order, without repeats; an error
+    message naming the bad value otherwise."""
+    ids: list[int] = []
+    for chunk in raw:
+        for part in chunk.split(","):
+            part = part.strip()
+            if not part:
+                continue
+            if not part.isdigit():
+                return [], f"runs: {part!r} is not a run number"
+            if int(part) not in ids:
+                ids.append(int(part))
+    return ids, None

@@ -1,0 +1,30 @@
+"""``python manage.py gridweb_demo [--run-now] [--reset]``: the demo runs (see gridweb.runs.demo)."""
+
+from django.core.management.base import BaseCommand, CommandError
+
+from gridweb.runs.demo import load_demo
+
+
+class Command(BaseCommand):
+    help = ("Store the shipped workload traces as public traces of the 'gridweb-demo' user and create the curated "
+            "demo runs that do not exist yet (idempotent).")
+
+    def add_arguments(self, parser):
+        parser.add_argument("--run-now", action="store_true",
+                            help="simulate queued demo runs here and now instead of handing them to a worker")
+        parser.add_argument("--reset", action="store_true", help="delete the demo runs first and simulate them again")
+
+    def handle(self, *args, run_now: bool = False, reset: bool = False, **options):
+        from gridweb.scenarios.traces import TraceInvalid
+        from gridweb.scenarios.validation import SpecInvalid
+
+        try:
+            outcome = load_demo(run_now=run_now, reset=reset, say=self.stdout.write)
+        except (TraceInvalid, SpecInvalid) as exc:
+            raise CommandError(f"demo data: {exc}") from exc
+        failed = [run for run, result in outcome.executed if result == "failed"]
+        self.stdout.write(self.style.SUCCESS(
+            f"demo: {len(outcome.created)} created, {len(outcome.existing)} already there, "
+            f"{len(outcome.executed)} simulated now"))
+        if failed:
+            raise CommandError("demo runs failed: " + "; ".join(f"#{run.pk} {run.error}" for run in failed))

@@ -1,0 +1,346 @@
+"""The run page (the permalink of a run), its actions and downloads, the gallery, compare
+and the sweep pages.
+
+Who may do what (gridweb/sharing.py): whoever may view a run sees its page, its segments,
+its exports and may comment (when logged in); only its owner (or a superuser) cancels or
+deletes it. A run the user may not view answers 404, exactly as a run that does not exist.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from bokeh.embed import json_item
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
+from django.db.models import Count, Q
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_POST, require_safe
+
+from simengine.gantt import KIND_NAMES
+
+from . import compare as comparing
+from . import gallery as gallery_filters
+from . import plots
+from .gantt_data import cluster_layout, result_arrays, segments_payload
+from .models import Comment, Run, Status, Sweep
+
+#: What a run exports: URL suffix -> (function of gridweb.runs.exports, content type, needs a result).
+EXPORTS: dict[str, tuple[str, str, bool]] = {
+    "jobs.csv": ("jobs_csv", "text/csv; charset=utf-8", True),
+    "schedule.swf": ("schedule_swf", "text/plain; charset=utf-8", True),
+    "scenario.json": ("scenario_json", "application/json", False),
+    "metrics.json": ("metrics_json", "application/json", True),
+}
+EXPORT_LABELS = {"jobs.csv": "Jobs (CSV)", "schedule.swf": "Schedule (SWF)", "scenario.json": "Scenario (JSON)",
+                 "metrics.json": "Metrics (JSON)"}
+GALLERY_PAGE_SIZE = 24
+
+
+# --- Access --------------------------------------------------------------------------------------
+
+def viewable_run(request: HttpRequest, pk: int) -> Run:
+    """The run, if ``request.user`` may view it; 404 otherwise (private runs stay invisible)."""
+    run = get_object_or_404(Run.objects.select_related("owner", "group", "sweep"), pk=pk)
+    if not run.can_view(request.user):
+        raise Http404("No such run.")
+    return run
+
+
+def owned_run(request: HttpRequest, pk: int) -> Run:
+    """The run, if ``request.user`` may change it (its owner); 403 for other viewers."""
+    run = viewable_run(request, pk)
+    if not run.can_edit(request.user):
+        raise PermissionDenied("Only the run's owner may do this.")
+    return run
+
+
+# --- The run page --------------------------------------------------------------------------------
+
+class CommentForm(forms.ModelForm):
+    class Meta:
+        model = Comment
+        fields = ["text"]
+        widgets = {"text": forms.Textarea(attrs={"rows": 3, "placeholder": "Say something about this run"})}
+        labels = {"text": "Comment"}
+
+
+def eta_seconds(run: Run) -> float | None:
+    """Wall-clock seconds left, extrapolated from the progress made since the run started."""
+    if run.status != Status.RUNNING or not run.started_at or run.progress <= 0 or run.progress >= 1:
+        return None
+    elapsed = (timezone.now() - run.started_at).total_seconds()
+    return elapsed * (1 - run.progress) / run.progress
+
+
+def gantt_config(run: Run) -> dict[str, Any]:
+    """What static/runs/gantt.js needs to draw this run (a JSON script element on the page)."""
+    return {
+        "run": run.pk,
+        "status": run.status,
+        "finished": run.finished,
+        "segmentsUrl": reverse("runs:segments", args=[run.pk]),
+        "wsPath": f"/ws/runs/{run.pk}/",
+        "clusters": cluster_layout(run),
+        "kinds": list(KIND_NAMES),
+        "segmentsCount": run.segments_count,
+        "startedAt": run.started_at.isoformat() if run.started_at else None,
+        "progress": run.progress,
+        "simTime": run.sim_time,
+    }
+
+
+def run_page_context(request: HttpRequest, run: Run, comment_form: CommentForm | None = None) -> dict[str, Any]:
+    sweep = run.sweep if run.sweep is not None and run.sweep.can_view(request.user) else None
+    can_edit = run.can_edit(request.user)
+    return {
+        "run": run,
+        "can_edit": can_edit,
+        "can_cancel": can_edit and run.status in (Status.QUEUED, Status.RUNNING),
+        "can_comment": request.user.is_authenticated,
+        "metrics": comparing.metrics_table([run.summary]) if run.summary else [],
+        "replications": (run.summary or {}).get("replications"),
+        "job_counts": [f"{count:,} {status}" for status, count in ((run.summary or {}).get("job_counts") or {}).items()
+                       if count],
+        "notes": (run.summary or {}).get("notes") or [],
+        "has_plots": run.status == Status.DONE,
+        "scenario_json": json.dumps(run.spec, indent=2),
+        "comments": run.comments.select_related("author"),
+        "comment_form": comment_form or CommentForm(),
+        "exports": [(EXPORT_LABELS[kind], reverse("runs:export", args=[run.pk, kind]), kind)
+                    for kind, (_, _, needs_result) in EXPORTS.items() if run.status == Status.DONE or not needs_result],
+        "fork_url": f"/scenarios/new/?from_run={run.pk}",
+        "gantt": gantt_config(run),
+        "eta": eta_seconds(run),
+        "sweep": sweep,
+    }
+
+
+@require_safe
+def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    run = viewable_run(request, pk)
+    return render(request, "runs/run_detail.html", run_page_context(request, run))
+
+
+@require_POST
+def run_cancel(request: HttpRequest, pk: int) -> HttpResponse:
+    run = owned_run(request, pk)
+    from .services import CannotCancel, cancel_run  # the runs backend; imported when used
+
+    try:
+        cancelled = cancel_run(run, request.user)
+    except CannotCancel as exc:
+        messages.info(request, str(exc))
+    else:
+        messages.success(request, "The run was cancelled." if cancelled.status == Status.CANCELLED else
+                         "Cancellation requested: the run stops at its next progress report.")
+    return redirect("runs:run", pk=run.pk)
+
+
+@require_POST
+def run_delete(request: HttpRequest, pk: int) -> HttpResponse:
+    run = owned_run(request, pk)
+    if not run.finished:
+        messages.error(request, "Cancel the run before deleting it: it is still " + run.status + ".")
+        return redirect("runs:run", pk=run.pk)
+    name = run.name
+    run.delete()
+    messages.success(request, f"Run “{name}” was deleted.")
+    return redirect("runs:gallery")
+
+
+@require_POST
+def run_comment(request: HttpRequest, pk: int) -> HttpResponse:
+    run = viewable_run(request, pk)
+    if not request.user.is_authenticated:
+        return redirect_to_login(reverse("runs:run", args=[run.pk]))
+    form = CommentForm(request.POST)
+    if not form.is_valid():
+        context = run_page_context(request, run, comment_form=form)
+        return render(request, "runs/run_detail.html", context, status=400)
+    Comment.objects.create(run=run, author=request.user, text=form.cleaned_data["text"])
+    return redirect(reverse("runs:run", args=[run.pk]) + "#comments")
+
+
+@require_safe
+def run_segments(request: HttpRequest, pk: int) -> HttpResponse:
+    """The run's Gantt segments as compact columnar JSON (one request for a finished run)."""
+    run = viewable_run(request, pk)
+    body = json.dumps(segments_payload(run), separators=(",", ":"), allow_nan=False)
+    response = HttpResponse(body, content_type="application/json")
+    response["Cache-Control"] = "private, no-cache"
+    return response
+
+
+@require_safe
+def run_plots(request: HttpRequest, pk: int) -> JsonResponse:
+    """The run page's plots as Bokeh JSON items, fetched once the Gantt is drawn (building them
+    takes longer than the rest of the page)."""
+    run = viewable_run(request, pk)
+    arrays = result_arrays(run) if run.status == Status.DONE else None
+    figures = plots.run_figures(arrays)
+    return JsonResponse({"plots": {name: json_item(figure) for name, figure in figures.items()}})
+
+
+@require_safe
+def run_export(request: HttpRequest, pk: int, kind: str) -> HttpResponse:
+    run = viewable_run(request, pk)
+    if kind not in EXPORTS:
+        raise Http404(f"No export named {kind!r}; there are {', '.join(EXPORTS)}.")
+    function_name, content_type, needs_result = EXPORTS[kind]
+    if needs_result and run.status != Status.DONE:
+        return HttpResponse(f"Run {run.pk} is {run.status}: it has no results to export.",
+                            status=409, content_type="text/plain; charset=utf-8")
+    from . import exports  # the runs backend; imported when used
+
+    try:
+        body = getattr(exports, function_name)(run)
+    except exports.ExportUnavailable as exc:
+        return HttpResponse(str(exc), status=409, content_type="text/plain; charset=utf-8")
+    response = HttpResponse(body, content_type=content_type)
+    response["Content-Disposition"] = f'attachment; filename="run-{run.pk}-{kind}"'
+    return response
+
+
+# --- Gallery ---------------------------------------------------------------------------------------
+
+@require_safe
+def run_index(request: HttpRequest) -> HttpResponse:
+    """``/runs/``: the gallery lists every run the user may view."""
+    return redirect("runs:gallery")
+
+
+@require_safe
+def gallery(request: HttpRequest) -> HttpResponse:
+    visible = Run.objects.visible_to(request.user).select_related("owner").order_by("-created")
+    form = gallery_filters.GalleryFilters(request.GET or None)
+    filtered = visible
+    if form.is_bound and form.is_valid():
+        filtered = gallery_filters.filter_runs(visible, form.cleaned_data)
+    elif form.is_bound:
+        filtered = visible.none()  # the errors say what to fix; no half-applied filter
+    curated = filtered.filter(curated=True).order_by("pk")
+    page = Paginator(filtered.filter(curated=False), GALLERY_PAGE_SIZE).get_page(request.GET.get("page"))
+    query = request.GET.copy()
+    query.pop("page", None)
+    return render(request, "runs/gallery.html", {
+        "form": form,
+        "curated": curated,
+        "page": page,
+        "total": filtered.count(),
+        "choices": gallery_filters.filter_choices(visible),
+        "query": query.urlencode(),
+        "filtering": form.is_bound,
+    })
+
+
+# --- Compare -----------------------------------------------------------------------------------------
+
+@require_safe
+def compare(request: HttpRequest) -> HttpResponse:
+    ids, error = comparing.parse_run_ids(request.GET.getlist("runs"))
+    if error:
+        return HttpResponseBadRequest(error, content_type="text/plain; charset=utf-8")
+    visible = Run.objects.visible_to(request.user).select_related("owner")
+    found = {run.pk: run for run in visible.filter(pk__in=ids)}
+    if len(found) != len(ids):
+        raise Http404("No such run.")  # the same answer for runs that exist but are not yours to see
+    runs = [found[pk] for pk in ids]
+    context: dict[str, Any] = {"runs": runs, "pick": visible.order_by("-created")[:60] if len(runs) < 2 else []}
+    if len(runs) >= 2:
+        labels = [f"#{run.pk} {run.name}" for run in runs]
+        script, divs = plots.embed(plots.compare_figures(
+            [(label, result_arrays(run) if run.status == Status.DONE else None) for label, run in zip(labels, runs)]))
+        context.update({
+            "metrics": comparing.metrics_table([run.summary for run in runs]),
+            "diff": comparing.scenario_diff([run.spec for run in runs]),
+            "same_scenario": len({run.scenario_hash for run in runs}) == 1 and bool(runs[0].scenario_hash),
+            "plot_script": script,
+            "plot_divs": divs,
+        })
+    return render(request, "runs/compare.html", context)
+
+
+# --- Sweeps ------------------------------------------------------------------------------------------
+
+@require_safe
+def sweep_list(request: HttpRequest) -> HttpResponse:
+    sweeps = (Sweep.objects.visible_to(request.user).select_related("owner")
+              .annotate(points=Count("runs"), done=Count("runs", filter=Q(runs__status=Status.DONE)),
+                        failed=Count("runs", filter=Q(runs__status=Status.FAILED)))
+              .order_by("-created"))
+    return render(request, "runs/sweep_list.html", {"sweeps": sweeps})
+
+
+def sweep_points(sweep: Sweep, runs: list[Run]) -> list[dict[str, Any]]:
+    """``[{"values": {path: value}, "metrics": {name: {mean, ci_low, ci_high}}, "run": Run|None}]``.
+
+    From ``Sweep.aggregate`` once the sweep is aggregated (gridweb/runs/sweeps.py: rows of
+    ``parameters``, ``run``, ``status`` and ``metrics: {name: {mean, ci_low, ci_high}}``; the flat
+    ``metric, metric_ci_low, metric_ci_high`` of ``simengine``'s sweep table is read too), else
+    from each finished point's summary while the sweep is still running.
+    """
+    parameters = list(sweep.parameters or {})
+    by_id = {run.pk: run for run in runs}
+    by_values = {json.dumps(run.sweep_point, sort_keys=True): run for run in runs}
+    points = []
+    for row in sweep.aggregate or []:
+        if not isinstance(row, dict):
+            continue
+        values = row.get("values") or row.get("parameters") or {k: row[k] for k in parameters if k in row}
+        source = row.get("metrics") if isinstance(row.get("metrics"), dict) else row
+        metrics: dict[str, dict[str, Any]] = {}
+        for name, value in source.items():
+            if name in parameters or name.endswith(("_ci_low", "_ci_high")):
+                continue
+            if isinstance(value, dict) and "mean" in value:
+                metrics[name] = value
+            elif isinstance(value, (int, float)) and not isinstance(value, bool) and f"{name}_ci_low" in source:
+                metrics[name] = {"mean": value, "ci_low": source.get(f"{name}_ci_low"),
+                                 "ci_high": source.get(f"{name}_ci_high")}
+        run = by_id.get(row["run"]) if "run" in row else by_values.get(json.dumps(values, sort_keys=True))
+        points.append({"values": values, "metrics": metrics, "run": run, "status": row.get("status")})
+    if points:
+        return points
+    return [{"values": run.sweep_point, "metrics": (run.summary or {}).get("metrics") or {}, "run": run,
+             "status": run.status} for run in runs if run.finished]
+
+
+@require_safe
+def sweep_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    sweep = get_object_or_404(Sweep.objects.select_related("owner"), pk=pk)
+    if not sweep.can_view(request.user):
+        raise Http404("No such sweep.")
+    runs = list(sweep.runs.visible_to(request.user).order_by("pk"))
+    points = sweep_points(sweep, runs)
+    parameters = list(sweep.parameters or {})
+    metric_names = comparing.metric_order({m for p in points for m in p["metrics"]})
+    metric = request.GET.get("metric") or ("mean_wait" if "mean_wait" in metric_names else
+                                           (metric_names[0] if metric_names else ""))
+    x_parameter = request.GET.get("x") or (parameters[0] if parameters else "")
+    if metric and metric not in metric_names:
+        return HttpResponseBadRequest(f"metric: {metric!r} is not a metric of this sweep", content_type="text/plain")
+    if x_parameter and x_parameter not in parameters:
+        return HttpResponseBadRequest(f"x: {x_parameter!r} is not a swept parameter", content_type="text/plain")
+    figures = {"aggregate": plots.sweep_figure(points, x_parameter, metric)} if points and metric and x_parameter else {}
+    script, divs = plots.embed(figures)
+    statuses = {status: sum(1 for r in runs if r.status == status) for status in Status.values}
+    chosen = comparing.metrics_table([{"metrics": {metric: p["metrics"].get(metric)}} for p in points])
+    cells = chosen[0].cells if chosen else [comparing.MetricCell() for _ in points]
+    table = [{"values": [p["values"].get(k) for k in parameters], "run": p["run"], "cell": cell,
+              "status": p["status"] or (p["run"].status if p["run"] else "")} for p, cell in zip(points, cells)]
+    tabulated = {p["run"].pk for p in points if p["run"] is not None}
+    pending = [{"values": [run.sweep_point.get(k) for k in parameters], "run": run}
+               for run in runs if run.pk not in tabulated]
+    return render(request, "runs/sweep_detail.html", {
+        "sweep": sweep, "runs": runs, "parameters": parameters, "statuses": statuses,
+        "metric": metric, "metric_names": metric_names, "x_parameter": x_parameter,
+        "points": points, "table": table, "pending": pending, "plot_script": script, "plot_divs": divs,
+    })

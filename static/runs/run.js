@@ -1,0 +1,95 @@
+/* The run page around the Gantt: progress bar, simulated time, ETA and status, updated from
+ * the events static/runs/gantt.js announces while it streams the run (gridweb:progress,
+ * gridweb:status). */
+(function () {
+  "use strict";
+
+  const page = document.getElementById("run");
+  const configElement = document.getElementById("gantt-config");
+  if (!page || !configElement) return;
+  const config = JSON.parse(configElement.textContent);
+  const status = document.getElementById("run-status");
+  const bar = document.getElementById("run-progress");
+  const percent = document.getElementById("run-progress-text");
+  const simTime = document.getElementById("run-sim-time");
+  const eta = document.getElementById("run-eta");
+  const opened = Date.now();
+  const startedAt = config.startedAt ? Date.parse(config.startedAt) : null;
+
+  // Seconds left, extrapolated from the progress made since the run started (or since the
+  // page opened, when the run started before the page knew).
+  function etaText(fraction) {
+    if (!(fraction > 0 && fraction < 1)) return "—";
+    const elapsed = (Date.now() - (startedAt || opened)) / 1000;
+    const left = elapsed * (1 - fraction) / fraction;
+    return left >= 90 ? `${Math.round(left / 60)} min` : `${Math.round(left)} s`;
+  }
+
+  document.addEventListener("gridweb:progress", (event) => {
+    const { fraction, simTime: t } = event.detail;
+    if (bar) bar.value = fraction;
+    if (percent) percent.textContent = `${Math.round(fraction * 100)}%`;
+    if (simTime && t) simTime.textContent = Math.round(t).toLocaleString();
+    if (eta) eta.textContent = etaText(fraction);
+  });
+
+  document.addEventListener("gridweb:status", (event) => {
+    const { status: value, error } = event.detail;
+    page.dataset.status = value;
+    if (status) {
+      status.textContent = value;
+      status.className = `status status-${value}`;
+    }
+    if (!["done", "failed", "cancelled"].includes(value)) return;
+    const progress = document.getElementById("progress-section");
+    if (progress) progress.hidden = true;
+    const notice = document.getElementById("run-finished-notice");
+    if (notice) {
+      notice.hidden = false;
+      if (error && !document.getElementById("run-error")) {
+        const text = document.createElement("pre");
+        text.id = "run-error";
+        text.className = "run-error";
+        text.textContent = error;
+        notice.after(text);
+      }
+    }
+  });
+})();
+
+/* The plots (utilisation over time, wait and slowdown distributions) are fetched once the
+ * Gantt is drawn, so they do not compete with it; without a Gantt, when the page has loaded. */
+(function () {
+  "use strict";
+
+  const grid = document.getElementById("plots");
+  if (!grid || typeof Bokeh === "undefined") return;
+  let asked = false;
+
+  async function load() {
+    if (asked) return;
+    asked = true;
+    try {
+      const response = await fetch(grid.dataset.url, { credentials: "same-origin" });
+      if (!response.ok) throw new Error(`HTTP ${response.status}`);
+      const { plots } = await response.json();
+      grid.innerHTML = "";
+      for (const [name, item] of Object.entries(plots)) {
+        const box = document.createElement("div");
+        box.className = "plot";
+        box.id = `plot-${name}`;
+        grid.append(box);
+        await Bokeh.embed.embed_item(item, box);
+      }
+      if (!Object.keys(plots).length) grid.innerHTML = '<p class="muted">No plots: the run measured no jobs.</p>';
+      grid.dataset.ready = "true";
+    } catch (err) {
+      grid.innerHTML = `<p class="field-error">Could not load the plots: ${err.message}</p>`;
+    }
+  }
+  document.addEventListener("gridweb:gantt-ready", load);
+  window.addEventListener("load", () => {
+    if (!document.getElementById("gantt")) load();
+    else setTimeout(load, 5000); // in case the Gantt never says it is ready
+  });
+})();
