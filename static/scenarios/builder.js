@@ -410,7 +410,7 @@
       : "";
     const body = chosen ? schemaFields(chosen, localDefs, path, value, [prop]) : [];
     const parts = [
-      field(bare ? "Kind" : `${title}`, kindSelect, `${path}.${prop}`, { cls: "kind" }),
+      field(isDistribution ? "Distribution" : "Kind", kindSelect, `${path}.${prop}`, { cls: "kind" }),
       summary ? h("p", { class: "summary" }, summary) : null,
       h("div", { class: "union-body" }, ...body),
     ];
@@ -602,7 +602,8 @@
   }
 
   function renderRun() {
-    return [sectionHead("Run control", ["run"]), ...schemaFields(defs.RunControl, defs, "run", state.doc.run || {})];
+    return [sectionHead("Run control", ["run"]),
+      h("div", { class: "item-fields" }, ...schemaFields(defs.RunControl, defs, "run", state.doc.run || {}))];
   }
 
   const SECTIONS = {
@@ -639,8 +640,9 @@
     const lists = { targets: targetOptions, clusters: () => [["", "(no cluster)"], ...clusterNames().map((n) => [n, n])], traces: traceOptions };
     for (const el of root.querySelectorAll("select[data-options]")) {
       const fresh = select(el.dataset.path, el.dataset.type, lists[el.dataset.options](), getPath(state.doc, el.dataset.path));
+      const value = fresh.value; // read before its options move over
       el.replaceChildren(...fresh.childNodes);
-      el.value = fresh.value;
+      el.value = value;
     }
     const bandwidth = document.getElementById("bandwidth");
     if (bandwidth && !bandwidth.contains(document.activeElement)) bandwidth.replaceChildren(...bandwidthTable());
@@ -1142,10 +1144,11 @@
       status.textContent = `${data.streams.length} stream${data.streams.length === 1 ? "" : "s"} sampled` +
         (skipped.length ? `; not previewed (fix their errors): ${skipped.map((i) => `stream ${i + 1}`).join(", ")}` : "");
     }
+    const balanced = data.streams.some((s) => s.routing === "balanced");
     load.replaceChildren(...(data.clusters.length && data.streams.length
       ? [h("h3", {}, "Offered load per cluster"), loadChart(data.clusters),
-        data.streams.some((s) => s.routing === "balanced")
-          ? h("p", { class: "muted" }, "Grid jobs of a policy that decides during the run are spread in proportion to capacity.") : null]
+        h("p", { class: "muted", hidden: !balanced },
+          "Grid jobs of a policy that decides during the run are spread in proportion to capacity.")]
       : []));
     streams.replaceChildren(...data.streams.map((s) => h("div", { class: "preview-stream", id: `preview-stream-${s.index}`, "data-jobs": s.jobs },
       h("h3", {}, `${s.name} → ${s.target}`),

@@ -1,0 +1,237 @@
+"""The scenario builder in a real browser (headless Chromium via Playwright, embedded-mode live server).
+
+The tests drive the builder through its documented hooks (docs/builder.md): inputs by
+``data-path``, errors by ``data-error-for``, buttons by id. The user is logged in by copying a
+session cookie from Django's test client, so the tests do not depend on the login page.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from django.test import Client
+
+from gridweb.scenarios.models import Scenario, TraceFile
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.slow
+
+SCREENSHOTS = ROOT / "artifacts" / "screenshots"
+TIMEOUT_MS = 15_000
+
+
+@pytest.fixture
+def user(transactional_db, django_user_model):
+    return django_user_model.objects.create_user("builder-user", password="pw-builder-123")
+
+
+@pytest.fixture
+def builder(live_server, page, user):
+    """The page, logged in as ``user``, with JavaScript errors collected in ``page.js_errors``."""
+    client = Client()
+    client.force_login(user)
+    page.context.add_cookies([{"name": "sessionid", "value": client.cookies["sessionid"].value,
+                               "url": live_server.url}])
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.js_errors = errors
+    page.set_default_timeout(TIMEOUT_MS)
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    return page
+
+
+def open_builder(page, url: str) -> None:
+    page.goto(url)
+    page.wait_for_selector('#builder[data-ready="1"]')
+
+
+def field(page, path: str):
+    return page.locator(f'[data-path="{path}"]')
+
+
+def error_beside(page, path: str):
+    """The error element of the field at ``path``: inside the same field box as its input."""
+    return page.locator(f'[data-field="{path}"] > [data-error-for="{path}"]')
+
+
+def wait_validated(page, previous: str | None) -> str:
+    """Wait until a validation answer newer than ``previous`` arrived; return its number."""
+    page.wait_for_function(
+        "prev => { const b = document.getElementById('builder');"
+        " return !b.dataset.validating && b.dataset.validated && b.dataset.validated !== prev; }",
+        arg=previous)
+    return page.locator("#builder").get_attribute("data-validated")
+
+
+def histogram_total(page, selector: str) -> tuple[int, int]:
+    """(sum of the bars' counts, the histogram's stated total) of an SVG histogram."""
+    return page.locator(selector).evaluate(
+        "svg => [Array.from(svg.querySelectorAll('rect.bar')).reduce((s, r) => s + Number(r.dataset.count), 0),"
+        " Number(svg.dataset.total)]")
+
+
+def test_build_a_scenario_from_blank_preview_fix_an_error_save_and_reload(live_server, builder, user):
+    page = builder
+    open_builder(page, live_server.url + "/scenarios/new/")
+    # A blank scenario lacks clusters and streams; the builder says so beside those sections.
+    expect_text(page.locator('[data-error-for="platform.clusters"]'), "at least 1")
+    assert page.locator("#link-export").is_hidden() and page.locator("#btn-delete").is_hidden()  # nothing saved yet
+
+    page.click("#btn-add-cluster")
+    page.click("#btn-add-cluster")
+    assert page.locator("#section-platform [data-cluster]").count() == 2
+    field(page, "platform.clusters.0.processors").fill("16")
+    field(page, "platform.clusters.1.name").fill("big")
+    field(page, "platform.clusters.1.name").press("Tab")  # commits the rename
+    field(page, "platform.clusters.1.processors").fill("64")
+    field(page, "platform.clusters.1.scheduler.name").select_option("easy")
+    field(page, "platform.clusters.1.scheduler.params.overrun_step").fill("30")
+
+    page.click("#btn-add-stream")
+    stream = "workload.streams.0"
+    field(page, f"{stream}.target").select_option("c1")
+    field(page, f"{stream}.arrival.target_load").fill("0.7")
+    field(page, f"{stream}.size.kind").select_option("rsd")
+    field(page, f"{stream}.size.high").fill("16")
+    field(page, f"{stream}.runtime.kind").select_option("bounded_pareto")
+    field(page, f"{stream}.runtime.alpha").fill("1.25")
+    field(page, f"{stream}.runtime.high").fill("5000")
+    field(page, f"{stream}.runtime.mean").fill("120")
+    field(page, "name").fill("Browser-built scenario")
+
+    # The live preview: histograms of the sampled jobs and the offered load per cluster.
+    sizes = "#preview-stream-0 svg[data-histogram='sizes']"
+    page.wait_for_function(
+        "() => { const s = document.querySelector(\"#preview-stream-0 svg[data-histogram='runtimes']\");"
+        " return s && s.querySelectorAll('rect.bar').length > 0 && s.dataset.scale === 'log'; }")
+    bars, total = histogram_total(page, sizes)
+    assert bars == total == int(page.locator("#preview-stream-0").get_attribute("data-jobs")) > 0
+    assert page.locator(f"{sizes} rect.bar").count() == 16  # RSD(1, 16): one bar per size
+    load = float(page.locator('#preview-load rect[data-cluster="c1"]').get_attribute("data-load"))
+    assert load == pytest.approx(0.7, rel=0.2)
+    assert float(page.locator('#preview-load rect[data-cluster="big"]').get_attribute("data-load")) == 0
+
+    # A mistake: its message appears beside the field, and saving is refused.
+    seen = wait_validated(page, None)
+    field(page, "platform.clusters.1.processors").fill("0")
+    message = error_beside(page, "platform.clusters.1.processors")
+    expect_text(message, "greater than 0")
+    assert field(page, "platform.clusters.1.processors").get_attribute("aria-invalid") == "true"
+    page.click("#btn-save")
+    expect_text(page.locator("#save-status"), "Not saved")
+    assert Scenario.objects.count() == 0
+
+    # Renaming a cluster renames the stream's target with it.
+    field(page, "platform.clusters.0.name").fill("small")
+    field(page, "platform.clusters.0.name").press("Tab")
+    assert field(page, f"{stream}.target").input_value() == "small"
+
+    # Fixed, the message goes away and the scenario saves.
+    seen = wait_validated(page, seen)
+    field(page, "platform.clusters.1.processors").fill("64")
+    page.wait_for_function(
+        "() => document.querySelector('[data-error-for=\"platform.clusters.1.processors\"]').hidden")
+    wait_validated(page, seen)
+    assert page.locator("#builder").get_attribute("data-error-count") == "0"
+    page.click("#btn-save")
+    expect_text(page.locator("#save-status"), "Saved")
+    scenario = Scenario.objects.get()
+    assert page.url == f"{live_server.url}/scenarios/{scenario.pk}/edit/"
+    assert page.locator("#link-export").get_attribute("href") == f"/scenarios/{scenario.pk}/export.json"
+    assert page.locator("#link-export").is_visible()
+    assert scenario.owner == user and scenario.name == "Browser-built scenario"
+    clusters = scenario.spec["platform"]["clusters"]
+    assert [(c["name"], c["processors"]) for c in clusters] == [("small", 16), ("big", 64)]
+    assert clusters[1]["scheduler"] == {"name": "easy", "params": {"overrun_step": 30}}
+    saved_stream = scenario.spec["workload"]["streams"][0]
+    assert saved_stream["target"] == "small" and saved_stream["arrival"] == {"target_load": 0.7}
+    assert saved_stream["size"] == {"kind": "rsd", "low": 1, "high": 16, "q": 0.9}
+    assert saved_stream["runtime"] == {"kind": "bounded_pareto", "alpha": 1.25, "high": 5000, "mean": 120}
+
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / "builder.png"), full_page=True)
+
+    page.reload()
+    page.wait_for_selector('#builder[data-ready="1"]')
+    assert field(page, "name").input_value() == "Browser-built scenario"
+    assert field(page, "platform.clusters.1.name").input_value() == "big"
+    assert field(page, "platform.clusters.1.processors").input_value() == "64"
+    assert field(page, "platform.clusters.1.scheduler.name").input_value() == "easy"
+    assert field(page, f"{stream}.target").input_value() == "small"
+    assert field(page, f"{stream}.size.kind").input_value() == "rsd"
+    assert field(page, f"{stream}.runtime.alpha").input_value() == "1.25"
+    assert page.js_errors == []
+
+
+def test_a_corrupt_trace_upload_shows_its_line_and_a_good_one_becomes_the_stream(live_server, builder, tmp_path):
+    page = builder
+    open_builder(page, live_server.url + "/scenarios/new/")
+    page.click("#btn-add-cluster")
+    page.click("#btn-add-stream")
+    field(page, "workload.streams.0.kind").select_option("trace")
+
+    good = ["; MaxProcs: 32", "1 0 0 100 4 -1 -1 4 200 -1 1 1 1 -1 1 -1 -1 -1",
+            "2 10 0 50 2 -1 -1 2 100 -1 1 1 1 -1 1 -1 -1 -1", "3 30 0 80 8 -1 -1 8 100 -1 1 1 1 -1 1 -1 -1 -1"]
+    corrupt = tmp_path / "corrupt.swf"
+    corrupt.write_text("\n".join(good[:2] + ["2 10 0 fifty 2 -1 -1 2 100 -1 1 1 1 -1 1 -1 -1 -1"] + good[3:]) + "\n")
+    page.set_input_files("#trace-file-0", str(corrupt))
+    expect_text(page.locator('[data-error-for="workload.streams.0.upload"]'), "line 3")
+    assert TraceFile.objects.count() == 0
+
+    tiny = tmp_path / "tiny.swf"
+    tiny.write_text("\n".join(good) + "\n")
+    page.set_input_files("#trace-file-0", str(tiny))
+    trace = wait_for(lambda: TraceFile.objects.first())
+    page.wait_for_function(
+        "name => document.querySelector('[data-path=\"workload.streams.0.path\"]').value === name",
+        arg=trace.stored_name)
+    assert page.locator('[data-error-for="workload.streams.0.upload"]').is_hidden()
+    page.wait_for_selector("#preview-stream-0 svg[data-histogram='sizes'] rect.bar")
+    bars, total = histogram_total(page, "#preview-stream-0 svg[data-histogram='sizes']")
+    assert bars == total == 3
+    assert page.js_errors == []
+
+
+def test_imported_document_with_an_unknown_field_lists_it_in_the_summary(live_server, builder, tmp_path):
+    page = builder
+    open_builder(page, live_server.url + "/scenarios/new/?preset=multicluster-4x32")
+    assert page.locator("#section-platform [data-cluster]").count() == 4  # the preset's clusters, editable
+    document = json.loads(page.locator("#builder-config").text_content())["document"]
+    document["colour"] = "blue"  # not a scenario field: no widget shows it
+    document["platform"]["clusters"][2]["processors"] = -4
+    path = Path(tmp_path / "imported.json")
+    path.write_text(json.dumps(document))
+
+    page.set_input_files("#import-file", str(path))  # the form submits itself
+    page.wait_for_url("**/scenarios/import/")
+    page.wait_for_selector('#builder[data-ready="1"]')
+
+    summary = page.locator("#error-summary")
+    expect_text(summary, "colour")
+    assert summary.is_visible()
+    expect_text(error_beside(page, "platform.clusters.2.processors"), "greater than 0")
+    assert Scenario.objects.count() == 0
+    assert page.js_errors == []
+
+
+# --- helpers -----------------------------------------------------------------------------------------
+
+
+def expect_text(locator, text: str) -> None:
+    from playwright.sync_api import expect
+
+    expect(locator).to_contain_text(text, timeout=TIMEOUT_MS)
+
+
+def wait_for(query, timeout: float = TIMEOUT_MS / 1000):
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = query()
+        if found:
+            return found
+        time.sleep(0.1)
+    raise AssertionError("timed out")
