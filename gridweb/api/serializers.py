@@ -165,17 +165,24 @@ class RunSerializer(SharingSerializer):
 
     class Meta:
         model = Run
-        fields = (*SharingSerializer.SHARING_FIELDS, "status", "progress", "sim_time", "eta_seconds", "error",
+        fields = (*SharingSerializer.SHARING_FIELDS, "status", "progress", "sim_time", "eta", "eta_seconds", "error",
                   "started_at", "finished_at", "scenario", "sweep", "sweep_point", "seed", "scenario_hash",
                   "engine_version", "policy", "platform", "curated", "segments_count", "last_seq")
-        read_only_fields = ("created", "updated", "status", "progress", "sim_time", "error", "started_at",
+        read_only_fields = ("created", "updated", "status", "progress", "sim_time", "eta", "error", "started_at",
                             "finished_at", "sweep_point", "seed", "scenario_hash", "engine_version", "policy",
                             "platform", "curated", "segments_count", "last_seq")
 
     def get_eta_seconds(self, run: Run) -> float | None:
-        """Elapsed time scaled by the fraction left; None unless running with some progress."""
-        if run.status != Status.RUNNING or not run.started_at or not 0 < run.progress < 1:
-            return 0.0 if run.status == Status.DONE else None
+        """Seconds until the worker's expected finish (``eta``); else the elapsed time scaled by
+        the fraction left. None while queued or without progress; 0 once done."""
+        if run.status == Status.DONE:
+            return 0.0
+        if run.status != Status.RUNNING:
+            return None
+        if run.eta is not None:
+            return max(0.0, (run.eta - timezone.now()).total_seconds())
+        if not run.started_at or not 0 < run.progress < 1:
+            return None
         elapsed = (timezone.now() - run.started_at).total_seconds()
         return max(0.0, elapsed * (1 - run.progress) / run.progress)
 

@@ -2,13 +2,14 @@
 
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
-from rest_framework.routers import DefaultRouter
+from rest_framework.routers import SimpleRouter
 
 from . import views
 
 app_name = "api"
 
-router = DefaultRouter()
+# No browsable root view and no '.json' suffix variants: every route is in the OpenAPI schema.
+router = SimpleRouter()
 router.register("scenarios", views.ScenarioViewSet, basename="scenario")
 router.register("traces", views.TraceViewSet, basename="trace")
 router.register("runs", views.RunViewSet, basename="run")

@@ -110,6 +110,7 @@ class SharedViewSet(viewsets.GenericViewSet):
     """Querysets of what the user may view; owner-only changes."""
 
     permission_classes = [OwnerEditsViewersRead]
+    lookup_value_regex = "[0-9]+"
     model: type
 
     def get_queryset(self) -> QuerySet:
@@ -256,7 +257,9 @@ class TraceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Upda
         return super().get_queryset().defer("content")
 
     def get_parsers(self):
-        if getattr(self, "action", None) == "create":
+        # Called before DRF sets ``self.action``; the only POST here is the upload.
+        request = getattr(self, "request", None)
+        if getattr(self, "action", None) == "create" or (request is not None and request.method == "POST"):
             return [MultiPartParser(), FormParser()]
         return [JSONParser()]
 
@@ -390,7 +393,7 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Update
     @extend_schema(summary="Cancel a queued or running run (owner only)", request=None,
                    responses={200: s.RunDetailSerializer,
                               409: OpenApiResponse(description="the run has already ended (done or failed)")})
-    @action(detail=True, methods=["post"])
+    @action(detail=True, methods=["post"], parser_classes=[JSONParser, FormParser, MultiPartParser])
     def cancel(self, request: Request, pk: str | None = None) -> Response:
         run = self.get_object()
         services = _services()
