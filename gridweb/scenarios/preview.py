@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from pydantic import ValidationError
 
-from simengine.errors import ScenarioError
+from simengine.errors import ScenarioError, SimEngineError
 from simengine.generate import generate_stream
 from simengine.registry import SITE_ALLOCATION
 from simengine.runner import load_trace_stream
@@ -164,23 +164,41 @@ def preview(spec: Any, user=None, *, jobs_per_stream: int = PREVIEW_JOBS) -> dic
             continue
         stream = scenario.workload.streams[0]
         rng = np.random.default_rng([seed, index])
-        if isinstance(stream, SyntheticStream):
-            jobs = generate_stream(stream, platform, rng, n=jobs_per_stream, stream_index=index)
-            window = float(jobs.submit[-1]) if len(jobs) else 0.0  # arrivals start at time 0
-        else:
-            jobs, notes = load_trace_stream(stream, scenario, index)
-            result["notes"].extend(notes)
-            window = float(jobs.submit[-1] - jobs.submit[0]) if len(jobs) > 1 else 0.0
-        entry = _stream_preview(stream, platform, jobs, window, policy, rng, work)
+        try:
+            if isinstance(stream, SyntheticStream):
+                jobs = generate_stream(stream, platform, rng, n=jobs_per_stream, stream_index=index)
+                window = float(jobs.submit[-1]) if len(jobs) else 0.0  # arrivals start at time 0
+            else:
+                jobs, notes = load_trace_stream(stream, scenario, index)
+                result["notes"].extend(notes)
+                window = float(jobs.submit[-1] - jobs.submit[0]) if len(jobs) > 1 else 0.0
+        except (ValueError, SimEngineError) as exc:  # e.g. a trace whose sites the site map does not cover
+            result["errors"].setdefault(path, []).append(f"cannot sample this stream: {exc}")
+            continue
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):  # extremes become None below
+            entry = _stream_preview(stream, platform, jobs, window, policy, rng, work)
         entry["index"] = index
         result["streams"].append(entry)
 
-    for i, cluster in enumerate(platform.clusters):
+    with np.errstate(over="ignore", invalid="ignore"):
+        loads = work / np.array([c.processors * c.speed for c in platform.clusters], dtype=np.float64)
+    for cluster, load in zip(platform.clusters, loads, strict=True):
         result["clusters"].append({
             "name": cluster.name, "processors": cluster.processors, "speed": cluster.speed,
-            "offered_load": float(work[i] / (cluster.processors * cluster.speed)),
+            "offered_load": float(load),
         })
-    return result
+    return _finite(result)
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with infinite or NaN numbers replaced by None (JSON has no Infinity)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_finite(item) for item in value]
+    return value
 
 
 def _stream_preview(stream, platform, jobs: JobTable, window: float, policy, rng, work: np.ndarray) -> dict:

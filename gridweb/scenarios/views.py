@@ -25,7 +25,7 @@ from django.db.models import Q, TextField
 from django.db.models.functions import Cast
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.urls import NoReverseMatch, reverse
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from gridweb.runs.models import Run
@@ -88,10 +88,7 @@ def editable_document(spec: Any) -> Any:
 
 
 def run_page_url(run: Run) -> str:
-    try:
-        return reverse("runs:detail", args=[run.pk])
-    except NoReverseMatch:
-        return f"/runs/{run.pk}/"
+    return reverse("runs:run", args=[run.pk])
 
 
 def _scenario_urls(scenario: Scenario) -> dict[str, str]:
@@ -389,7 +386,8 @@ def scenario_detail(request: HttpRequest, pk: int) -> HttpResponse:
     if isinstance(found, HttpResponse):
         return found
     scenario = found
-    runs = Run.objects.visible_to(request.user).filter(scenario=scenario).defer("spec", "summary", "thumbnail")
+    runs = (Run.objects.visible_to(request.user).filter(scenario=scenario).select_related("owner")
+            .defer("spec", "summary", "thumbnail"))
     try:
         summary = validate_spec(scenario.spec, None)
     except SpecInvalid:

@@ -1107,7 +1107,10 @@
     return chart;
   }
 
-  function loadChart(clusters) {
+  function loadChart(reported) {
+    // A load too large to compute comes back as null: draw it past saturation, labelled "huge".
+    const clusters = reported.map((c) => ({ ...c, huge: !Number.isFinite(c.offered_load),
+      offered_load: Number.isFinite(c.offered_load) ? c.offered_load : 2 }));
     const row = 22;
     const labelWidth = 90;
     const width = 300;
@@ -1120,9 +1123,9 @@
       const over = c.offered_load > 1;
       chart.append(svg("text", { x: labelWidth - 6, y: y + 14, class: "label end" }, c.name));
       chart.append(svg("rect", { class: `bar${over ? " over" : ""}`, x: labelWidth, y, height: row - 6,
-        width: Math.max(0.5, c.offered_load * scale), "data-cluster": c.name, "data-load": c.offered_load },
-        svg("title", {}, `${c.name}: offered load ${c.offered_load.toFixed(3)} (${c.processors} processors × speed ${c.speed})`)));
-      chart.append(svg("text", { x: labelWidth + c.offered_load * scale + 4, y: y + 14, class: "value" }, c.offered_load.toFixed(2)));
+        width: Math.max(0.5, c.offered_load * scale), "data-cluster": c.name, "data-load": c.huge ? "inf" : c.offered_load },
+        svg("title", {}, `${c.name}: offered load ${c.huge ? "too large to compute" : c.offered_load.toFixed(3)} (${c.processors} processors × speed ${c.speed})`)));
+      chart.append(svg("text", { x: labelWidth + c.offered_load * scale + 4, y: y + 14, class: "value" }, c.huge ? "huge" : c.offered_load.toFixed(2)));
     });
     const x = labelWidth + scale;
     chart.append(svg("line", { x1: x, x2: x, y1: 0, y2: clusters.length * row, class: "saturation" }));

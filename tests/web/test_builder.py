@@ -557,6 +557,13 @@ def test_run_button_creates_a_queued_run_and_opens_its_page(alice, carol, lab):
     theirs = Run.objects.exclude(pk=run.pk).get()
     assert theirs.owner == carol and theirs.visibility == "private"
 
+    # The scenario's page lists the runs each user may see.
+    def listed(user):
+        return list(client_for(user).get(reverse("scenarios:detail", args=[scenario.pk])).context["runs"])
+
+    assert listed(alice) == [run]
+    assert set(listed(carol)) == {run, theirs}
+
 
 def test_run_of_a_scenario_that_no_longer_validates_creates_nothing(alice):
     scenario = make_scenario(alice)
