@@ -235,3 +235,39 @@ def wait_for(query, timeout: float = TIMEOUT_MS / 1000):
             return found
         time.sleep(0.1)
     raise AssertionError("timed out")
+
+
+def test_a_newly_registered_policy_gets_a_generated_parameter_form(live_server, builder, monkeypatch):
+    """No front-end work for a new policy: its name appears in the select, its parameters as fields."""
+    from typing import Literal
+
+    from pydantic import BaseModel, ConfigDict, Field
+
+    from simengine.registry import LOCAL_SCHEDULERS, Entry
+
+    class ShortestFirstParams(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        window: int = Field(10, ge=1, description="queued jobs looked at")
+        order: Literal["shortest", "longest"] = "shortest"
+
+    monkeypatch.setitem(LOCAL_SCHEDULERS._entries, "shortest_first",
+                        Entry("shortest_first", ShortestFirstParams, object(), "Shortest job first (test policy)"))
+    page = builder
+    open_builder(page, live_server.url + "/scenarios/new/")
+    page.click("#btn-add-cluster")
+    scheduler = "platform.clusters.0.scheduler"
+    field(page, f"{scheduler}.name").select_option("shortest_first")
+
+    expect_text(page.locator(f'[data-group="{scheduler}"]'), "Shortest job first (test policy)")
+    assert field(page, f"{scheduler}.params.window").get_attribute("placeholder") == "default 10"
+    options = field(page, f"{scheduler}.params.order").locator("option").all_inner_texts()
+    assert options == ["default (shortest)", "shortest", "longest"]
+
+    field(page, f"{scheduler}.params.window").fill("0")
+    expect_text(error_beside(page, f"{scheduler}.params.window"), "greater than or equal to 1")
+    field(page, f"{scheduler}.params.order").select_option("longest")
+    page.click("#btn-add-stream")
+    field(page, "platform.clusters.0.scheduler.params.window").fill("5")
+    page.wait_for_function(
+        f"() => document.querySelector('[data-error-for=\"{scheduler}.params.window\"]').hidden")
+    assert page.js_errors == []
