@@ -280,3 +280,12 @@ def full_stack_site(test_database_url: str, test_redis_url: str, tmp_path_factor
         yield site
     finally:
         site.stop()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def fast_password_hashing() -> Iterator[None]:
+    """Tests create many users: a cheap hasher in this process (never in the live site's processes)."""
+    from django.test import override_settings
+
+    with override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]):
+        yield
