@@ -15,6 +15,7 @@ from django.db import connection, transaction
 from django.db.models import CharField, Q, QuerySet
 from django.db.models.functions import Cast
 from django.http import HttpResponse
+from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view, inline_serializer
@@ -134,17 +135,28 @@ class SharedViewSet(viewsets.GenericViewSet):
             value = params.get(name)
             if not value:
                 continue
-            moment = parse_datetime(value)
-            day = None if moment else parse_date(value)
-            if moment is not None:
-                queryset = queryset.filter(**{f"created__{lookup}": moment})
-            elif day is not None:
+            # A plain date counts whole days (until=2025-05-01 includes that day); parse_datetime
+            # would read it as midnight.
+            day = _parse(parse_date, value)
+            moment = None if day else _parse(parse_datetime, value)
+            if day is not None:
                 queryset = queryset.filter(**{f"created__date__{lookup}": day})
+            elif moment is not None:
+                if timezone.is_naive(moment):
+                    moment = timezone.make_aware(moment)
+                queryset = queryset.filter(**{f"created__{lookup}": moment})
             else:
                 errors[name] = [f"{value!r} is not a date (YYYY-MM-DD) or date and time (ISO 8601)"]
         if errors:
             raise ValidationError(errors)
         return queryset
+
+
+def _parse(parser, value: str):
+    try:
+        return parser(value)
+    except ValueError:  # well formed but impossible, e.g. 2025-02-30
+        return None
 
 
 def with_tag(queryset: QuerySet, tag: str) -> QuerySet:
