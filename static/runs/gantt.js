@@ -512,6 +512,8 @@
   let finished = config.finished;
   let socket = null;
   let retryMs = 500;
+  let connections = 0; // websocket connections opened (reconnects included)
+  let ignored = 0; // chunks received again after a reconnect (seq already held) and dropped
 
   function markReady() {
     hooks.ready = true;
@@ -528,7 +530,10 @@
       announce("status", { status: chunk.status, error: chunk.error || "" });
       return;
     }
-    if (typeof chunk.seq !== "number" || chunk.seq <= lastSeq) return; // seen already: no duplicates
+    if (typeof chunk.seq !== "number" || chunk.seq <= lastSeq) {
+      ignored++; // seen already: no duplicates
+      return;
+    }
     if (chunk.seq !== lastSeq + 1) {
       // a gap: ask again from the last chunk we hold
       if (socket) socket.close();
@@ -543,21 +548,31 @@
 
   function connect() {
     const scheme = location.protocol === "https:" ? "wss" : "ws";
-    socket = new WebSocket(`${scheme}://${location.host}${config.wsPath}?after=${lastSeq}`);
-    socket.addEventListener("open", () => {
+    const ws = new WebSocket(`${scheme}://${location.host}${config.wsPath}?after=${lastSeq}`);
+    socket = ws;
+    connections++;
+    container.dataset.connections = String(connections);
+    ws.addEventListener("open", () => {
       retryMs = 500;
       markReady();
     });
-    socket.addEventListener("message", (event) => {
+    ws.addEventListener("message", (event) => {
+      if (ws !== socket) return; // a connection we have given up on
       try {
         onChunk(JSON.parse(event.data));
       } catch (err) {
         console.error("gantt: bad message", err);
       }
+      if (finished) ws.close(); // the status came: nothing more will
     });
-    socket.addEventListener("close", () => {
+    ws.addEventListener("close", (event) => {
+      if (ws !== socket) return;
       socket = null;
       if (finished) return;
+      if (event.code === 4403 || event.code === 4404 || event.code === 4400) {
+        if (modeLabel) modeLabel.textContent = `the stream refused this page (code ${event.code})`;
+        return;
+      }
       setTimeout(connect, retryMs); // reconnect and replay what we missed (?after=lastSeq)
       retryMs = Math.min(RECONNECT_MAX_MS, retryMs * 2);
     });
@@ -601,6 +616,13 @@
     revealedCount,
     play,
     pause,
+    finished: () => finished,
+    connections: () => connections,
+    ignoredChunks: () => ignored,
+    // Drop the websocket as a network failure would: the page reconnects with ?after=lastSeq.
+    dropConnection() {
+      if (socket) socket.close();
+    },
     visibleCount,
     utilisation,
     keyOf: (i) => store.key[i],

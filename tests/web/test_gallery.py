@@ -1,0 +1,161 @@
+"""The gallery: every run the user may view, and filters (author, tag, policy, platform, date,
+free text) that really narrow it; a private run never shows to anyone but its owner."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta
+from datetime import timezone as tz
+
+import pytest
+from django.contrib.auth.models import Group
+from django.test import Client
+from django.urls import reverse
+
+from gridweb.runs.models import Run, Status
+from gridweb.sharing import Visibility
+
+pytestmark = pytest.mark.django_db
+
+
+def make_run(owner, name: str, *, visibility=Visibility.PUBLIC, tags=(), policy="easy",
+             platform="1 cluster, 64 processors", created: datetime | None = None, curated=False, group=None,
+             status=Status.DONE) -> Run:
+    run = Run.objects.create(owner=owner, name=name, visibility=visibility, tags=list(tags), policy=policy,
+                             platform=platform, spec={"name": name}, curated=curated, group=group, status=status)
+    if created is not None:  # ``created`` is set on insert; move it afterwards
+        Run.objects.filter(pk=run.pk).update(created=created)
+    return run
+
+
+def gallery_ids(client: Client, **params) -> set[int]:
+    response = client.get(reverse("runs:gallery"), params)
+    assert response.status_code == 200
+    return {int(i) for i in re.findall(r'<article class="run-card[^"]*" data-run="(\d+)"', response.content.decode())}
+
+
+@pytest.fixture
+def people(django_user_model):
+    lab = Group.objects.create(name="lab")
+    alice = django_user_model.objects.create_user("alice", password="pw-alice-123")
+    bob = django_user_model.objects.create_user("bob", password="pw-bob-123")
+    carol = django_user_model.objects.create_user("carol", password="pw-carol-123")
+    alice.groups.add(lab)
+    carol.groups.add(lab)
+    return {"alice": alice, "bob": bob, "carol": carol, "lab": lab}
+
+
+@pytest.fixture
+def runs(people):
+    alice, bob, lab = people["alice"], people["bob"], people["lab"]
+    day = lambda d: datetime(2026, 3, d, 12, tzinfo=tz.utc)  # noqa: E731
+    return {
+        "secret": make_run(alice, "alice secret EASY study", visibility=Visibility.PRIVATE, tags=["ml", "secret"],
+                           created=day(2)),
+        "lab": make_run(alice, "lab FCFS baseline", visibility=Visibility.GROUP, group=lab, tags=["baseline"],
+                        policy="fcfs", platform="4 clusters, 128 processors", created=day(5)),
+        "alice_public": make_run(alice, "DAS-2 replay", tags=["ml", "das2"], policy="easy",
+                                 platform="1 cluster, 64 processors", created=day(10)),
+        "bob_grid": make_run(bob, "Zikos random grid", tags=["zikos"], policy="lwr,random",
+                             platform="4 clusters, 80 processors", created=day(20)),
+        "bob_easy2": make_run(bob, "bob easy variant", tags=["ML-2"], policy="easy2",
+                              platform="2 clusters, 96 processors", created=day(25)),
+        "curated": make_run(bob, "curated recipe", curated=True, tags=["demo"], policy="conservative",
+                            created=day(1)),
+    }
+
+
+def client_for(user=None) -> Client:
+    client = Client()
+    if user is not None:
+        client.force_login(user)
+    return client
+
+
+def test_everyone_sees_exactly_the_runs_they_may_view(people, runs):
+    public = {runs[k].pk for k in ("alice_public", "bob_grid", "bob_easy2", "curated")}
+    assert gallery_ids(client_for()) == public
+    assert gallery_ids(client_for(people["bob"])) == public
+    assert gallery_ids(client_for(people["carol"])) == public | {runs["lab"].pk}
+    assert gallery_ids(client_for(people["alice"])) == {run.pk for run in runs.values()}
+
+
+def test_an_outsider_never_sees_a_private_run_whatever_the_filter(people, runs):
+    secret = runs["secret"]
+    for client in (client_for(people["bob"]), client_for(people["carol"]), client_for()):
+        for params in ({}, {"q": "secret"}, {"author": "alice"}, {"tag": "secret"}, {"tag": "ml"},
+                       {"policy": "easy"}, {"platform": "64 processors"}, {"status": "done"},
+                       {"date_from": "2026-03-01", "date_to": "2026-03-03"}):
+            assert secret.pk not in gallery_ids(client, **params), params
+            body = client.get(reverse("runs:gallery"), params).content.decode()
+            assert "alice secret EASY study" not in body
+
+
+def test_author_filter(people, runs):
+    alice = client_for(people["alice"])
+    assert gallery_ids(alice, author="bob") == {runs[k].pk for k in ("bob_grid", "bob_easy2", "curated")}
+    assert gallery_ids(alice, author="ALICE") == {runs[k].pk for k in ("secret", "lab", "alice_public")}
+    response = alice.get(reverse("runs:gallery"), {"author": "nobody"})
+    assert 'data-field="author"' in response.content.decode()
+    assert gallery_ids(alice, author="nobody") == set()
+
+
+def test_tag_filter_matches_whole_tags_case_insensitively(people, runs):
+    alice = client_for(people["alice"])
+    # "ml" is not "ML-2": whole tags only
+    assert gallery_ids(alice, tag="ml") == {runs["secret"].pk, runs["alice_public"].pk}
+    assert gallery_ids(alice, tag="ML") == {runs["secret"].pk, runs["alice_public"].pk}
+    assert gallery_ids(alice, tag="ml-2") == {runs["bob_easy2"].pk}
+    assert gallery_ids(alice, tag="zikos") == {runs["bob_grid"].pk}
+
+
+def test_policy_filter_matches_one_of_the_runs_policies(people, runs):
+    alice = client_for(people["alice"])
+    assert gallery_ids(alice, policy="easy") == {runs["secret"].pk, runs["alice_public"].pk}  # not easy2
+    assert gallery_ids(alice, policy="random") == {runs["bob_grid"].pk}
+    assert gallery_ids(alice, policy="LWR") == {runs["bob_grid"].pk}
+
+
+def test_platform_filter(people, runs):
+    alice = client_for(people["alice"])
+    assert gallery_ids(alice, platform="4 clusters") == {runs["lab"].pk, runs["bob_grid"].pk}
+    assert gallery_ids(alice, platform="64 processors") == {runs["secret"].pk, runs["alice_public"].pk,
+                                                           runs["curated"].pk}
+
+
+def test_date_range_filter(people, runs):
+    alice = client_for(people["alice"])
+    assert gallery_ids(alice, date_from="2026-03-05", date_to="2026-03-20") == {
+        runs["lab"].pk, runs["alice_public"].pk, runs["bob_grid"].pk}
+    assert gallery_ids(alice, date_from="2026-03-21") == {runs["bob_easy2"].pk}
+    assert gallery_ids(alice, date_to=(datetime(2026, 3, 2) + timedelta(days=0)).date().isoformat()) == {
+        runs["secret"].pk, runs["curated"].pk}
+    response = alice.get(reverse("runs:gallery"), {"date_from": "2026-03-20", "date_to": "2026-03-01"})
+    assert 'data-field="date_to"' in response.content.decode()
+    assert gallery_ids(alice, date_from="2026-03-20", date_to="2026-03-01") == set()
+
+
+def test_free_text_search_and_combined_filters(people, runs):
+    alice = client_for(people["alice"])
+    assert gallery_ids(alice, q="replay") == {runs["alice_public"].pk}
+    assert gallery_ids(alice, q="bob") == {runs[k].pk for k in ("bob_grid", "bob_easy2", "curated")}
+    assert gallery_ids(alice, author="alice", tag="ml", policy="easy") == {runs["secret"].pk,
+                                                                           runs["alice_public"].pk}
+    assert gallery_ids(alice, author="bob", tag="ml") == set()
+
+
+def test_curated_runs_are_pinned_in_their_own_section(people, runs):
+    body = client_for().get(reverse("runs:gallery")).content.decode()
+    curated_section = body.split('id="curated"', 1)[1].split('id="runs"', 1)[0]
+    rest = body.split('id="runs"', 1)[1]
+    assert f'data-run="{runs["curated"].pk}"' in curated_section
+    assert f'data-run="{runs["curated"].pk}"' not in rest
+    assert f'data-run="{runs["bob_grid"].pk}"' in rest
+
+
+def test_cards_link_to_the_permalink_and_offer_compare(people, runs):
+    body = client_for().get(reverse("runs:gallery")).content.decode()
+    run = runs["bob_grid"]
+    assert reverse("runs:run", args=[run.pk]) in body
+    assert f'<input type="checkbox" name="runs" value="{run.pk}" form="compare-form">' in body
+    assert 'action="/compare/"' in body

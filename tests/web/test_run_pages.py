@@ -1,0 +1,430 @@
+"""The run page (permalink), its actions and downloads, compare and the sweep pages, through
+Django's test client: who may see and do what, CSRF on every POST, and what the pages show of
+real runs executed synchronously with the engine (``execution.execute_run``)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import re
+
+import numpy as np
+import pytest
+from django.contrib.auth.models import Group
+from django.test import Client
+from django.urls import reverse
+from scipy import stats
+
+import simengine
+from gridweb.runs.execution import execute_run
+from gridweb.runs.models import Comment, Run, Status, Sweep
+from gridweb.runs.services import create_run, create_sweep
+from gridweb.sharing import Visibility
+from simengine.traces import read_swf
+
+pytestmark = pytest.mark.django_db
+
+
+def small_spec(processors: int = 16, seed: int = 3, replications: int = 3, name: str = "small") -> dict:
+    """Two clusters fed through the grid: a run of well under a second with a few hundred segments."""
+    return {
+        "name": name,
+        "platform": {"clusters": [{"name": "a", "processors": processors, "scheduler": {"name": "easy"}},
+                                  {"name": "b", "processors": 8}]},
+        "workload": {"streams": [{
+            "kind": "synthetic", "name": "users", "target": "grid", "arrival": {"target_load": 0.8},
+            "size": {"kind": "uniform", "low": 1, "high": 8, "integer": True},
+            "runtime": {"kind": "exponential", "mean": 100}, "count": 300}]},
+        "run": {"seed": seed, "replications": replications, "warmup": {"completions": 20}},
+    }
+
+
+@pytest.fixture
+def lab():
+    return Group.objects.create(name="lab")
+
+
+@pytest.fixture
+def alice(django_user_model, lab):
+    user = django_user_model.objects.create_user("alice", password="pw-alice-123")
+    user.groups.add(lab)
+    return user
+
+
+@pytest.fixture
+def carol(django_user_model, lab):
+    """In alice's research group."""
+    user = django_user_model.objects.create_user("carol", password="pw-carol-123")
+    user.groups.add(lab)
+    return user
+
+
+@pytest.fixture
+def bob(django_user_model):
+    """An outsider."""
+    return django_user_model.objects.create_user("bob", password="pw-bob-123")
+
+
+def client_for(user=None, csrf: bool = False) -> Client:
+    client = Client(enforce_csrf_checks=csrf)
+    if user is not None:
+        client.force_login(user)
+    return client
+
+
+def queued_run(owner, visibility=Visibility.PRIVATE, **kwargs) -> Run:
+    """A stored run that no worker picks up (nothing is dispatched)."""
+    return create_run(owner, small_spec(**kwargs), visibility=visibility, dispatch_now=False)
+
+
+def finished_run(owner, visibility=Visibility.PRIVATE, **kwargs) -> Run:
+    run = queued_run(owner, visibility, **kwargs)
+    assert execute_run(run.pk) == Status.DONE
+    run.refresh_from_db()
+    assert run.status == Status.DONE, run.error
+    return run
+
+
+def run_urls(run: Run) -> dict[str, str]:
+    return {
+        "page": reverse("runs:run", args=[run.pk]),
+        "segments": reverse("runs:segments", args=[run.pk]),
+        "plots": reverse("runs:plots", args=[run.pk]),
+        **{kind: reverse("runs:export", args=[run.pk, kind])
+           for kind in ("jobs.csv", "schedule.swf", "scenario.json", "metrics.json")},
+    }
+
+
+# --- Who may see a run -----------------------------------------------------------------------------
+
+
+def test_private_run_is_404_for_outsiders_and_visitors_on_every_view(alice, bob):
+    run = finished_run(alice)
+    for who, client in (("bob", client_for(bob)), ("anonymous", client_for())):
+        for name, url in run_urls(run).items():
+            assert client.get(url).status_code == 404, f"{who} GET {name}"
+        for action in ("cancel", "delete", "comment"):
+            response = client.post(reverse(f"runs:{action}", args=[run.pk]), {"text": "hello"})
+            assert response.status_code == 404, f"{who} POST {action}"
+    assert Run.objects.filter(pk=run.pk).exists() and not Comment.objects.exists()
+    owner = client_for(alice)
+    for name, url in run_urls(run).items():
+        assert owner.get(url).status_code == 200, f"owner GET {name}"
+
+
+def test_a_run_that_does_not_exist_is_404_like_a_private_one(alice):
+    assert client_for(alice).get(reverse("runs:run", args=[999_999])).status_code == 404
+
+
+def test_group_member_sees_a_group_run_and_an_outsider_does_not(alice, carol, bob, lab):
+    run = finished_run(alice, Visibility.GROUP)
+    assert run.group == lab
+    member = client_for(carol)
+    for name, url in run_urls(run).items():
+        assert member.get(url).status_code == 200, name
+    page = member.get(run_urls(run)["page"]).content.decode()
+    assert run.name in page and 'id="delete-run"' not in page  # members view, only the owner deletes
+    assert client_for(bob).get(run_urls(run)["page"]).status_code == 404
+
+
+def test_public_run_is_open_to_visitors_who_must_log_in_to_comment(alice):
+    run = finished_run(alice, Visibility.PUBLIC)
+    visitor = client_for()
+    assert visitor.get(run_urls(run)["page"]).status_code == 200
+    response = visitor.post(reverse("runs:comment", args=[run.pk]), {"text": "nice"})
+    assert response.status_code == 302 and "/accounts/login/" in response["Location"]
+    assert not Comment.objects.exists()
+
+
+# --- Owner-only actions ----------------------------------------------------------------------------
+
+
+def test_non_owner_viewers_cannot_cancel_or_delete(alice, carol):
+    queued = queued_run(alice, Visibility.GROUP)
+    done = finished_run(alice, Visibility.GROUP)
+    member = client_for(carol)
+
+    assert member.post(reverse("runs:cancel", args=[queued.pk])).status_code == 403
+    assert member.post(reverse("runs:delete", args=[done.pk])).status_code == 403
+
+    queued.refresh_from_db()
+    assert queued.status == Status.QUEUED and not queued.cancel_requested
+    assert Run.objects.filter(pk=done.pk).exists()
+
+
+def test_owner_cancels_a_queued_run_from_its_page(alice):
+    run = queued_run(alice)
+    owner = client_for(alice)
+    page = owner.get(run_urls(run)["page"]).content.decode()
+    assert 'id="cancel-run"' in page and 'id="run-progress"' in page
+
+    response = owner.post(reverse("runs:cancel", args=[run.pk]), follow=True)
+
+    run.refresh_from_db()
+    assert run.status == Status.CANCELLED and run.cancel_requested
+    assert response.status_code == 200 and 'id="cancel-run"' not in response.content.decode()
+
+
+def test_cancel_button_is_only_for_the_owner(alice, carol):
+    run = queued_run(alice, Visibility.GROUP)
+    assert 'id="cancel-run"' not in client_for(carol).get(run_urls(run)["page"]).content.decode()
+
+
+def test_owner_deletes_a_finished_run_but_not_a_queued_one(alice):
+    owner = client_for(alice)
+    queued = queued_run(alice)
+    response = owner.post(reverse("runs:delete", args=[queued.pk]))
+    assert response.status_code == 302 and Run.objects.filter(pk=queued.pk).exists()
+
+    done = finished_run(alice)
+    response = owner.post(reverse("runs:delete", args=[done.pk]))
+    assert response.status_code == 302 and response["Location"] == reverse("runs:gallery")
+    assert not Run.objects.filter(pk=done.pk).exists()
+
+
+def test_posts_without_a_csrf_token_are_refused(alice):
+    queued = queued_run(alice)
+    done = finished_run(alice)
+    client = client_for(alice, csrf=True)
+    for url, data in ((reverse("runs:cancel", args=[queued.pk]), {}),
+                      (reverse("runs:delete", args=[done.pk]), {}),
+                      (reverse("runs:comment", args=[done.pk]), {"text": "no token"})):
+        assert client.post(url, data).status_code == 403, url
+    queued.refresh_from_db()
+    assert queued.status == Status.QUEUED and Run.objects.filter(pk=done.pk).exists()
+    assert not Comment.objects.exists()
+
+    # The same client with the token the page gave it gets through.
+    client.get(run_urls(done)["page"])
+    token = client.cookies["csrftoken"].value
+    response = client.post(reverse("runs:comment", args=[done.pk]), {"text": "with token"},
+                           HTTP_X_CSRFTOKEN=token)
+    assert response.status_code == 302
+    assert list(Comment.objects.values_list("text", flat=True)) == ["with token"]
+
+
+def test_gets_never_change_anything(alice):
+    run = queued_run(alice)
+    owner = client_for(alice)
+    for action in ("cancel", "delete", "comment"):
+        assert owner.get(reverse(f"runs:{action}", args=[run.pk])).status_code == 405
+    run.refresh_from_db()
+    assert run.status == Status.QUEUED
+
+
+# --- Comments --------------------------------------------------------------------------------------
+
+
+def test_group_members_comment_and_everyone_who_may_view_reads_it(alice, carol):
+    run = finished_run(alice, Visibility.GROUP)
+    response = client_for(carol).post(reverse("runs:comment", args=[run.pk]), {"text": "Why is b so busy?"})
+    assert response.status_code == 302
+    page = client_for(alice).get(run_urls(run)["page"]).content.decode()
+    assert "Why is b so busy?" in page and "carol" in page
+
+
+def test_an_empty_comment_is_refused_beside_its_field(alice):
+    run = finished_run(alice)
+    response = client_for(alice).post(reverse("runs:comment", args=[run.pk]), {"text": "   "})
+    assert response.status_code == 400
+    assert 'id="comment-error"' in response.content.decode()
+    assert not Comment.objects.exists()
+
+
+# --- What the page shows ---------------------------------------------------------------------------
+
+
+def replication_mean_waits(jobs_csv: bytes) -> list[float]:
+    """Mean wait of the measured jobs (not warm-up; completed or killed) of each replication,
+    read from the jobs CSV export."""
+    waits: dict[int, list[float]] = {}
+    for row in csv.DictReader(io.StringIO(jobs_csv.decode())):
+        if row["warmup"] == "0" and row["status"] in ("completed", "killed"):
+            waits.setdefault(int(row["replication"]), []).append(float(row["wait"]))
+    return [float(np.mean(waits[r])) for r in sorted(waits)]
+
+
+def test_metrics_table_shows_the_95_percent_ci_of_a_real_run(alice):
+    run = finished_run(alice, replications=4)
+    owner = client_for(alice)
+    page = owner.get(run_urls(run)["page"]).content.decode()
+    row = re.search(r'<tr data-metric="mean_wait" data-mean="([^"]+)"\s+data-ci-low="([^"]+)" '
+                    r'data-ci-high="([^"]+)">(.*?)</tr>', page, re.S)
+    assert row, "no mean_wait row in the metrics table"
+    mean, low, high = (float(row.group(i)) for i in (1, 2, 3))
+
+    # The interval, recomputed from the jobs the run exported: Student t with R-1 degrees of freedom.
+    per_replication = replication_mean_waits(owner.get(run_urls(run)["jobs.csv"]).content)
+    assert len(per_replication) == 4
+    expected_mean = float(np.mean(per_replication))
+    half = stats.t.ppf(0.975, 3) * np.std(per_replication, ddof=1) / math.sqrt(4)
+    assert mean == pytest.approx(expected_mean, rel=1e-9)
+    assert low == pytest.approx(expected_mean - half, rel=1e-9)
+    assert high == pytest.approx(expected_mean + half, rel=1e-9)
+    assert low < mean < high
+    # ... and it is printed for the reader, not only in attributes.
+    cells = re.sub(r"<[^>]+>", " ", row.group(4))
+    assert "[" in cells and "±" in cells
+    assert f"{expected_mean:.4g}" in cells
+
+
+def test_run_page_shows_scenario_reproducibility_and_links(alice):
+    run = finished_run(alice)
+    page = client_for(alice).get(run_urls(run)["page"]).content.decode()
+    assert run.scenario_hash in page and len(run.scenario_hash) == 64
+    assert f"<code>{run.seed}</code>" in page and f"<code>{simengine.__version__}</code>" in page
+    assert f"/scenarios/new/?from_run={run.pk}" in page
+    for kind in ("jobs.csv", "schedule.swf", "scenario.json", "metrics.json"):
+        assert reverse("runs:export", args=[run.pk, kind]) in page
+    config = json.loads(re.search(r'<script id="gantt-config" type="application/json">(.*?)</script>', page,
+                                  re.S).group(1))
+    assert config["finished"] and config["segmentsCount"] == run.segments_count > 0
+    assert [c["name"] for c in config["clusters"]] == ["a", "b"]
+
+
+def test_failed_run_shows_its_error(alice):
+    spec = small_spec()
+    run = create_run(alice, spec, dispatch_now=False)
+    Run.objects.filter(pk=run.pk).update(status=Status.FAILED, error="TraceError: line 7, field 4: not a number")
+    page = client_for(alice).get(run_urls(run)["page"]).content.decode()
+    assert 'id="run-error"' in page and "line 7, field 4: not a number" in page
+
+
+def test_segments_json_holds_every_segment_of_the_result(alice):
+    run = finished_run(alice)
+    payload = client_for(alice).get(run_urls(run)["segments"]).json()
+    columns = payload["columns"]
+    n = payload["count"]
+    assert n == run.segments_count > 0
+    for name in ("cluster", "first_processor", "processors", "t0", "t1", "job_id", "kind"):
+        values = columns[name]
+        assert (len(values) == n) if isinstance(values, list) else ("repeat" in values), name
+    t0, t1 = np.array(columns["t0"], float), np.array(columns["t1"], float)
+    assert (np.diff(t0) >= 0).all() and (t1 >= t0).all()
+    # The segments cover exactly the busy processor-seconds of replication 0's started jobs.
+    jobs = list(csv.DictReader(io.StringIO(client_for(alice).get(run_urls(run)["jobs.csv"]).content.decode())))
+    started = [j for j in jobs if j["replication"] == "0" and j["start"]]
+    end = {j["job_id"]: float(j["end"] or "nan") for j in started}
+    busy = sum(int(j["processors"]) * (end[j["job_id"]] - float(j["start"])) for j in started
+               if not math.isnan(end[j["job_id"]]))
+    processors = np.array(columns["processors"], float)
+    assert float(((t1 - t0) * processors).sum()) == pytest.approx(busy, rel=1e-9)
+
+
+def test_plots_are_built_for_a_done_run(alice):
+    run = finished_run(alice)
+    plots = client_for(alice).get(run_urls(run)["plots"]).json()["plots"]
+    assert set(plots) == {"utilisation", "wait", "slowdown"}
+    assert all(item["doc"]["roots"] for item in plots.values())
+
+
+# --- Exports -------------------------------------------------------------------------------------------
+
+
+def test_viewers_download_every_export(alice, carol):
+    run = finished_run(alice, Visibility.GROUP)
+    member = client_for(carol)
+    urls = run_urls(run)
+    downloads = {kind: member.get(urls[kind]) for kind in ("jobs.csv", "schedule.swf", "scenario.json", "metrics.json")}
+    for kind, response in downloads.items():
+        assert response.status_code == 200, kind
+        assert response["Content-Disposition"] == f'attachment; filename="run-{run.pk}-{kind}"'
+
+    summary = run.summary
+    rows = list(csv.DictReader(io.StringIO(downloads["jobs.csv"].content.decode())))
+    assert len(rows) == summary["jobs"]
+    swf = tmp_swf(downloads["schedule.swf"].content)
+    assert len(read_swf(swf).jobs) == sum(1 for r in rows if r["replication"] == "0")
+    scenario = simengine.load_scenario(json.loads(downloads["scenario.json"].content))
+    assert simengine.scenario_hash(scenario) == run.scenario_hash
+    metrics = json.loads(downloads["metrics.json"].content)
+    assert metrics["metrics"]["mean_wait"]["mean"] == pytest.approx(summary["metrics"]["mean_wait"]["mean"])
+
+
+def tmp_swf(content: bytes):
+    import tempfile
+    from pathlib import Path
+
+    path = Path(tempfile.mkdtemp()) / "schedule.swf"
+    path.write_bytes(content)
+    return path
+
+
+def test_results_of_an_unfinished_run_are_not_exported(alice):
+    run = queued_run(alice)
+    owner = client_for(alice)
+    assert owner.get(reverse("runs:export", args=[run.pk, "jobs.csv"])).status_code == 409
+    assert owner.get(reverse("runs:export", args=[run.pk, "scenario.json"])).status_code == 200
+    assert owner.get(reverse("runs:export", args=[run.pk, "nothing.txt"])).status_code == 404
+
+
+# --- Compare ---------------------------------------------------------------------------------------------
+
+
+def test_compare_lists_exactly_the_scenario_paths_that_differ(alice):
+    first = finished_run(alice, processors=16, seed=3)
+    second = finished_run(alice, processors=24, seed=9)
+    response = client_for(alice).get(reverse("runs:compare") + f"?runs={first.pk},{second.pk}")
+    assert response.status_code == 200
+    page = response.content.decode()
+    paths = re.findall(r'<tr data-path="([^"]+)">', page)
+    assert sorted(paths) == ["platform.clusters.0.processors", "run.seed"]
+    diff_row = re.search(r'<tr data-path="platform.clusters.0.processors">(.*?)</tr>', page, re.S).group(1)
+    assert re.findall(r"<td><code>([^<]*)</code></td>", diff_row) == ["16", "24"]
+    # metrics side by side: one cell per run in the mean-wait row
+    row = re.search(r'<tr data-metric="mean_wait">(.*?)</tr>', page, re.S).group(1)
+    assert row.count('class="mean"') == 2
+    for run in (first, second):
+        assert f"{run.summary['metrics']['mean_wait']['mean']:.4g}" in row
+
+
+def test_compare_only_shows_runs_the_user_may_view(alice, bob):
+    mine = finished_run(alice)
+    theirs = finished_run(bob)
+    assert client_for(alice).get(reverse("runs:compare") + f"?runs={mine.pk},{theirs.pk}").status_code == 404
+    assert client_for().get(reverse("runs:compare") + f"?runs={mine.pk},{theirs.pk}").status_code == 404
+    response = client_for(alice).get(reverse("runs:compare") + "?runs=1,x")
+    assert response.status_code == 400 and b"'x' is not a run number" in response.content
+
+
+# --- Sweeps ---------------------------------------------------------------------------------------------
+
+
+def test_sweep_pages_list_points_and_plot_the_metric_with_its_ci(alice, bob):
+    spec = small_spec(replications=3)
+    sweep = create_sweep(alice, spec, {"workload.streams.0.arrival.target_load": [0.5, 0.9]}, name="load sweep")
+    runs = list(sweep.runs.order_by("pk"))
+    assert len(runs) == 2
+    for run in runs:
+        assert execute_run(run.pk) == Status.DONE
+    sweep.refresh_from_db()
+    assert sweep.status == Status.DONE
+
+    owner = client_for(alice)
+    listing = owner.get(reverse("runs:sweeps")).content.decode()
+    assert "load sweep" in listing and "2 / 2 done" in listing
+
+    page = owner.get(reverse("runs:sweep", args=[sweep.pk])).content.decode()
+    assert 'id="plot-aggregate"' in page and "Bokeh" in page
+    for run in runs:
+        run.refresh_from_db()
+        assert f'<tr data-run="{run.pk}">' in page
+        mean = run.summary["metrics"]["mean_wait"]["mean"]
+        assert f'data-mean="{mean}"' in page
+    # higher load, longer waits: the plotted points are the runs' own figures
+    waits = [r.summary["metrics"]["mean_wait"]["mean"] for r in runs]
+    assert waits[0] < waits[1]
+
+    assert client_for(bob).get(reverse("runs:sweep", args=[sweep.pk])).status_code == 404
+    assert "load sweep" not in client_for(bob).get(reverse("runs:sweeps")).content.decode()
+    response = owner.get(reverse("runs:sweep", args=[sweep.pk]) + "?metric=nonsense")
+    assert response.status_code == 400
+
+
+def test_a_running_sweep_shows_its_queued_points(alice):
+    sweep = create_sweep(alice, small_spec(), {"run.seed": [1, 2, 3]}, name="seeds")
+    assert isinstance(sweep, Sweep)
+    page = client_for(alice).get(reverse("runs:sweep", args=[sweep.pk])).content.decode()
+    assert page.count('class="pending"') == 3 and "queued" in page
