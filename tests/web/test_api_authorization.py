@@ -63,12 +63,6 @@ def engine_result() -> tuple[bytes, dict[str, Any]]:
 # --- People and their objects ---------------------------------------------------------------------
 
 
-@pytest.fixture(autouse=True)
-def fast_passwords(settings):
-    """Hundreds of users are made here; the default password hasher is slow on purpose."""
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 @pytest.fixture
 def people() -> dict[str, Any]:
     pds, other = Group.objects.create(name="pds"), Group.objects.create(name="other")
