@@ -59,3 +59,7 @@ class Registry:
 
 LOCAL_SCHEDULERS = Registry("local scheduler")
 SITE_ALLOCATION = Registry("site allocation policy")
+#: Co-allocation grid layer (simengine.grid): where a global job's components go, and how
+#: start deadlines are met (placement tries, claiming, Wait-X, GP/LP).
+GRID_PLACEMENT = Registry("placement policy")
+DEADLINE_POLICY = Registry("deadline policy")
