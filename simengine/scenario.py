@@ -32,6 +32,7 @@ from pydantic import (
     ValidationError,
     ValidationInfo,
     field_validator,
+    model_serializer,
     model_validator,
 )
 from pydantic.fields import FieldInfo
@@ -41,8 +42,9 @@ import simengine.schedulers  # noqa: F401  (registers the local schedulers)
 import simengine.site_allocation  # noqa: F401  (registers the site-allocation policies)
 from simengine.distributions import Distribution, processor_count_max, processor_count_mean
 from simengine.errors import FieldError, ScenarioError
+from simengine.grid.schema import CoallocatedJobs, grid_problems
 from simengine.presets import PLATFORMS
-from simengine.registry import LOCAL_SCHEDULERS, SITE_ALLOCATION, Registry
+from simengine.registry import DEADLINE_POLICY, GRID_PLACEMENT, LOCAL_SCHEDULERS, SITE_ALLOCATION, Registry
 
 __all__ = [
     "Scenario",
@@ -55,6 +57,7 @@ __all__ = [
     "FactorEstimate",
     "SyntheticStream",
     "TraceStream",
+    "CoallocatedStream",
     "Workload",
     "Grid",
     "Stop",
@@ -368,7 +371,11 @@ class TraceStream(_Model):
         return self._resolved or os.path.abspath(self.path)
 
 
-Stream = Annotated[Union[SyntheticStream, TraceStream], Field(discriminator="kind")]
+class CoallocatedStream(CoallocatedJobs, SyntheticStream):
+    """Global co-allocated jobs with start deadlines, placed by the grid (fields: simengine.grid.schema)."""
+
+
+Stream = Annotated[Union[SyntheticStream, TraceStream, CoallocatedStream], Field(discriminator="kind")]
 
 
 class Workload(_Model):
@@ -398,13 +405,28 @@ class Workload(_Model):
 
 class Grid(_Model):
     site_allocation: PolicyRef = Field(default_factory=lambda: PolicyRef(name="random"))
+    # co-allocated streams (simengine.grid): default worst-fit and rpp when such a stream exists
+    placement: PolicyRef | None = None
+    deadline_policy: PolicyRef | None = None
 
     @model_validator(mode="after")
     def _policy(self):
         found = _check_policy(self.site_allocation, SITE_ALLOCATION, ("site_allocation",))
+        for field, registry in (("placement", GRID_PLACEMENT), ("deadline_policy", DEADLINE_POLICY)):
+            if getattr(self, field) is not None:
+                found += _check_policy(getattr(self, field), registry, (field,))
         if found:
             raise _problems(found)
         return self
+
+    @model_serializer(mode="wrap")
+    def _leave_out_unset(self, handler):
+        # unset co-allocation policies are left out, so other scenarios keep their hash
+        data = handler(self)
+        for field in ("placement", "deadline_policy"):
+            if data.get(field, 0) is None:
+                del data[field]
+        return data
 
 
 class Stop(_Model):
@@ -463,6 +485,8 @@ def _cross_check(s: Scenario) -> list[tuple[tuple, str]]:
         pre = ("workload", "streams", i)
         if st.target != GRID_TARGET and st.target not in by_name:
             found.append(((*pre, "target"), f"unknown cluster '{st.target}'; known: {known}"))
+            continue
+        if isinstance(st, CoallocatedStream):  # checked by grid_problems below
             continue
         if isinstance(st, TraceStream):
             for site, cname in (st.site_map or {}).items():
@@ -541,7 +565,7 @@ def _cross_check(s: Scenario) -> list[tuple[tuple, str]]:
         )
     if stop.horizon is not None and warm.time >= stop.horizon:
         found.append((("run", "warmup", "time"), f"must be less than run.stop.horizon ({stop.horizon:g})"))
-    return found
+    return found + grid_problems(s, _check_policy)
 
 
 # --- errors: pydantic locations -> dotted field paths ---------------------------------------------
