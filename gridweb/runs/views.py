@@ -280,33 +280,17 @@ def sweep_list(request: HttpRequest) -> HttpResponse:
 
 
 def sweep_points(sweep: Sweep, runs: list[Run]) -> list[dict[str, Any]]:
-    """``[{"values": {path: value}, "metrics": {name: {mean, ci_low, ci_high}}, "run": Run|None}]``.
+    """``[{"values": {path: value}, "metrics": {name: {mean, ci_low, ci_high}}, "run": Run|None,
+    "status": str}]``, one per point.
 
     From ``Sweep.aggregate`` once the sweep is aggregated (gridweb/runs/sweeps.py: rows of
-    ``parameters``, ``run``, ``status`` and ``metrics: {name: {mean, ci_low, ci_high}}``; the flat
-    ``metric, metric_ci_low, metric_ci_high`` of ``simengine``'s sweep table is read too), else
-    from each finished point's summary while the sweep is still running.
+    ``parameters``, ``run``, ``status`` and ``metrics``), else from each finished point's own
+    summary while the sweep is still running.
     """
-    parameters = list(sweep.parameters or {})
     by_id = {run.pk: run for run in runs}
-    by_values = {json.dumps(run.sweep_point, sort_keys=True): run for run in runs}
-    points = []
-    for row in sweep.aggregate or []:
-        if not isinstance(row, dict):
-            continue
-        values = row.get("values") or row.get("parameters") or {k: row[k] for k in parameters if k in row}
-        source = row.get("metrics") if isinstance(row.get("metrics"), dict) else row
-        metrics: dict[str, dict[str, Any]] = {}
-        for name, value in source.items():
-            if name in parameters or name.endswith(("_ci_low", "_ci_high")):
-                continue
-            if isinstance(value, dict) and "mean" in value:
-                metrics[name] = value
-            elif isinstance(value, (int, float)) and not isinstance(value, bool) and f"{name}_ci_low" in source:
-                metrics[name] = {"mean": value, "ci_low": source.get(f"{name}_ci_low"),
-                                 "ci_high": source.get(f"{name}_ci_high")}
-        run = by_id.get(row["run"]) if "run" in row else by_values.get(json.dumps(values, sort_keys=True))
-        points.append({"values": values, "metrics": metrics, "run": run, "status": row.get("status")})
+    points = [{"values": row.get("parameters") or {}, "metrics": row.get("metrics") or {},
+               "run": by_id.get(row.get("run")), "status": row.get("status", "")}
+              for row in sweep.aggregate or [] if isinstance(row, dict)]
     if points:
         return points
     return [{"values": run.sweep_point, "metrics": (run.summary or {}).get("metrics") or {}, "run": run,

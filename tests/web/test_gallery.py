@@ -3,6 +3,7 @@ free text) that really narrow it; a private run never shows to anyone but its ow
 
 from __future__ import annotations
 
+import io
 import re
 from datetime import datetime, timedelta
 from datetime import timezone as tz
@@ -159,3 +160,34 @@ def test_cards_link_to_the_permalink_and_offer_compare(people, runs):
     assert reverse("runs:run", args=[run.pk]) in body
     assert f'<input type="checkbox" name="runs" value="{run.pk}" form="compare-form">' in body
     assert 'action="/compare/"' in body
+
+
+def test_demo_runs_are_curated_public_replays_of_the_shipped_traces(transactional_db):
+    from django.core.management import call_command
+
+    from gridweb.runs.demo import DEMO_DIR, DEMO_USER
+    from gridweb.scenarios.models import TraceFile
+    from simengine.traces import read_swf
+
+    call_command("gridweb_demo", stdout=io.StringIO())  # embedded mode: created, left queued
+    call_command("gridweb_demo", stdout=io.StringIO())  # again: nothing new
+
+    runs = Run.objects.filter(owner__username=DEMO_USER)
+    traces = TraceFile.objects.filter(owner__username=DEMO_USER)
+    shipped = sorted(p.name for p in DEMO_DIR.glob("*.swf.gz"))
+    assert len(shipped) == 4 and traces.count() == 4 and runs.count() == 5
+    assert all(run.curated and run.visibility == Visibility.PUBLIC for run in runs)
+    assert all(t.visibility == Visibility.PUBLIC for t in traces)
+    assert sorted(traces.values_list("original_name", flat=True)) == shipped
+    # each trace replayed under EASY on a cluster of the trace's own size (its MaxProcs header)
+    for run in runs.exclude(tags__icontains='"zikos"'):
+        stream = run.spec["workload"]["streams"][0]
+        trace = traces.get(stored_name=stream["path"])
+        cluster = run.spec["platform"]["clusters"][0]
+        assert cluster["scheduler"]["name"] == "easy"
+        assert cluster["processors"] == read_swf(DEMO_DIR / trace.original_name, limit=1).max_procs
+    assert runs.filter(spec__platform__preset="grid-4site-zikos").count() == 1
+    # visitors find them in the gallery's curated section
+    body = Client().get(reverse("runs:gallery")).content.decode()
+    curated_section = body.split('id="curated"', 1)[1].split('id="runs"', 1)[0]
+    assert all(f'data-run="{run.pk}"' in curated_section for run in runs)

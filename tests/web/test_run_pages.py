@@ -423,8 +423,16 @@ def test_sweep_pages_list_points_and_plot_the_metric_with_its_ci(alice, bob):
     assert response.status_code == 400
 
 
-def test_a_running_sweep_shows_its_queued_points(alice):
+def test_a_running_sweep_shows_finished_points_and_queued_ones(alice):
     sweep = create_sweep(alice, small_spec(), {"run.seed": [1, 2, 3]}, name="seeds")
     assert isinstance(sweep, Sweep)
     page = client_for(alice).get(reverse("runs:sweep", args=[sweep.pk])).content.decode()
     assert page.count('class="pending"') == 3 and "queued" in page
+
+    first = sweep.runs.order_by("pk").first()
+    assert execute_run(first.pk) == Status.DONE
+    first.refresh_from_db()
+    page = client_for(alice).get(reverse("runs:sweep", args=[sweep.pk])).content.decode()
+    assert page.count('class="pending"') == 2
+    assert f'<tr data-run="{first.pk}">' in page
+    assert f'data-mean="{first.summary["metrics"]["mean_wait"]["mean"]}"' in page
