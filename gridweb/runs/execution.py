@@ -22,8 +22,9 @@ No run is lost, and none runs twice at once:
 * Every write after the claim is conditional on the run's ``attempt``. A task delivered again
   finds the run finished (skipped), queued (runs it), or running: if that execution's
   ``heartbeat`` (refreshed every ``HEARTBEAT_SECONDS`` by a thread while the engine works) is
-  fresh, another worker may still be on it and the delivery answers ``BUSY`` (the Celery task
-  retries later); if it is stale, that worker died, so the run restarts cleanly — its chunks
+  fresh and its process (when on this machine) alive, another worker may still be on it and
+  the delivery answers ``BUSY`` (the Celery task retries later); otherwise that execution
+  died, so the run restarts cleanly — its chunks
   are deleted and it streams again from seq 0 (the engine is deterministic, so a client that
   kept the old chunks misses nothing and gets no duplicates). After ``MAX_ATTEMPTS`` starts the
   run fails instead (a run that kills its worker, e.g. out of memory, is not retried forever).
@@ -133,9 +134,28 @@ def announce_status(run: Run) -> None:
 # --- Execution --------------------------------------------------------------------------------------
 
 
-def worker_name() -> str:
-    """Who runs an embedded run: host and process, so a restarted server knows it is not it."""
-    return f"embedded@{socket.gethostname()}:{os.getpid()}"
+def worker_name(celery_hostname: str | None = None) -> str:
+    """Who executes a run, as ``<name>@<machine>:<pid>``: the Celery worker's hostname (e.g.
+    ``worker1@node7``) or ``embedded@<machine>``, and the process, so that a later delivery
+    on the same machine can tell whether that execution's process is still alive."""
+    return f"{celery_hostname or 'embedded@' + socket.gethostname()}:{os.getpid()}"
+
+
+# Runs executing in this process (a same-pid record of any other run is from an earlier process).
+_active_runs: set[int] = set()
+
+
+def execution_gone(run: Run, now) -> bool:
+    """Whether the execution recorded on a running ``run`` has certainly stopped: no heartbeat
+    for HEARTBEAT_STALE, or its process, on this machine, no longer exists."""
+    if run.heartbeat is None or now - run.heartbeat >= HEARTBEAT_STALE:
+        return True
+    name, _, pid = run.worker.rpartition(":")
+    if name.rpartition("@")[2] != socket.gethostname() or not pid.isdigit():
+        return False  # another machine: only its heartbeat tells
+    if int(pid) == os.getpid():
+        return run.pk not in _active_runs
+    return not _process_alive(int(pid))
 
 
 def readable_error(exc: BaseException) -> str:
@@ -157,7 +177,7 @@ def _claim(run_id: int, worker: str) -> tuple[str, Run | None]:
             _finish(run, Status.CANCELLED, now)
             return SKIPPED, run
         if run.status == Status.RUNNING:
-            if run.heartbeat is not None and now - run.heartbeat < HEARTBEAT_STALE:
+            if not execution_gone(run, now):
                 return BUSY, run
             if run.attempt >= MAX_ATTEMPTS:
                 run.error = (f"interrupted {run.attempt} times: the worker running it stopped each time "
@@ -290,6 +310,7 @@ def execute_run(run_id: int, worker: str | None = None) -> str:
     assert run is not None
     mark_sweep_running(run.sweep_id)
     progress = _Progress(run)
+    _active_runs.add(run.pk)
     try:
         with _Heartbeat(run.pk, run.attempt):
             scenario = validate_spec(run.spec)
@@ -305,6 +326,8 @@ def execute_run(run_id: int, worker: str | None = None) -> str:
     except Exception as exc:  # noqa: BLE001 - every failure becomes the run's readable error
         log.info("run %s failed:\n%s", run.pk, traceback.format_exc())
         return _end(run, Status.FAILED, readable_error(exc), progress)
+    finally:
+        _active_runs.discard(run.pk)
 
 
 def _store_result(run: Run, result: simengine.results.Result, progress: _Progress) -> str:
@@ -491,14 +514,9 @@ class EmbeddedWorker:
 
     def _recover(self) -> None:
         """Fail runs a gone process of this machine was running; queue the queued ones again."""
-        host_prefix = f"embedded@{socket.gethostname()}:"
         now = timezone.now()
         for run in Run.objects.filter(status=Status.RUNNING):
-            gone = run.heartbeat is None or now - run.heartbeat >= HEARTBEAT_STALE
-            if run.worker.startswith(host_prefix):
-                pid = run.worker[len(host_prefix):]
-                gone = gone or not pid.isdigit() or int(pid) == os.getpid() or not _process_alive(int(pid))
-            if gone:
+            if execution_gone(run, now):
                 changed = Run.objects.filter(pk=run.pk, attempt=run.attempt, status=Status.RUNNING).update(
                     status=Status.FAILED, finished_at=now, eta=None, updated=now,
                     error="interrupted: the GridWeb process running it stopped before it finished "

@@ -26,7 +26,7 @@ EXECUTE_RUN = "gridweb.execute_run"
 @shared_task(name=EXECUTE_RUN, bind=True, acks_late=True, reject_on_worker_lost=True, max_retries=None)
 def execute_run_task(self, run_id: int) -> str:
     """Execute one run on this worker; the outcome (done, failed, cancelled, skipped) is returned."""
-    outcome = execution.execute_run(run_id, worker=self.request.hostname or execution.worker_name())
+    outcome = execution.execute_run(run_id, worker=execution.worker_name(self.request.hostname))
     if outcome == execution.BUSY:
         raise self.retry(countdown=execution.HEARTBEAT_STALE.total_seconds())
     return outcome

@@ -4,11 +4,14 @@ redelivery, recovery after a restart, and sweeps through the embedded worker."""
 from __future__ import annotations
 
 import io
+import json
 import os
+import signal
 import time
 from datetime import timedelta
 
 import numpy as np
+import psycopg
 import pytest
 from django.core.exceptions import PermissionDenied
 from django.utils import timezone
@@ -343,3 +346,100 @@ def test_a_sweep_with_a_bad_base_scenario_names_its_field(alice):
         create_sweep(alice, spec, {"run.seed": [1, 2]})
     assert "platform.clusters.0.processors" in caught.value.errors
     assert not Sweep.objects.exists() and not Run.objects.exists()
+
+
+# --- Full stack: cancel and worker loss on the live site's Celery workers -----------------------
+
+# One replication of a minute or more, and no progress callback until it ends: only terminating
+# its process can stop it quickly.
+LONG_REPLICATION = {
+    "name": "one long replication",
+    "platform": {"clusters": [{"name": "main", "processors": 128, "scheduler": {"name": "conservative"}}]},
+    "workload": {"streams": [{
+        "kind": "synthetic", "name": "users", "target": "main", "arrival": {"target_load": 0.95},
+        "size": {"kind": "uniform", "low": 1, "high": 64, "integer": True},
+        "runtime": {"kind": "exponential", "mean": 600},
+        "estimate": {"kind": "factor", "factor": {"kind": "uniform", "low": 1, "high": 5}},
+    }]},
+    "run": {"seed": 3, "replications": 1, "stop": {"completions": 90000}},
+}
+
+# Several seconds of replications after replication 0's segments are streamed.
+SEVERAL_REPLICATIONS = small_spec(seed=9, replications=13, completions=15000)
+SEVERAL_REPLICATIONS["platform"]["clusters"][0] = {"name": "main", "processors": 128,
+                                                   "scheduler": {"name": "conservative"}}
+SEVERAL_REPLICATIONS["workload"]["streams"][0]["arrival"]["target_load"] = 0.9
+SEVERAL_REPLICATIONS["workload"]["streams"][0]["size"]["high"] = 64
+
+START_RUN = """
+import json
+from django.contrib.auth.models import User
+from gridweb.runs.services import create_run
+user, _ = User.objects.get_or_create(username="canceller")
+print(json.dumps(create_run(user, json.loads({spec!r})).pk))
+"""
+
+CANCEL_RUN = """
+import json
+from gridweb.runs.models import Run
+from gridweb.runs.services import cancel_run
+run = Run.objects.get(pk={run_id})
+print(json.dumps(cancel_run(run, run.owner).status))
+"""
+
+
+def site_run(database_url: str, run_id: int) -> dict:
+    with psycopg.connect(database_url) as conn:
+        row = conn.execute("SELECT status, worker, attempt, error, task_id, cancel_requested FROM runs_run "
+                           "WHERE id = %s", [run_id]).fetchone()
+        seqs = [r[0] for r in conn.execute("SELECT seq FROM runs_runchunk WHERE run_id = %s ORDER BY seq",
+                                           [run_id]).fetchall()]
+        results = conn.execute("SELECT count(*) FROM runs_runresult WHERE run_id = %s", [run_id]).fetchone()[0]
+    return dict(zip(("status", "worker", "attempt", "error", "task_id", "cancel_requested"), row),
+                seqs=seqs, results=results)
+
+
+def wait_on_site(database_url: str, run_id: int, done, timeout: float, what: str) -> dict:
+    deadline = time.monotonic() + timeout
+    while True:
+        state = site_run(database_url, run_id)
+        if done(state):
+            return state
+        assert time.monotonic() < deadline, f"run {run_id}: {what} within {timeout} s; it is {state}"
+        time.sleep(0.2)
+
+
+@pytest.mark.slow
+def test_full_stack_cancel_terminates_a_running_replication(full_stack_site):
+    database_url = full_stack_site.env["DATABASE_URL"]
+    run_id = full_stack_site.python_json(START_RUN.format(spec=json.dumps(LONG_REPLICATION)))
+    running = wait_on_site(database_url, run_id, lambda s: s["status"] == "running", 60, "start")
+    assert running["task_id"] and running["worker"].startswith("worker")
+
+    assert full_stack_site.python_json(CANCEL_RUN.format(run_id=run_id)) == "running"  # cancel requested
+    began = time.monotonic()
+    ended = wait_on_site(database_url, run_id, lambda s: s["status"] != "running", 30, "stop")
+
+    assert ended["status"] == "cancelled" and ended["cancel_requested"] and ended["error"] == ""
+    assert time.monotonic() - began < 30  # the replication alone takes minutes
+    assert ended["seqs"] == [] and ended["results"] == 0
+    logs = full_stack_site.log("worker1") + full_stack_site.log("worker2")
+    assert "Terminating" in logs and running["task_id"] in logs
+
+
+@pytest.mark.slow
+def test_full_stack_run_whose_worker_process_dies_is_delivered_again_and_finishes(full_stack_site):
+    database_url = full_stack_site.env["DATABASE_URL"]
+    run_id = full_stack_site.python_json(START_RUN.format(spec=json.dumps(SEVERAL_REPLICATIONS)))
+    first = wait_on_site(database_url, run_id, lambda s: s["status"] != "queued" and s["seqs"], 120,
+                         "stream a chunk")
+    assert first["status"] == "running", first
+    pid = int(first["worker"].rpartition(":")[2])
+
+    os.kill(pid, signal.SIGKILL)  # as the kernel's out-of-memory killer would
+    ended = wait_on_site(database_url, run_id, lambda s: s["status"] in ("done", "failed", "cancelled"), 180,
+                         "finish after the redelivery")
+
+    assert ended["status"] == "done", ended["error"]
+    assert ended["attempt"] == 2 and int(ended["worker"].rpartition(":")[2]) != pid
+    assert ended["seqs"] == list(range(len(ended["seqs"]))) and ended["results"] == 1
