@@ -18,6 +18,12 @@ and the grid scheduler plus all sites are one pass over the arrivals:
 Inside a site the job goes to the processor with the least remaining work (ties:
 lowest index) and starts when that processor's queue drains. Run times are
 ``work / speed`` of the site.
+
+:func:`lwr_sites` is the same pass for jobs already routed (a static site-allocation
+policy such as ``random``): every site is LWR, one pass over the arrivals schedules
+them all.
+
+The kernels release the GIL, so the runner simulates replications in a thread pool.
 """
 from __future__ import annotations
 
@@ -28,6 +34,43 @@ from numba import njit
 
 #: ``policy`` codes of the kernel.
 POLICY_RANDOM, POLICY_DEFERRED, POLICY_SB_DEFERRED = 0, 1, 2
+
+
+@njit(cache=True, nogil=True)
+def lwr_sites(submit, runtime, cluster, off, horizon, start, proc):
+    """LWR at every site, jobs already routed: ``cluster[j]`` is job j's site (< 0: not
+    scheduled), site k owns processors ``off[k]..off[k+1]-1``. ``submit`` sorted. Fills
+    ``proc`` (processor within the site) and ``start`` (left as is when later than
+    ``horizon``), exactly as :func:`simengine.schedulers.lwr.lwr_kernel` on each site's jobs."""
+    drain = np.full(off[off.shape[0] - 1], -math.inf)  # when each processor's queue empties
+    for j in range(submit.shape[0]):
+        t = submit[j]
+        if t > horizon:
+            break
+        k = cluster[j]
+        if k < 0:
+            continue
+        first, last = off[k], off[k + 1]
+        # the first processor with the least remaining work max(0, drain - t): the first
+        # idle one if any (no work left), else the first with the least drain - t
+        best = -1
+        for p in range(first, last):
+            if drain[p] <= t:
+                best = p
+                break
+        if best < 0:
+            best = first
+            best_work = drain[first] - t
+            for p in range(first + 1, last):
+                w = drain[p] - t
+                if w < best_work:
+                    best = p
+                    best_work = w
+        s = max(t, drain[best])
+        drain[best] = s + runtime[j]
+        proc[j] = best - first
+        if s <= horizon:
+            start[j] = s
 
 
 @njit(cache=True)
@@ -62,7 +105,7 @@ def _flush(queue, count, t, work, speed, procs, off, drain, site, proc, dispatch
         _place(j, best, t, work, speed, off, drain, site, proc, dispatch, start)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def grid_lwr_kernel(submit, work, fixed, policy, interval, sdt, u, cumw, procs, speed,
                     site, proc, dispatch, start):
     """One replication. ``submit`` sorted (may end in ``inf`` padding); ``fixed[j] >= 0``
@@ -100,16 +143,6 @@ def grid_lwr_kernel(submit, work, fixed, policy, interval, sdt, u, cumw, procs, 
             _place(j, k, t, work, speed, off, drain, site, proc, dispatch, start)
     if count > 0:
         _flush(queue, count, batch_t, work, speed, procs, off, drain, site, proc, dispatch, start)
-
-
-@njit(cache=True)
-def grid_lwr_replications(submit, work, fixed, policy, interval, sdt, u, cumw, procs, speed,
-                          site, proc, dispatch, start):
-    """R replications at once: row r of each (R, n) array is one replication (rows
-    padded at the end with ``submit = inf``)."""
-    for r in range(submit.shape[0]):
-        grid_lwr_kernel(submit[r], work[r], fixed[r], policy, interval, sdt, u[r], cumw, procs, speed,
-                        site[r], proc[r], dispatch[r], start[r])
 
 
 def simulate(submit, work, fixed, policy: int, interval: float, sdt: float, u, weights, processors,

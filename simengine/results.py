@@ -17,10 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from numba import njit
 from scipy import stats
 
 from simengine.gantt import KIND_NAMES, SEGMENT_COLUMNS
-from simengine.workload import STATUS_COMPLETED, STATUS_KILLED, STATUS_NAMES
+from simengine.workload import (STATUS_COMPLETED, STATUS_KILLED, STATUS_NAMES, STATUS_REJECTED,
+                                STATUS_UNFINISHED)
 
 #: Version of the output contract; bump when a column or key changes meaning.
 OUTPUT_VERSION = 1
@@ -67,52 +69,222 @@ class Metric:
                 "ci_high": self.ci_high, "half_width": self.half_width, "values": clean}
 
 
-def replication_metrics(jobs: dict[str, np.ndarray], held_until: np.ndarray, capacity: int,
-                        window: tuple[float, float]) -> dict[str, float]:
-    """Metrics of one replication over its measured jobs (not warm-up, finished).
+# ---- the compiled pass over one replication's jobs ---------------------------------------------
 
-    ``window`` is the measurement interval for utilisation, ``held_until`` when each
-    started job gave its processors back (its end, or the stop time), ``capacity`` the
-    processors counted.
+#: Column dtypes of ``Result.jobs`` (JOB_COLUMNS order).
+JOB_DTYPES = {"job_id": np.int64, "replication": np.int32, "stream": np.int32, "cluster": np.int32,
+              "submit": np.float64, "start": np.float64, "end": np.float64, "processors": np.int64,
+              "runtime": np.float64, "estimate": np.float64, "wait": np.float64, "response": np.float64,
+              "slowdown": np.float64, "bounded_slowdown": np.float64, "status": np.int8, "warmup": np.bool_}
+
+
+def empty_job_rows(n: int) -> dict[str, np.ndarray]:
+    """Uninitialised job columns for ``n`` rows."""
+    return {k: np.empty(n, JOB_DTYPES[k]) for k in JOB_COLUMNS}
+
+
+@njit(cache=True, nogil=True)
+def _ends_within(start, runtime, start_limit, end_limit):
+    """The ends ``start + runtime`` of jobs started at or before ``start_limit`` and ending
+    at or before ``end_limit`` (in job order), and the largest of them (-inf if none)."""
+    n = start.shape[0]
+    ends = np.empty(n)
+    m = 0
+    largest = -math.inf
+    for i in range(n):
+        s = start[i]
+        e = s + runtime[i]
+        if s <= start_limit and e <= end_limit:  # False when the job never started (NaN)
+            ends[m] = e
+            m += 1
+            if e > largest:
+                largest = e
+    return ends[:m], largest
+
+
+def kth_smallest_end(start: np.ndarray, runtime: np.ndarray, limit: float, k: int) -> tuple[float, int, float]:
+    """(k-th smallest end over started jobs ending at or before ``limit`` (NaN if fewer),
+    how many such jobs, the largest such end (-inf if none))."""
+    ends, largest = _ends_within(start, runtime, math.inf, limit)
+    if k < 1 or len(ends) < k:
+        return math.nan, len(ends), float(largest)
+    return _kth(ends, k), len(ends), float(largest)
+
+
+def percentile_linear(x: np.ndarray, q: float) -> float:
+    """``float(np.percentile(x, q))`` (method "linear") for a non-empty ``x`` without NaN,
+    computed the way numpy computes it (same order statistics, same interpolation), from
+    one partition instead of numpy's general machinery."""
+    n = len(x)
+    virtual = (n - 1) * (q / 100)
+    if virtual >= n - 1:
+        return float(x.max())
+    below = math.floor(virtual)
+    part = np.partition(x, [below, below + 1])
+    a, b = part[below], part[below + 1]
+    gamma = virtual - below
+    diff = b - a
+    return float(b - diff * (1 - gamma) if gamma >= 0.5 else a + diff * gamma)
+
+
+def _kth(x: np.ndarray, k: int) -> float:
+    """The k-th smallest value (k from 1), without sorting everything (numpy's introselect)."""
+    return float(np.partition(x, k - 1)[k - 1])
+
+
+@njit(cache=True, nogil=True)
+def _min(a, b):  # np.minimum
+    return a if (a < b or a != a) else b
+
+
+@njit(cache=True, nogil=True)
+def _max(a, b):  # np.maximum
+    return a if (a > b or a != a) else b
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _finish_rows(submit, runtime, killed, cluster, start, job_id, stream, processors, estimate, replication,
+                 keep, t_stop, warm_time, t_w, take_at_tw, t_warm, n_clusters, write,
+                 o_job_id, o_replication, o_stream, o_cluster, o_submit, o_start, o_end, o_processors, o_runtime,
+                 o_estimate, o_wait, o_response, o_slowdown, o_bounded, o_status, o_warmup, held):
+    t0, t1 = t_warm, t_stop
+    # the measured jobs' values and the started jobs' busy processor-seconds, in job order
+    wait_m = np.empty(keep)
+    response_m = np.empty(keep)
+    slowdown_m = np.empty(keep)
+    bounded_m = np.empty(keep)
+    n_measured = 0
+    busy = np.empty(keep)
+    n_started = 0
+    per_cluster = np.zeros(n_clusters)
+    last_release = -math.inf
+    first_submit = math.inf
+    for i in range(keep):
+        sub = submit[i]
+        r = runtime[i]
+        s = start[i]
+        e = s + r
+        started = s <= t_stop  # by the stop (False when never started: NaN)
+        done = started and e <= t_stop
+        st = s if started else math.nan
+        h = _min(e, t_stop) if started else math.nan  # processors held until the end or the stop
+        end = e if done else math.nan
+        status = STATUS_UNFINISHED
+        if done:
+            status = STATUS_KILLED if killed[i] else STATUS_COMPLETED
+        if cluster[i] < 0:
+            status = STATUS_REJECTED
+        warm = sub < warm_time
+        if done and e < t_w:
+            warm = True
+        elif done and e == t_w and take_at_tw > 0:
+            warm = True
+            take_at_tw -= 1
+        wait = st - sub
+        response = end - sub
+        slowdown = response / r if r > 0 else math.nan
+        bounded = _max(response / _max(r, BOUNDED_SLOWDOWN_TAU), 1.0)
+        if write:
+            o_job_id[i] = job_id[i]
+            o_replication[i] = replication
+            o_stream[i] = stream[i]
+            o_cluster[i] = cluster[i]
+            o_submit[i] = sub
+            o_start[i] = st
+            o_end[i] = end
+            o_processors[i] = processors[i]
+            o_runtime[i] = r
+            o_estimate[i] = estimate[i]
+            o_wait[i] = wait
+            o_response[i] = response
+            o_slowdown[i] = slowdown
+            o_bounded[i] = bounded
+            o_status[i] = status
+            o_warmup[i] = warm
+        if held.shape[0]:
+            held[i] = h
+        if not warm and (status == STATUS_COMPLETED or status == STATUS_KILLED):
+            wait_m[n_measured] = wait
+            response_m[n_measured] = response
+            slowdown_m[n_measured] = slowdown
+            bounded_m[n_measured] = bounded
+            n_measured += 1
+        if started:
+            b = (min(max(h, t0), t1) - min(max(st, t0), t1)) * processors[i]
+            busy[n_started] = b
+            n_started += 1
+            per_cluster[cluster[i]] += b  # as np.bincount: in job order, from 0
+            if h > last_release:
+                last_release = h
+        if sub < first_submit:
+            first_submit = sub
+    return (wait_m[:n_measured], response_m[:n_measured], slowdown_m[:n_measured],
+            bounded_m[:n_measured], busy[:n_started], per_cluster, last_release, first_submit)
+
+
+def finish_rows(submit, runtime, killed, cluster, start, job_id, stream, processors, estimate, replication: int,
+                keep: int, t_stop: float, warmup_time: float, warmup_completions: int,
+                cluster_names: list[str], cluster_processors: list[int], out: dict[str, np.ndarray] | None,
+                held: np.ndarray | None) -> dict[str, float]:
+    """One replication's job rows and metrics in one compiled pass.
+
+    Inputs are the replication's jobs in submit order (``start`` NaN if never started)
+    and the stop time; rows ``0..keep-1`` are written into ``out`` (JOB_COLUMNS, ``keep``
+    rows each; None: compute the metrics only) and, if given, each row's processor release
+    time into ``held``. Statuses, the warm-up rule and the metrics follow docs/output.md.
+    The metrics are numpy's reductions over the measured jobs' values, gathered in job
+    order, so they equal the same reductions over the rows bit for bit
+    (tests/simengine/test_replication_pass.py holds the plain-numpy definition).
     """
-    measured = ~jobs["warmup"] & np.isin(jobs["status"], (STATUS_COMPLETED, STATUS_KILLED))
-    n = int(measured.sum())
-    out: dict[str, float] = {"jobs_measured": float(n)}
+    # warm-up by completions: the first w completions (by end; among jobs ending together
+    # at the w-th end, the earliest submitted)
+    t_warm = warmup_time
+    t_w = -math.inf  # none: no job ends before it
+    take_at_tw = 0
+    w = warmup_completions
+    if w:
+        done_ends, _ = _ends_within(start, runtime, t_stop, t_stop)
+        if len(done_ends) >= w:
+            t_w = _kth(done_ends, w)
+            take_at_tw = w - int(np.count_nonzero(done_ends < t_w))
+            t_warm = max(t_warm, t_w)
+    o = out if out is not None else _NO_ROWS
+    wait, response, slowdown, bounded, busy, per_cluster, last_release, first_submit = _finish_rows(
+        submit, runtime, killed, cluster, start, job_id, stream, processors, estimate, replication, keep,
+        t_stop, warmup_time, t_w, take_at_tw, t_warm, len(cluster_processors), out is not None,
+        *(o[k] for k in JOB_COLUMNS), held if held is not None else _NO_HELD)
+    n = len(wait)
+    metrics: dict[str, float] = {"jobs_measured": float(n)}
     if n:
-        for key in ("wait", "response", "slowdown", "bounded_slowdown"):
-            out[f"mean_{key}"] = float(np.nanmean(jobs[key][measured])) if key == "slowdown" \
-                else float(jobs[key][measured].mean())
-        out["max_response"] = float(jobs["response"][measured].max())
-        out["p95_wait"] = float(np.percentile(jobs["wait"][measured], 95))
+        metrics["mean_wait"] = float(wait.mean())
+        metrics["mean_response"] = float(response.mean())
+        metrics["mean_slowdown"] = float(np.nanmean(slowdown))
+        metrics["mean_bounded_slowdown"] = float(bounded.mean())
+        metrics["max_response"] = float(response.max())
+        metrics["p95_wait"] = percentile_linear(wait, 95)
     else:
         for key in ("mean_wait", "mean_response", "mean_slowdown", "mean_bounded_slowdown", "max_response",
                     "p95_wait"):
-            out[key] = math.nan
-    t0, t1 = window
-    started = ~np.isnan(jobs["start"])
+            metrics[key] = math.nan
+    t0, t1 = t_warm, t_stop
+    capacity = sum(cluster_processors)
     if t1 > t0 and capacity > 0:
-        s = np.clip(jobs["start"][started], t0, t1)
-        e = np.clip(held_until[started], t0, t1)
-        busy = float(((e - s) * jobs["processors"][started]).sum())
-        out["utilisation"] = busy / (capacity * (t1 - t0))
-        out["throughput"] = n / (t1 - t0)
+        metrics["utilisation"] = float(busy.sum()) / (capacity * (t1 - t0))
+        metrics["throughput"] = n / (t1 - t0)
     else:
-        out["utilisation"] = out["throughput"] = math.nan
-    out["makespan"] = float(np.nanmax(held_until) - np.nanmin(jobs["submit"])) if started.any() else math.nan
-    return out
+        metrics["utilisation"] = metrics["throughput"] = math.nan
+    metrics["makespan"] = float(last_release - first_submit) if len(busy) else math.nan
+    if t1 > t0:
+        per = per_cluster / (np.asarray(cluster_processors) * (t1 - t0))
+    else:
+        per = np.full(len(cluster_processors), math.nan)
+    for name, u in zip(cluster_names, per):
+        metrics[f"utilisation.{name}"] = float(u)
+    return metrics
 
 
-def cluster_utilisation(jobs: dict[str, np.ndarray], held_until: np.ndarray, processors: np.ndarray,
-                        window: tuple[float, float]) -> np.ndarray:
-    """Utilisation of each cluster over ``window`` (busy processor-seconds / capacity)."""
-    t0, t1 = window
-    if not t1 > t0:
-        return np.full(len(processors), math.nan)
-    started = ~np.isnan(jobs["start"])
-    busy = (np.clip(held_until[started], t0, t1) - np.clip(jobs["start"][started], t0, t1)) \
-        * jobs["processors"][started]
-    per = np.bincount(jobs["cluster"][started], weights=busy, minlength=len(processors))
-    return per / (processors * (t1 - t0))
+_NO_ROWS = empty_job_rows(0)
+_NO_HELD = np.empty(0)
 
 
 def time_series(jobs: dict[str, np.ndarray], held_until: np.ndarray, capacity: int, t_end: float,

@@ -6,14 +6,18 @@ Randomness: ``SeedSequence(run.seed).spawn(R)`` gives one child per replication;
 each child spawns one stream per job stream plus one for site allocation. Same
 scenario + seed + engine version => identical results.
 
-Replications run (a) in lock step in one compiled call when the model is dispatch
-only (every cluster LWR), (b) in a process pool when there are several and the run
-is big enough to pay for starting processes, (c) one after the other otherwise.
+Replications run (a) in a thread pool when the model is dispatch only (every cluster
+LWR): each one compiled pass over its jobs, its rows written in place into columns
+shared by all replications; (b) in a process pool when there are several and the run
+is big enough to pay for starting processes; (c) one after the other otherwise.
 """
 from __future__ import annotations
 
+import ctypes
 import math
 import os
+import sys
+import threading
 import time
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -25,15 +29,13 @@ import numpy as np
 from simengine import __version__
 from simengine.gantt import KIND_RUN, SEGMENT_COLUMNS, assign_processors
 from simengine.generate import generate_stream
-from simengine.grid_lwr import grid_lwr_replications
+from simengine.grid_lwr import grid_lwr_kernel, lwr_sites
 from simengine.registry import LOCAL_SCHEDULERS, SITE_ALLOCATION
-from simengine.results import (BOUNDED_SLOWDOWN_TAU, Metric, Result, cluster_utilisation, replication_metrics,
-                                time_series)
+from simengine.results import (Metric, Result, empty_job_rows, finish_rows, kth_smallest_end, time_series)
 from simengine.scenario import GRID_TARGET, Scenario, SyntheticStream, TraceStream, load_scenario, scenario_hash
-from simengine.schedulers.lwr import lwr_replications
+from simengine.site_allocation import choose
 from simengine.traces import read_trace
-from simengine.workload import (STATUS_COMPLETED, STATUS_KILLED, STATUS_REJECTED, STATUS_UNFINISHED,
-                                JobTable)
+from simengine.workload import JobTable
 
 ProgressCallback = Callable[[dict[str, Any]], None]
 
@@ -127,16 +129,39 @@ class ReplicationOutcome:
     notes: list[str]
 
 
+@dataclass
+class Simulated:
+    """One replication's schedule before the stop rule: its jobs in submit order, the
+    cluster (-1: rejected), run time, walltime kill flag, start (NaN: never started) and
+    processor (LWR; else -1) of each."""
+
+    jobs: JobTable
+    cluster: np.ndarray
+    runtime: np.ndarray
+    killed: np.ndarray
+    start: np.ndarray
+    proc: np.ndarray
+    notes: list[str]
+    #: (k-th smallest end, started jobs, largest end) for k = run.stop.completions, once known
+    kth_end: tuple[float, int, float] | None = None
+
+
 def _rngs(scenario: Scenario, replication: int) -> list[np.random.Generator]:
-    child = np.random.SeedSequence(scenario.run.seed).spawn(scenario.run.replications)[replication]
+    # SeedSequence(seed).spawn(R)[r], without building the other R - 1 children
+    child = np.random.SeedSequence(scenario.run.seed, spawn_key=(replication,))
     return [np.random.default_rng(s) for s in child.spawn(len(scenario.workload.streams) + 1)]
 
 
 def _route(jobs: JobTable, scenario: Scenario, rng: np.random.Generator) -> np.ndarray:
     """Cluster of every job (site allocation for grid jobs); -1 where none can hold it."""
     processors = np.asarray(scenario.platform.processors)
-    cluster = jobs.cluster.astype(np.int64).copy()
+    cluster = jobs.cluster.astype(np.int64)
     grid = cluster < 0
+    if len(jobs) and grid.all() and jobs.processors.max() <= processors.min():
+        # every job is the grid's and fits every cluster (as in Zikos & Karatza): route them all
+        entry = SITE_ALLOCATION.get(scenario.grid.site_allocation.name)
+        cluster[:] = entry.implementation(jobs, processors, scenario.grid.site_allocation.params, rng)
+        return cluster
     fits_somewhere = jobs.processors <= processors.max()
     todo = grid & fits_somewhere
     if todo.any():
@@ -150,7 +175,7 @@ def _route(jobs: JobTable, scenario: Scenario, rng: np.random.Generator) -> np.n
 
 
 def _schedule_clusters(scenario: Scenario, jobs: JobTable, cluster: np.ndarray, runtime: np.ndarray,
-                       estimate: np.ndarray, horizon: float, lwr_starts=None):
+                       estimate: np.ndarray, horizon: float):
     """Start times (and LWR processors) of every job, cluster by cluster."""
     n = len(jobs)
     start = np.full(n, np.nan)
@@ -169,85 +194,53 @@ def _schedule_clusters(scenario: Scenario, jobs: JobTable, cluster: np.ndarray, 
     return start, proc
 
 
-def finish_replication(scenario: Scenario, jobs: JobTable, cluster: np.ndarray, runtime: np.ndarray,
-                       killed: np.ndarray, start: np.ndarray, proc: np.ndarray, replication: int,
-                       notes: list[str], with_segments: bool) -> ReplicationOutcome:
-    """Statuses, stop and warm-up rules, derived columns, metrics and (optionally) segments."""
+def _horizon(scenario: Scenario) -> float:
+    return scenario.run.stop.horizon if scenario.run.stop.horizon is not None else math.inf
+
+
+def finish_replication(scenario: Scenario, sim: Simulated, replication: int, with_segments: bool,
+                       place: Callable[[int], dict[str, np.ndarray]] | None = None) -> ReplicationOutcome:
+    """Stop and warm-up rules, statuses, job rows, metrics and (optionally) segments and time series.
+
+    The rows go into ``place(n)`` (n rows of every job column) when given, else into new arrays.
+    """
     run = scenario.run
+    jobs, notes = sim.jobs, sim.notes
     n = len(jobs)
-    end = start + runtime
-    horizon = run.stop.horizon if run.stop.horizon is not None else math.inf
-    finished = ~np.isnan(start) & (end <= horizon)
+    horizon = _horizon(scenario)
+    completions = run.stop.completions
+    if sim.kth_end is not None and horizon == math.inf:
+        t_n, finished, largest = sim.kth_end
+    else:
+        t_n, finished, largest = kth_smallest_end(sim.start, sim.runtime, horizon, completions or 0)
     t_stop = horizon
-    keep = slice(0, n)
-    if run.stop.completions is not None:
-        ends = end[finished]
-        if len(ends) >= run.stop.completions:
-            t_stop = min(t_stop, _kth_smallest(ends, run.stop.completions))
+    keep = n
+    if completions is not None:
+        if finished >= completions:
+            t_stop = min(t_stop, float(t_n))
         else:
-            notes.append(f"replication {replication}: only {len(ends)} of {run.stop.completions} completions")
-        keep = slice(0, int(np.searchsorted(jobs.submit, t_stop, side="right")))  # jobs are sorted by submit
+            notes.append(f"replication {replication}: only {finished} of {completions} completions")
+        keep = int(np.searchsorted(jobs.submit, t_stop, side="right"))  # jobs are sorted by submit
     if not math.isfinite(t_stop):
-        t_stop = float(np.nanmax(end)) if finished.any() else 0.0
-    started_by_stop = ~np.isnan(start) & (start <= t_stop)
-    start = np.where(started_by_stop, start, np.nan)
-    done = started_by_stop & (end <= t_stop)
-    # processors are held until the job ends or the run stops; a job still running at
-    # the stop has no end
-    held_until = np.where(started_by_stop, np.minimum(end, t_stop), np.nan)
-    end = np.where(done, end, np.nan)
-    status = np.full(n, STATUS_UNFINISHED, np.int8)
-    status[done] = STATUS_COMPLETED
-    status[done & killed] = STATUS_KILLED
-    status[cluster < 0] = STATUS_REJECTED
-    # warm-up: the first W completions, and jobs submitted before the warm-up time
-    warmup = jobs.submit < run.warmup.time
-    t_warm = run.warmup.time
-    w = run.warmup.completions
-    if w and done.sum() >= w:
-        ends = np.where(done, end, np.inf)
-        t_w = _kth_smallest(ends, w)
-        # the first w completions; among jobs ending together at t_w, the earliest submitted
-        before = ends < t_w
-        warmup |= before
-        warmup[np.flatnonzero(ends == t_w)[:w - int(before.sum())]] = True
-        t_warm = max(t_warm, t_w)
-    wait = start - jobs.submit
-    response = end - jobs.submit
-    with np.errstate(divide="ignore", invalid="ignore"):
-        slowdown = np.where(runtime > 0, response / runtime, np.nan)
-        bounded = np.maximum(response / np.maximum(runtime, BOUNDED_SLOWDOWN_TAU), 1.0)
-    cols = {
-        "job_id": jobs.job_id, "replication": np.full(n, replication, np.int32), "stream": jobs.stream,
-        "cluster": cluster.astype(np.int32), "submit": jobs.submit, "start": start, "end": end,
-        "processors": jobs.processors, "runtime": runtime, "estimate": jobs.estimate, "wait": wait,
-        "response": response, "slowdown": slowdown, "bounded_slowdown": bounded, "status": status,
-        "warmup": warmup,
-    }
-    cols = {k: v[keep] for k, v in cols.items()}
-    proc = proc[keep]
-    held_until = held_until[keep]
+        t_stop = float(largest) if finished else 0.0
+    cols = place(keep) if place is not None else empty_job_rows(keep)
+    held = np.empty(keep) if with_segments else None
     clusters = scenario.platform.clusters
-    capacity = sum(c.processors for c in clusters)
-    metrics = replication_metrics(cols, held_until, capacity, (t_warm, t_stop))
-    per_cluster = cluster_utilisation(cols, held_until, np.asarray(scenario.platform.processors), (t_warm, t_stop))
-    for spec, u in zip(clusters, per_cluster):
-        metrics[f"utilisation.{spec.name}"] = float(u)
+    metrics = finish_rows(jobs.submit, sim.runtime, sim.killed, sim.cluster, sim.start, jobs.job_id, jobs.stream,
+                             jobs.processors, jobs.estimate, replication, keep, t_stop, run.warmup.time,
+                             run.warmup.completions, [c.name for c in clusters], [c.processors for c in clusters],
+                             cols, held)
     series = segments = None
     if with_segments:
-        series = time_series(cols, held_until, capacity, t_stop)
+        capacity = sum(c.processors for c in clusters)
+        series = time_series(cols, held, capacity, t_stop)
         for c, spec in enumerate(clusters):
             on_c = cols["cluster"] == c
-            mine = {k: v[on_c] for k, v in cols.items()}
-            series[f"utilisation.{spec.name}"] = time_series(mine, held_until[on_c], spec.processors,
+            mine = {k: cols[k][on_c] for k in ("submit", "start", "processors")}
+            series[f"utilisation.{spec.name}"] = time_series(mine, held[on_c], spec.processors,
                                                              t_stop)["utilisation"]
-        segments = build_segments(scenario, cols, held_until, proc)
+        segments = build_segments(scenario, cols, held, sim.proc[:keep])
     return ReplicationOutcome(cols, segments, metrics, series, notes)
-
-
-def _kth_smallest(x: np.ndarray, k: int) -> float:
-    """The k-th smallest value (k from 1), without sorting everything."""
-    return float(np.partition(x, k - 1)[k - 1])
 
 
 def build_segments(scenario: Scenario, cols: dict[str, np.ndarray], held_until: np.ndarray,
@@ -282,9 +275,12 @@ def _prepare(scenario: Scenario, replication: int, counts: list[int] | None):
     rejected = int((cluster < 0).sum())
     if rejected:
         notes.append(f"replication {replication}: {rejected} jobs larger than their cluster were rejected")
-    speed = np.array([c.speed for c in scenario.platform.clusters] + [1.0])[cluster]
-    runtime = jobs.runtime / speed
-    estimate = jobs.estimate / speed
+    runtime, estimate = jobs.runtime, jobs.estimate
+    speeds = [c.speed for c in scenario.platform.clusters]
+    if any(v != 1.0 for v in speeds):
+        speed = np.array(speeds + [1.0])[cluster]
+        runtime = runtime / speed
+        estimate = estimate / speed
     killed = np.zeros(len(jobs), bool)
     if scenario.run.enforce_walltime:
         killed = runtime > estimate
@@ -292,82 +288,179 @@ def _prepare(scenario: Scenario, replication: int, counts: list[int] | None):
     return jobs, cluster, runtime, estimate, killed, notes
 
 
-def _enough(scenario: Scenario, jobs: JobTable, outcome_end: np.ndarray) -> bool:
+def _enough(scenario: Scenario, sim: Simulated) -> bool:
     """Did the generated synthetic jobs cover the run up to its last counted completion?"""
-    if scenario.run.stop.completions is None or not any(
+    completions = scenario.run.stop.completions
+    if completions is None or not any(
             isinstance(s, SyntheticStream) and s.count is None for s in scenario.workload.streams):
         return True
-    ends = outcome_end[~np.isnan(outcome_end)]
-    if len(ends) < scenario.run.stop.completions:
+    sim.kth_end = kth_smallest_end(sim.start, sim.runtime, math.inf, completions)
+    t_n, started, _ = sim.kth_end
+    if started < completions:
         return False
-    t_n = _kth_smallest(ends, scenario.run.stop.completions)
     for i, s in enumerate(scenario.workload.streams):
         if isinstance(s, SyntheticStream) and s.count is None:
-            mine = jobs.submit[jobs.stream == i]
+            mine = sim.jobs.submit[sim.jobs.stream == i]
             if not len(mine) or mine[-1] <= t_n:
                 return False
     return True
 
 
+def _until_enough(scenario: Scenario, attempt: Callable[[list[int] | None], Simulated]) -> Simulated:
+    """``attempt(counts)`` with more synthetic jobs each time until they cover the run's stop.
+
+    A synthetic stream draws its k-th job the same whatever the count, so a longer attempt
+    only extends a shorter one, and the jobs the run keeps do not depend on the count."""
+    completions = scenario.run.stop.completions
+    margin = 1.2
+    drawn = -1
+    while True:
+        counts = _synthetic_counts(scenario, completions, margin) if completions else None
+        sim = attempt(counts)
+        if len(sim.jobs) == drawn or _enough(scenario, sim):
+            return sim  # (same jobs as the last attempt: the horizon ends the streams first)
+        drawn = len(sim.jobs)
+        margin *= 2  # the queue grew more than expected: draw more jobs and run again
+
+
 def simulate_replication(scenario: Scenario, replication: int, with_segments: bool) -> ReplicationOutcome:
     if _stateful_policy(scenario) is not None:
         return simulate_stateful(scenario, [replication], with_segments)[0]
-    completions = scenario.run.stop.completions
-    margin = 1.2
-    while True:
-        counts = _synthetic_counts(scenario, completions, margin) if completions else None
+
+    def attempt(counts):
         jobs, cluster, runtime, estimate, killed, notes = _prepare(scenario, replication, counts)
-        horizon = scenario.run.stop.horizon if scenario.run.stop.horizon is not None else math.inf
-        start, proc = _schedule_clusters(scenario, jobs, cluster, runtime, estimate, horizon)
-        if _enough(scenario, jobs, start + runtime):
-            break
-        margin *= 2  # the queue grew more than expected: draw more jobs and run again
-    return finish_replication(scenario, jobs, cluster, runtime, killed, start, proc, replication, notes,
-                              with_segments)
+        start, proc = _schedule_clusters(scenario, jobs, cluster, runtime, estimate, _horizon(scenario))
+        return Simulated(jobs, cluster, runtime, killed, start, proc, notes)
+
+    return finish_replication(scenario, _until_enough(scenario, attempt), replication, with_segments)
 
 
-def simulate_lwr_lockstep(scenario: Scenario, with_segments_for_first: bool) -> list[ReplicationOutcome]:
-    """All R replications of a dispatch-only model (every cluster LWR) in one compiled call per cluster."""
-    R = scenario.run.replications
-    completions = scenario.run.stop.completions
-    margin = 1.2
-    while True:
-        counts = _synthetic_counts(scenario, completions, margin) if completions else None
-        with _threads() as pool:
-            prepared = list(pool.map(lambda r: _prepare(scenario, r, counts), range(R)))
-        horizon = scenario.run.stop.horizon if scenario.run.stop.horizon is not None else math.inf
-        starts = [np.full(len(p[0]), np.nan) for p in prepared]
-        procs = [np.full(len(p[0]), -1, np.int64) for p in prepared]
-        for c, spec in enumerate(scenario.platform.clusters):
-            idxs = [np.flatnonzero(p[1] == c) for p in prepared]
-            width = max((len(i) for i in idxs), default=0)
-            if width == 0:
-                continue
-            submit = np.full((R, width), np.inf)
-            runtime = np.zeros((R, width))
-            for r, (p, idx) in enumerate(zip(prepared, idxs)):
-                submit[r, :len(idx)] = p[0].submit[idx]
-                runtime[r, :len(idx)] = p[2][idx]
-            start = np.full((R, width), np.nan)
-            proc = np.full((R, width), -1, np.int64)
-            lwr_replications(submit, runtime, spec.processors, horizon, start, proc)
-            for r, idx in enumerate(idxs):
-                starts[r][idx] = start[r, :len(idx)]
-                procs[r][idx] = proc[r, :len(idx)]
-        if all(_enough(scenario, p[0], s + p[2]) for p, s in zip(prepared, starts)):
-            break
-        margin *= 2
+def _dispatch_one(scenario: Scenario, replication: int, counts: list[int] | None) -> Simulated:
+    """One replication of a dispatch-only model (every cluster LWR, static site allocation):
+    route the jobs, then all sites in one compiled pass."""
+    jobs, cluster, runtime, _, killed, notes = _prepare(scenario, replication, counts)
+    n = len(jobs)
+    start = np.full(n, np.nan)
+    proc = np.full(n, -1, np.int64)
+    off = np.concatenate([[0], np.cumsum(scenario.platform.processors)]).astype(np.int64)
+    lwr_sites(jobs.submit, runtime, cluster, off, _horizon(scenario), start, proc)
+    return Simulated(jobs, cluster, runtime, killed, start, proc, notes)
+
+
+def simulate_lwr_sites(scenario: Scenario, with_segments_for_first: bool,
+                          rows: SharedRows | None = None) -> list[ReplicationOutcome]:
+    """All R replications of a dispatch-only model (every cluster LWR), each in one compiled
+    pass over its jobs (:func:`simengine.grid_lwr.lwr_sites`), in a thread pool."""
+    return _in_threads(scenario, list(range(scenario.run.replications)),
+                       lambda r, counts: _dispatch_one(scenario, r, counts), with_segments_for_first, rows)
+
+
+def _in_threads(scenario: Scenario, replications: list[int], simulate_one, with_segments_for_first: bool,
+                rows: SharedRows | None) -> list[ReplicationOutcome]:
+    """Simulate and finish each replication in a thread pool (the kernels and numpy release
+    the GIL; each replication has its own random streams, so results do not depend on the
+    order threads run in). Each writes its job rows into ``rows`` (in replication order)."""
+    rows = rows if rows is not None else SharedRows(len(replications))
+
+    def one(i: int) -> ReplicationOutcome:
+        try:
+            r = replications[i]
+            sim = _until_enough(scenario, lambda counts: simulate_one(r, counts))
+            return finish_replication(scenario, sim, r, with_segments_for_first and i == 0,
+                                      lambda n: rows.take(i, n, len(sim.jobs)))
+        except BaseException:
+            rows.abandon()
+            raise
+
+    _keep_freed_memory()
     with _threads() as pool:
-        return list(pool.map(
-            lambda r: finish_replication(scenario, prepared[r][0], prepared[r][1], prepared[r][2], prepared[r][4],
-                                         starts[r], procs[r], r, prepared[r][5], with_segments_for_first and r == 0),
-            range(R)))
+        return list(pool.map(one, range(len(replications))))
+
+
+class SharedRows:
+    """The job rows of R replications, written in place in replication order.
+
+    Replication i asks for its n rows once it knows n (after its stop rule) and gets
+    them right after replication i - 1's, as views of columns allocated once (large
+    arrays, so no per-replication copies and no concatenation at the end). The columns
+    are sized from the first replication's job count; rows that do not fit go into
+    arrays of their own, joined at the end.
+    """
+
+    def __init__(self, replications: int):
+        self.R = replications
+        self.counts: list[int | None] = [None] * replications
+        self.offsets: list[int] = [0]  # offsets[i]: first row of replication i, once known
+        self.columns: dict[str, np.ndarray] | None = None
+        self.spilled: dict[int, dict[str, np.ndarray]] = {}
+        self.failed = False
+        self._cond = threading.Condition()
+
+    def take(self, i: int, n: int, size_hint: int) -> dict[str, np.ndarray]:
+        with self._cond:
+            if self.columns is None:
+                per = size_hint + size_hint // 16 + 1024
+                self.columns = empty_job_rows(per * self.R)
+            self.counts[i] = n
+            while len(self.offsets) <= self.R and self.counts[len(self.offsets) - 1] is not None:
+                self.offsets.append(self.offsets[-1] + self.counts[len(self.offsets) - 1])
+            self._cond.notify_all()
+            self._cond.wait_for(lambda: self.failed or len(self.offsets) > i)
+            if self.failed:
+                raise RuntimeError("an earlier replication failed")
+            a = self.offsets[i]
+            capacity = len(self.columns["submit"])
+            if a + n <= capacity:
+                return {k: v[a:a + n] for k, v in self.columns.items()}
+            self.spilled[i] = empty_job_rows(n)
+            return self.spilled[i]
+
+    def abandon(self) -> None:
+        with self._cond:
+            self.failed = True
+            self._cond.notify_all()
+
+    def result(self) -> dict[str, np.ndarray]:
+        """Every replication's rows, in replication order."""
+        total = self.offsets[-1]
+        if not self.spilled:
+            return {k: v[:total] for k, v in self.columns.items()}
+        first = min(self.spilled)
+        return {k: np.concatenate([v[:self.offsets[first]]] + [self.spilled[i][k] for i in sorted(self.spilled)])
+                for k, v in self.columns.items()}
 
 
 def _threads() -> ThreadPoolExecutor:
-    """Threads for per-replication numpy work (it releases the GIL); each replication has
-    its own random streams, so results do not depend on the order threads run in."""
     return ThreadPoolExecutor(max_workers=os.cpu_count() or 1)
+
+
+_MALLOC_TUNED = False
+
+
+def _keep_freed_memory() -> None:
+    """Let glibc's malloc keep the memory a replication frees for the next one.
+
+    Each replication allocates and frees some ten arrays of about 1 MB (its jobs and
+    schedule). By default glibc starts by serving such blocks with fresh ``mmap``s and
+    trims the heap back to the system after each replication, so the next one pays a
+    page fault for every 4 kB it touches again -- about half of a replication's time
+    on a virtual machine. glibc's own heuristic raises both thresholds as a program
+    frees larger blocks (up to 32 MiB and 64 MiB); this sets them there from the start,
+    once per process (Linux with glibc only; elsewhere it does nothing).
+    """
+    global _MALLOC_TUNED
+    if _MALLOC_TUNED:
+        return
+    _MALLOC_TUNED = True
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):  # not glibc
+        return
+    M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
+    mallopt(M_MMAP_THRESHOLD, 32 << 20)
+    mallopt(M_TRIM_THRESHOLD, 64 << 20)
 
 
 def _stateful_policy(scenario: Scenario):
@@ -376,12 +469,12 @@ def _stateful_policy(scenario: Scenario):
     return impl if getattr(impl, "stateful", False) else None
 
 
-def simulate_stateful(scenario: Scenario, replications: list[int],
-                      with_segments_for_first: bool) -> list[ReplicationOutcome]:
+def simulate_stateful(scenario: Scenario, replications: list[int], with_segments_for_first: bool,
+                      rows: SharedRows | None = None) -> list[ReplicationOutcome]:
     """Replications of a model with a stateful site-allocation policy over LWR sites
     (validated: every cluster is LWR): grid scheduler and sites in one compiled pass
-    (simengine.grid_lwr), the replications in lock step. ``submit`` stays the arrival at
-    the grid, so wait and response include the time spent in the grid scheduler's queue."""
+    (simengine.grid_lwr) per replication, in a thread pool. ``submit`` stays the arrival
+    at the grid, so wait and response include the time spent in the grid scheduler's queue."""
     impl = _stateful_policy(scenario)
     clusters = scenario.platform.clusters
     processors = np.asarray(scenario.platform.processors, np.int64)
@@ -390,66 +483,43 @@ def simulate_stateful(scenario: Scenario, replications: list[int],
     w = np.asarray(args["weights"], np.float64)
     cumw = np.cumsum(w / w.sum())
     horizon = scenario.run.stop.horizon
-    completions = scenario.run.stop.completions
-    R = len(replications)
-    margin = 1.2
-    while True:
-        counts = _synthetic_counts(scenario, completions, margin) if completions else None
-        prepared = []
-        for r in replications:
-            rngs = _rngs(scenario, r)
-            jobs, notes = build_workload(scenario, rngs[:-1], horizon, counts)
-            u = rngs[-1].random(len(jobs))
-            fixed = jobs.cluster.astype(np.int64).copy()
-            bad = jobs.processors > 1  # LWR sites run one-processor jobs only
-            if bad.any():
-                notes.append(f"replication {r}: {int(bad.sum())} jobs needing more than one processor "
-                             "were rejected (LWR sites)")
-            fixed[bad] = -2
-            work = jobs.runtime.astype(np.float64)
-            killed = np.zeros(len(jobs), bool)
-            if scenario.run.enforce_walltime:
-                killed = work > jobs.estimate
-                work = np.minimum(work, jobs.estimate)
-            prepared.append((jobs, fixed, work, killed, u, notes))
-        width = max((len(p[0]) for p in prepared), default=0)
-        submit = np.full((R, width), np.inf)
-        work = np.zeros((R, width))
-        fixed = np.full((R, width), -2, np.int64)
-        u = np.zeros((R, width))
-        for i, p in enumerate(prepared):
-            n = len(p[0])
-            submit[i, :n], work[i, :n], fixed[i, :n], u[i, :n] = p[0].submit, p[2], p[1], p[4]
-        site = np.full((R, width), -1, np.int64)
-        proc = np.full((R, width), -1, np.int64)
-        dispatch = np.full((R, width), np.nan)
-        start = np.full((R, width), np.nan)
-        grid_lwr_replications(submit, work, fixed, args["policy"], float(args["interval"]), float(args["sdt"]),
-                              u, cumw, processors, speed, site, proc, dispatch, start)
-        done = []
-        for i, p in enumerate(prepared):
-            n = len(p[0])
-            cluster = site[i, :n]
-            runtime = p[2] / np.append(speed, 1.0)[cluster]
-            done.append((cluster, runtime, start[i, :n], proc[i, :n]))
-        if all(_enough(scenario, p[0], d[2] + d[1]) for p, d in zip(prepared, done)):
-            break
-        margin *= 2
-    with _threads() as pool:
-        return list(pool.map(
-            lambda i: finish_replication(scenario, prepared[i][0], done[i][0], done[i][1], prepared[i][3],
-                                         done[i][2], done[i][3], replications[i], prepared[i][5],
-                                         with_segments_for_first and i == 0),
-            range(R)))
+
+    def simulate_one(r: int, counts: list[int] | None) -> Simulated:
+        rngs = _rngs(scenario, r)
+        jobs, notes = build_workload(scenario, rngs[:-1], horizon, counts)
+        n = len(jobs)
+        u = rngs[-1].random(n)
+        fixed = jobs.cluster.astype(np.int64)
+        bad = jobs.processors > 1  # LWR sites run one-processor jobs only
+        if bad.any():
+            notes.append(f"replication {r}: {int(bad.sum())} jobs needing more than one processor "
+                         "were rejected (LWR sites)")
+        fixed[bad] = -2
+        work = jobs.runtime.astype(np.float64)
+        killed = np.zeros(n, bool)
+        if scenario.run.enforce_walltime:
+            killed = work > jobs.estimate
+            work = np.minimum(work, jobs.estimate)
+        site = np.full(n, -1, np.int64)
+        proc = np.full(n, -1, np.int64)
+        dispatch = np.full(n, np.nan)
+        start = np.full(n, np.nan)
+        grid_lwr_kernel(jobs.submit, work, fixed, args["policy"], float(args["interval"]), float(args["sdt"]),
+                        u, cumw, processors, speed, site, proc, dispatch, start)
+        runtime = work / np.append(speed, 1.0)[site]
+        return Simulated(jobs, site, runtime, killed, start, proc, notes)
+
+    return _in_threads(scenario, replications, simulate_one, with_segments_for_first, rows)
 
 
 def _replication_worker(args):
     scenario_json, base_dir, replication = args
+    _keep_freed_memory()
     scenario = load_scenario(scenario_json, base_dir=base_dir)
     return simulate_replication(scenario, replication, with_segments=False)
 
 
-def _lockstep_possible(scenario: Scenario) -> bool:
+def _dispatch_only(scenario: Scenario) -> bool:
     return all(c.scheduler.name == "lwr" for c in scenario.platform.clusters)
 
 
@@ -486,12 +556,16 @@ def run(scenario: Any, on_progress: ProgressCallback | None = None, *, workers: 
         if isinstance(s, TraceStream):
             load_trace_stream(s, scenario, 0)
     warm_up_kernels()
+    _keep_freed_memory()
     t0 = time.perf_counter()
-    if _stateful_policy(scenario) is not None:
-        outcomes = simulate_stateful(scenario, list(range(R)), True)
-        emit.progress(1.0, 0.0)
-    elif R > 1 and _lockstep_possible(scenario):
-        outcomes = simulate_lwr_lockstep(scenario, True)
+    jobs = None
+    if _stateful_policy(scenario) is not None or (R > 1 and _dispatch_only(scenario)):
+        rows = SharedRows(R)
+        if _stateful_policy(scenario) is not None:
+            outcomes = simulate_stateful(scenario, list(range(R)), True, rows)
+        else:
+            outcomes = simulate_lwr_sites(scenario, True, rows)
+        jobs = rows.result()
         emit.progress(1.0, 0.0)
     else:
         first = simulate_replication(scenario, 0, with_segments=True)
@@ -516,7 +590,7 @@ def run(scenario: Any, on_progress: ProgressCallback | None = None, *, workers: 
             for r in rest:
                 outcomes.append(simulate_replication(scenario, r, with_segments=False))
                 emit.progress((r + 1) / R, 0.0)
-    result = _assemble(scenario, outcomes)
+    result = _assemble(scenario, outcomes, jobs)
     result.engine_seconds = time.perf_counter() - t0
     if not emit.sent_segments:
         emit.segments(result.segments)
@@ -531,8 +605,12 @@ def _base_dir(scenario: Scenario) -> str | None:
     return None
 
 
-def _assemble(scenario: Scenario, outcomes: list[ReplicationOutcome]) -> Result:
-    jobs = {k: np.concatenate([o.jobs[k] for o in outcomes]) for k in outcomes[0].jobs}
+def _assemble(scenario: Scenario, outcomes: list[ReplicationOutcome],
+              jobs: dict[str, np.ndarray] | None = None) -> Result:
+    """The Result of a run; ``jobs``: the rows of every replication when already gathered in place."""
+    if jobs is None:
+        jobs = outcomes[0].jobs if len(outcomes) == 1 else \
+            {k: np.concatenate([o.jobs[k] for o in outcomes]) for k in outcomes[0].jobs}
     names = sorted({k for o in outcomes for k in o.metrics})
     metrics = {k: Metric.from_values(k, [o.metrics.get(k, math.nan) for o in outcomes]) for k in names}
     notes = [n for o in outcomes for n in o.notes]
@@ -589,10 +667,14 @@ def warm_up_kernels() -> None:
         entry = LOCAL_SCHEDULERS.get(name)
         entry.implementation(one, one, one, np.array([1, 1]), 1, entry.params())
     assign_processors(one, one + 1, np.array([1, 1]), 1)
-    lwr_replications(np.zeros((1, 2)), np.ones((1, 2)), 1, math.inf, np.full((1, 2), np.nan),
-                     np.full((1, 2), -1, np.int64))
-    grid_lwr_replications(np.zeros((1, 2)), np.ones((1, 2)), np.full((1, 2), -1, np.int64), 1, 1.0, 0.0,
-                          np.zeros((1, 2)), np.ones(1), np.ones(1, np.int64), np.ones(1),
-                          np.full((1, 2), -1, np.int64), np.full((1, 2), -1, np.int64),
-                          np.full((1, 2), np.nan), np.full((1, 2), np.nan))
+    i64 = np.array([0, 0], np.int64)
+    lwr_sites(one, one, i64, np.array([0, 1], np.int64), math.inf, np.full(2, np.nan), i64.copy())
+    grid_lwr_kernel(one, one, np.full(2, -1, np.int64), 1, 1.0, 0.0, np.zeros(2), np.ones(1), np.ones(1, np.int64),
+                    np.ones(1), np.full(2, -1, np.int64), np.full(2, -1, np.int64), np.full(2, np.nan),
+                    np.full(2, np.nan))
+    choose(np.random.default_rng(0), np.ones(1), np.zeros(2, np.int32))
+    kth_smallest_end(one, one, math.inf, 1)
+    for out, held in ((empty_job_rows(2), np.empty(2)), (None, None)):
+        finish_rows(one, one, np.zeros(2, bool), i64, one, i64, np.zeros(2, np.int32), np.ones(2, np.int64), one,
+                    0, 2, 2.0, 0.0, 1, ["c"], [1], out, held)
     _WARM = True

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import numpy as np
+from numba import njit
 from pydantic import BaseModel, ConfigDict, Field
 
 from simengine.grid_lwr import POLICY_DEFERRED, POLICY_SB_DEFERRED
@@ -84,13 +85,38 @@ def allocate_random(
     # Jobs that fit the same set of clusters share one vectorized draw: the sets are
     # nested ("clusters with >= s processors"), so there are at most C of them.
     thresholds = np.unique(procs)
+    if sizes.max() <= thresholds[0]:  # every job fits every cluster (one group): no gather
+        choose(rng, base / base.sum(), out)
+        return out
     group = np.searchsorted(thresholds, sizes, side="left")  # smallest cluster size >= job size
-    for g in np.unique(group):
+    for g in np.flatnonzero(np.bincount(group, minlength=len(thresholds))):
         members = np.flatnonzero(group == g)
         eligible = procs >= thresholds[g]
         w = np.where(eligible, base, 0.0)
-        out[members] = rng.choice(len(procs), size=len(members), p=w / w.sum())
+        picks = np.empty(len(members), np.int32)
+        choose(rng, w / w.sum(), picks)
+        out[members] = picks
     return out
+
+
+def choose(rng: np.random.Generator, p: np.ndarray, out: np.ndarray) -> None:
+    """``out[:] = rng.choice(len(p), size=len(out), p=p)``, drawn exactly as numpy draws
+    it (the same uniforms from ``rng``, looked up in the same normalised cumulative
+    weights, so the same picks), without numpy's binary search per draw."""
+    cdf = p.cumsum()
+    cdf /= cdf[-1]
+    _lookup(rng.random(len(out)), cdf, out)
+
+
+@njit(cache=True, nogil=True)
+def _lookup(u, cdf, out):
+    """``out[i]`` = number of ``cdf`` entries <= ``u[i]`` (``cdf.searchsorted(u, side="right")``)."""
+    for i in range(u.shape[0]):
+        x = u[i]
+        k = 0
+        for c in range(cdf.shape[0]):  # cdf is sorted: count without branching
+            k += cdf[c] <= x
+        out[i] = k
 
 
 # ---- stateful policies (Zikos & Karatza: Deferred, SB-Deferred) ------------------------------
