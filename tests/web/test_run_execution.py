@@ -20,6 +20,7 @@ import simengine
 from gridweb.runs import execution
 from gridweb.runs.models import Run, RunChunk, RunResult, Status, Sweep
 from gridweb.runs.services import CannotCancel, cancel_run, create_run, create_sweep
+from gridweb.runs.thumbnails import busy_fraction, gantt_thumbnail
 from gridweb.scenarios.models import TraceFile
 from gridweb.scenarios.validation import SpecInvalid
 
@@ -257,6 +258,33 @@ def test_a_restarted_embedded_worker_fails_interrupted_runs_and_requeues_queued_
     interrupted.refresh_from_db()
     assert interrupted.status == Status.FAILED and "interrupted" in interrupted.error
     assert wait_for(waiting, (Status.DONE,)).status == Status.DONE
+
+
+# --- Thumbnails -----------------------------------------------------------------------------------
+
+
+def test_thumbnail_busy_fraction_integrates_the_segments_exactly():
+    # 4 processors over [0, 100): 2 held for [0, 50), 2 for [0, 100) → slices of 25 s: 1, 1, 0.5, 0.5
+    segments = {"cluster": [0, 0, 1], "t0": [0.0, 0.0, 0.0], "t1": [50.0, 100.0, 100.0],
+                "processors": [2, 2, 8]}
+
+    assert busy_fraction(segments, 0, 4, 100.0, 4).tolist() == [1.0, 1.0, 0.5, 0.5]
+    assert busy_fraction(segments, 1, 16, 100.0, 2).tolist() == [0.5, 0.5]
+
+
+@pytest.mark.parametrize("clusters", [1, 16])
+def test_thumbnail_of_forty_thousand_jobs_is_a_few_kilobytes(clusters):
+    rng = np.random.default_rng(3)
+    n = 40_000
+    t0 = np.sort(rng.uniform(0, 3e7, n))
+    segments = {"cluster": rng.integers(0, clusters, n), "t0": t0, "t1": t0 + rng.exponential(2e4, n),
+                "processors": rng.integers(1, 8, n)}
+
+    svg = gantt_thumbnail(segments, [f"c{i}" for i in range(clusters)], [64] * clusters)
+
+    assert svg.startswith("<svg") and svg.endswith("</svg>")
+    assert svg.count("<path") == clusters
+    assert len(svg.encode()) < 6_000
 
 
 # --- Sweeps in embedded mode ---------------------------------------------------------------------
