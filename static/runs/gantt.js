@@ -328,7 +328,7 @@
   }
 
   function drawAggregate(a, b) {
-    const bins = Math.max(50, Math.min(1500, Math.round((figure_width() || 800) / 2)));
+    const bins = Math.max(50, Math.min(1500, Math.round((figureWidth() || 800) / 2)));
     const width = (b - a) / bins;
     const means = utilisation(a, b, bins);
     const data = { left: [], right: [], bottom: [], top: [], from: [], to: [], cluster: [], utilisation: [], colour: [] };
@@ -351,7 +351,7 @@
   }
 
   let plotView = null;
-  function figure_width() {
+  function figureWidth() {
     return plotView && plotView.frame ? plotView.frame.bbox.width : container.clientWidth;
   }
 

@@ -226,14 +226,18 @@ def test_das2_fs1_trace_run_opens_with_its_full_gantt_and_zooms(live_server, pag
     assert gantt.get_attribute("data-mode") == "utilisation"
     screenshot(page, "gantt-das2-full.png")
 
-    box = gantt.bounding_box()
-    page.mouse.move(box["x"] + box["width"] * 0.3, box["y"] + box["height"] * 0.5)
-    for _ in range(6):
-        page.mouse.wheel(0, -800)
-        page.wait_for_timeout(150)
+    # Wheel in over the middle segment (in start order) until single jobs are drawn.
+    point = page.evaluate(f"gridwebGantt.screenPoint({expected // 2})")
+    page.mouse.move(point["x"], point["y"])
+    for _ in range(40):
+        page.mouse.wheel(0, -200)
+        page.wait_for_timeout(100)
+        if gantt.get_attribute("data-mode") == "segments":
+            break
     page.wait_for_function("() => document.getElementById('gantt').dataset.mode === 'segments'", timeout=20_000)
     start, end = page.evaluate("gridwebGantt.xRange()")
     assert end - start < 0.5 * run.summary["metrics"]["makespan"]["mean"]
+    assert 0 < int(gantt.get_attribute("data-visible")) <= 20_000
     assert page.evaluate("gridwebGantt.drawnCount()") == expected
     screenshot(page, "gantt-das2-zoomed.png")
     print(f"DAS2-fs1 Gantt ready {seconds:.2f} s after navigation (live_server, embedded mode)")
