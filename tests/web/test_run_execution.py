@@ -471,3 +471,35 @@ def test_full_stack_run_whose_worker_process_dies_is_delivered_again_and_finishe
     assert ended["status"] == "done", ended["error"]
     assert ended["attempt"] == 2 and int(ended["worker"].rpartition(":")[2]) != pid
     assert ended["seqs"] == list(range(len(ended["seqs"]))) and ended["results"] == 1
+
+
+LOSE_TWO_RUNS = """
+import json
+from datetime import timedelta
+from django.contrib.auth.models import User
+from django.utils import timezone
+from gridweb.runs.models import Run
+from gridweb.runs.services import create_run
+user, _ = User.objects.get_or_create(username="unlucky")
+spec = json.loads({spec!r})
+never_sent = create_run(user, spec, dispatch_now=False)  # its message was lost with Redis
+interrupted = create_run(user, spec, dispatch_now=False)  # its worker machine lost power
+Run.objects.filter(pk=interrupted.pk).update(status="running", attempt=1, worker="worker7@gone-machine:4242",
+                                             heartbeat=timezone.now() - timedelta(minutes=5))
+print(json.dumps([never_sent.pk, interrupted.pk]))
+"""
+
+
+@pytest.mark.slow
+def test_gridweb_requeue_hands_lost_runs_to_the_workers_again(full_stack_site):
+    database_url = full_stack_site.env["DATABASE_URL"]
+    never_sent, interrupted = full_stack_site.python_json(LOSE_TWO_RUNS.format(spec=json.dumps(small_spec())))
+
+    output = full_stack_site.manage("gridweb_requeue")
+
+    assert f"run {never_sent} (queued)" in output and f"run {interrupted} (running, was on worker7@" in output
+    for run_id, attempts in ((never_sent, 1), (interrupted, 2)):
+        state = wait_on_site(database_url, run_id, lambda s: s["status"] in ("done", "failed"), 120, "finish")
+        assert state["status"] == "done", state["error"]
+        assert state["attempt"] == attempts and state["worker"].startswith("worker")
+        assert state["seqs"] == list(range(len(state["seqs"]))) and state["results"] == 1

@@ -1,0 +1,48 @@
+"""``python manage.py gridweb_requeue [--dry-run]``: hand lost runs to the workers again.
+
+For a full-stack site after an incident (a worker machine lost power, Redis lost its data):
+
+* queued runs are dispatched again;
+* running runs whose execution is gone (no heartbeat for ``HEARTBEAT_STALE``, or a process of
+  this machine that no longer exists) are dispatched again and restart cleanly;
+* sweeps whose points have all ended are aggregated.
+
+Dispatching a run twice is harmless: the first delivery claims it, a second one finds it
+running (and waits, then skips it once it has ended) or finished (and skips it).
+"""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError
+from django.utils import timezone
+
+from gridweb.runs import execution
+from gridweb.runs.models import FINISHED, Run, Status, Sweep
+from gridweb.runs.sweeps import finish_sweep
+
+
+class Command(BaseCommand):
+    help = "Dispatch queued runs and runs whose worker died to the Celery workers again (full-stack mode)."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("--dry-run", action="store_true", help="only list what would be dispatched")
+
+    def handle(self, *args, dry_run: bool = False, **options) -> None:
+        if execution.embedded():
+            raise CommandError("embedded mode: the web process's worker requeues runs itself when it starts")
+        now = timezone.now()
+        queued = list(Run.objects.filter(status=Status.QUEUED).order_by("pk"))
+        lost = [run for run in Run.objects.filter(status=Status.RUNNING).order_by("pk")
+                if execution.execution_gone(run, now)]
+        for run in queued + lost:
+            self.stdout.write(f"run {run.pk} ({run.status}{', was on ' + run.worker if run.worker else ''}): "
+                              f"{'would dispatch' if dry_run else 'dispatched'}")
+            if not dry_run:
+                execution.dispatch(run.pk)
+        finished = 0
+        for sweep in Sweep.objects.exclude(status__in=FINISHED):
+            if not dry_run and finish_sweep(sweep.pk):
+                finished += 1
+        self.stdout.write(self.style.SUCCESS(
+            f"{len(queued)} queued and {len(lost)} interrupted runs {'to dispatch' if dry_run else 'dispatched'}; "
+            f"{finished} sweeps aggregated"))
