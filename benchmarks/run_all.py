@@ -305,9 +305,6 @@ def bench_c(cfg: dict, rep: Report) -> None:
     t = {"gw": [], "gw1": [], "simpy": [], "ciw": []}
     done = {"gw": [], "gw1": [], "simpy": [], "ciw": []}
     gw_means, simpy_means, ciw_means = None, [], []
-    import numba
-
-    threads = numba.get_num_threads()
     for r in range(cfg["reps"]):
         res = simengine.run(scenario)
         t["gw"].append(res.engine_seconds)
@@ -315,12 +312,8 @@ def bench_c(cfg: dict, rep: Report) -> None:
         gw_means = res.metrics["mean_response"].values
         gw_rows = len(res.jobs["status"])
         del res
-        if cfg["single_thread"] and threads > 1:
-            numba.set_num_threads(1)
-            try:
-                res = simengine.run(scenario)
-            finally:
-                numba.set_num_threads(threads)
+        if cfg["single_thread"] and (os.cpu_count() or 1) > 1:
+            res = simengine.run(scenario, workers=1)  # replications one at a time, on one core
             t["gw1"].append(res.engine_seconds)
             done["gw1"].append(int((res.jobs["status"] == STATUS_COMPLETED).sum()))
             del res
@@ -335,7 +328,7 @@ def bench_c(cfg: dict, rep: Report) -> None:
         done["ciw"].append(o.completions)
         ciw_means.append(o.mean_response)
         log(f"  rep {r + 1}: GridWeb {t['gw'][-1]:.2f} s ({done['gw'][-1]} completions)"
-            + (f", GridWeb 1 thread {t['gw1'][-1]:.2f} s" if t["gw1"] else "")
+            + (f", GridWeb 1 worker {t['gw1'][-1]:.2f} s" if t["gw1"] else "")
             + f", SimPy {t['simpy'][-1]:.2f} s, Ciw {t['ciw'][-1]:.2f} s")
     rate = {k: summary([c / s for c, s in zip(done[k], t[k])], best=max) for k in t if t[k]}
     label = (f"(c) Zikos grid, per-job throughput (completed jobs/s); "
@@ -351,7 +344,7 @@ def bench_c(cfg: dict, rep: Report) -> None:
     if "gw1" in rate:
         for peer in ("simpy", "ciw"):
             name = {"simpy": "SimPy", "ciw": "Ciw"}[peer]
-            rep.row(f"c.{peer}.1thread", f"{label}, GridWeb limited to 1 numba thread, vs {name}",
+            rep.row(f"c.{peer}.1thread", f"{label}, GridWeb on one core (workers=1), vs {name}",
                     fmt_summary(rate["gw1"], fmt_rate), f"{name} " + fmt_summary(rate[peer], fmt_rate),
                     rate["gw1"]["best"] / rate[peer]["best"], "(information)", None,
                     gridweb_jobs_per_s=rate["gw1"], peer_jobs_per_s=rate[peer])

@@ -347,19 +347,21 @@ def _dispatch_one(scenario: Scenario, replication: int, counts: list[int] | None
     return Simulated(jobs, cluster, runtime, killed, start, proc, notes)
 
 
-def simulate_lwr_sites(scenario: Scenario, with_segments_for_first: bool,
-                          rows: SharedRows | None = None) -> list[ReplicationOutcome]:
+def simulate_lwr_sites(scenario: Scenario, with_segments_for_first: bool, rows: SharedRows | None = None,
+                       threads: int | None = None) -> list[ReplicationOutcome]:
     """All R replications of a dispatch-only model (every cluster LWR), each in one compiled
     pass over its jobs (:func:`simengine.grid_lwr.lwr_sites`), in a thread pool."""
     return _in_threads(scenario, list(range(scenario.run.replications)),
-                       lambda r, counts: _dispatch_one(scenario, r, counts), with_segments_for_first, rows)
+                       lambda r, counts: _dispatch_one(scenario, r, counts), with_segments_for_first, rows,
+                       threads)
 
 
 def _in_threads(scenario: Scenario, replications: list[int], simulate_one, with_segments_for_first: bool,
-                rows: SharedRows | None) -> list[ReplicationOutcome]:
+                rows: SharedRows | None, threads: int | None) -> list[ReplicationOutcome]:
     """Simulate and finish each replication in a thread pool (the kernels and numpy release
     the GIL; each replication has its own random streams, so results do not depend on the
-    order threads run in). Each writes its job rows into ``rows`` (in replication order)."""
+    order threads run in). Each writes its job rows into ``rows`` (in replication order).
+    ``threads``: at most this many (default: the machine's cores)."""
     rows = rows if rows is not None else SharedRows(len(replications))
 
     def one(i: int) -> ReplicationOutcome:
@@ -373,7 +375,7 @@ def _in_threads(scenario: Scenario, replications: list[int], simulate_one, with_
             raise
 
     _keep_freed_memory()
-    with _threads() as pool:
+    with ThreadPoolExecutor(max_workers=threads or os.cpu_count() or 1) as pool:
         return list(pool.map(one, range(len(replications))))
 
 
@@ -430,10 +432,6 @@ class SharedRows:
                 for k, v in self.columns.items()}
 
 
-def _threads() -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(max_workers=os.cpu_count() or 1)
-
-
 _MALLOC_TUNED = False
 
 
@@ -470,7 +468,7 @@ def _stateful_policy(scenario: Scenario):
 
 
 def simulate_stateful(scenario: Scenario, replications: list[int], with_segments_for_first: bool,
-                      rows: SharedRows | None = None) -> list[ReplicationOutcome]:
+                      rows: SharedRows | None = None, threads: int | None = None) -> list[ReplicationOutcome]:
     """Replications of a model with a stateful site-allocation policy over LWR sites
     (validated: every cluster is LWR): grid scheduler and sites in one compiled pass
     (simengine.grid_lwr) per replication, in a thread pool. ``submit`` stays the arrival
@@ -509,7 +507,7 @@ def simulate_stateful(scenario: Scenario, replications: list[int], with_segments
         runtime = work / np.append(speed, 1.0)[site]
         return Simulated(jobs, site, runtime, killed, start, proc, notes)
 
-    return _in_threads(scenario, replications, simulate_one, with_segments_for_first, rows)
+    return _in_threads(scenario, replications, simulate_one, with_segments_for_first, rows, threads)
 
 
 def _replication_worker(args):
@@ -545,7 +543,8 @@ def run(scenario: Any, on_progress: ProgressCallback | None = None, *, workers: 
         segments of replication 0 (columns as lists); ``kind`` "metrics" at the end.
         ``seq`` numbers every chunk from 0 so a late client can ask for what it missed.
     workers : int, optional
-        Processes for replications; default: the machine's cores when the run is big.
+        Processes for replications (threads when every cluster runs LWR or the site
+        allocation is stateful); default: the machine's cores when the run is big.
     """
     scenario = scenario if isinstance(scenario, Scenario) else load_scenario(scenario, base_dir=base_dir)
     R = scenario.run.replications
@@ -562,9 +561,9 @@ def run(scenario: Any, on_progress: ProgressCallback | None = None, *, workers: 
     if _stateful_policy(scenario) is not None or (R > 1 and _dispatch_only(scenario)):
         rows = SharedRows(R)
         if _stateful_policy(scenario) is not None:
-            outcomes = simulate_stateful(scenario, list(range(R)), True, rows)
+            outcomes = simulate_stateful(scenario, list(range(R)), True, rows, workers)
         else:
-            outcomes = simulate_lwr_sites(scenario, True, rows)
+            outcomes = simulate_lwr_sites(scenario, True, rows, workers)
         jobs = rows.result()
         emit.progress(1.0, 0.0)
     else:
