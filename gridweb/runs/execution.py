@@ -55,7 +55,7 @@ from typing import Any
 from asgiref.sync import async_to_sync
 from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.conf import settings
-from django.db import close_old_connections, transaction
+from django.db import InterfaceError, OperationalError, close_old_connections, transaction
 from django.utils import timezone
 
 import simengine
@@ -324,6 +324,8 @@ def execute_run(run_id: int, worker: str | None = None) -> str:
     except RunCancelled:
         return _end(run, Status.CANCELLED, "")
     except Exception as exc:  # noqa: BLE001 - every failure becomes the run's readable error
+        if isinstance(exc, InterfaceError | OperationalError) and not embedded():
+            raise  # the database is unreachable: the Celery task retries later (gridweb.runs.tasks)
         log.info("run %s failed:\n%s", run.pk, traceback.format_exc())
         return _end(run, Status.FAILED, readable_error(exc), progress)
     finally:
@@ -461,6 +463,7 @@ class EmbeddedWorker:
         self._queue: queue.Queue[tuple[str, int]] = queue.Queue()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
+        self._recovered = threading.Event()  # set once start-up recovery has queued its work
         self.current_run: int | None = None
 
     def start(self) -> None:
@@ -483,6 +486,8 @@ class EmbeddedWorker:
     def wait_idle(self, timeout: float) -> bool:
         """Block until every queued item is done (for tests and the shutdown path); True if idle."""
         deadline = time.monotonic() + timeout
+        if self._thread is not None and not self._recovered.wait(timeout):
+            return False
         while time.monotonic() < deadline:
             if self._queue.unfinished_tasks == 0:
                 return True
@@ -496,6 +501,7 @@ class EmbeddedWorker:
             log.exception("embedded worker: recovery of interrupted runs failed")
         finally:
             close_old_connections()
+            self._recovered.set()
         while True:
             kind, ident = self._queue.get()
             try:

@@ -13,7 +13,7 @@ from typing import Any
 
 from celery import shared_task
 from celery.signals import task_revoked
-from django.db import close_old_connections
+from django.db import InterfaceError, OperationalError, close_old_connections
 
 from . import execution
 from .sweeps import finish_sweep
@@ -21,12 +21,18 @@ from .sweeps import finish_sweep
 log = logging.getLogger(__name__)
 
 EXECUTE_RUN = "gridweb.execute_run"
+DATABASE_RETRY_SECONDS = 60
 
 
 @shared_task(name=EXECUTE_RUN, bind=True, acks_late=True, reject_on_worker_lost=True, max_retries=None)
 def execute_run_task(self, run_id: int) -> str:
     """Execute one run on this worker; the outcome (done, failed, cancelled, skipped) is returned."""
-    outcome = execution.execute_run(run_id, worker=execution.worker_name(self.request.hostname))
+    try:
+        outcome = execution.execute_run(run_id, worker=execution.worker_name(self.request.hostname))
+    except (InterfaceError, OperationalError) as exc:
+        # The database is unreachable, so not even the failure could be recorded: try again later
+        # (the run, still "running" under this process, then restarts cleanly).
+        raise self.retry(exc=exc, countdown=DATABASE_RETRY_SECONDS) from exc
     if outcome == execution.BUSY:
         raise self.retry(countdown=execution.HEARTBEAT_STALE.total_seconds())
     return outcome
