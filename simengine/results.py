@@ -120,8 +120,8 @@ def percentile_linear(x: np.ndarray, q: float) -> float:
     if virtual >= n - 1:
         return float(x.max())
     below = math.floor(virtual)
-    part = np.partition(x, [below, below + 1])
-    a, b = part[below], part[below + 1]
+    part = np.partition(x, below)  # one kth: numpy's partition at two is several times slower
+    a, b = part[below], part[below + 1:].min()
     gamma = virtual - below
     diff = b - a
     return float(b - diff * (1 - gamma) if gamma >= 0.5 else a + diff * gamma)

@@ -122,7 +122,7 @@ def build_workload(scenario: Scenario, rngs: list[np.random.Generator], horizon:
 
 @dataclass
 class ReplicationOutcome:
-    jobs: dict[str, np.ndarray]
+    jobs: dict[str, np.ndarray] | None  # None: rows not kept (run.keep_jobs "first", replication > 0)
     segments: dict[str, np.ndarray] | None
     metrics: dict[str, float]
     series: dict[str, np.ndarray] | None
@@ -202,7 +202,8 @@ def finish_replication(scenario: Scenario, sim: Simulated, replication: int, wit
                        place: Callable[[int], dict[str, np.ndarray]] | None = None) -> ReplicationOutcome:
     """Stop and warm-up rules, statuses, job rows, metrics and (optionally) segments and time series.
 
-    The rows go into ``place(n)`` (n rows of every job column) when given, else into new arrays.
+    The rows go into ``place(n)`` (n rows of every job column) when given, else into new
+    arrays; with ``run.keep_jobs: first`` only replication 0 keeps its rows.
     """
     run = scenario.run
     jobs, notes = sim.jobs, sim.notes
@@ -223,13 +224,15 @@ def finish_replication(scenario: Scenario, sim: Simulated, replication: int, wit
         keep = int(np.searchsorted(jobs.submit, t_stop, side="right"))  # jobs are sorted by submit
     if not math.isfinite(t_stop):
         t_stop = float(largest) if finished else 0.0
-    cols = place(keep) if place is not None else empty_job_rows(keep)
+    cols = None
+    if run.keep_jobs == "all" or replication == 0:
+        cols = place(keep) if place is not None else empty_job_rows(keep)
     held = np.empty(keep) if with_segments else None
     clusters = scenario.platform.clusters
     metrics = finish_rows(jobs.submit, sim.runtime, sim.killed, sim.cluster, sim.start, jobs.job_id, jobs.stream,
-                             jobs.processors, jobs.estimate, replication, keep, t_stop, run.warmup.time,
-                             run.warmup.completions, [c.name for c in clusters], [c.processors for c in clusters],
-                             cols, held)
+                          jobs.processors, jobs.estimate, replication, keep, t_stop, run.warmup.time,
+                          run.warmup.completions, [c.name for c in clusters], [c.processors for c in clusters],
+                          cols, held)
     series = segments = None
     if with_segments:
         capacity = sum(c.processors for c in clusters)
@@ -298,10 +301,14 @@ def _enough(scenario: Scenario, sim: Simulated) -> bool:
     t_n, started, _ = sim.kth_end
     if started < completions:
         return False
+    stream = sim.jobs.stream
     for i, s in enumerate(scenario.workload.streams):
         if isinstance(s, SyntheticStream) and s.count is None:
-            mine = sim.jobs.submit[sim.jobs.stream == i]
-            if not len(mine) or mine[-1] <= t_n:
+            last = len(stream) - 1 if len(stream) and stream[-1] == i else None
+            if last is None:
+                mine = np.flatnonzero(stream == i)
+                last = mine[-1] if len(mine) else None
+            if last is None or sim.jobs.submit[last] <= t_n:
                 return False
     return True
 
@@ -559,7 +566,7 @@ def run(scenario: Any, on_progress: ProgressCallback | None = None, *, workers: 
     t0 = time.perf_counter()
     jobs = None
     if _stateful_policy(scenario) is not None or (R > 1 and _dispatch_only(scenario)):
-        rows = SharedRows(R)
+        rows = SharedRows(R if scenario.run.keep_jobs == "all" else 1)
         if _stateful_policy(scenario) is not None:
             outcomes = simulate_stateful(scenario, list(range(R)), True, rows, workers)
         else:
@@ -606,10 +613,10 @@ def _base_dir(scenario: Scenario) -> str | None:
 
 def _assemble(scenario: Scenario, outcomes: list[ReplicationOutcome],
               jobs: dict[str, np.ndarray] | None = None) -> Result:
-    """The Result of a run; ``jobs``: the rows of every replication when already gathered in place."""
+    """The Result of a run; ``jobs``: the rows kept when already gathered in place."""
     if jobs is None:
-        jobs = outcomes[0].jobs if len(outcomes) == 1 else \
-            {k: np.concatenate([o.jobs[k] for o in outcomes]) for k in outcomes[0].jobs}
+        kept = [o.jobs for o in outcomes if o.jobs is not None]
+        jobs = kept[0] if len(kept) == 1 else {k: np.concatenate([j[k] for j in kept]) for k in kept[0]}
     names = sorted({k for o in outcomes for k in o.metrics})
     metrics = {k: Metric.from_values(k, [o.metrics.get(k, math.nan) for o in outcomes]) for k in names}
     notes = [n for o in outcomes for n in o.notes]

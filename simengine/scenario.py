@@ -450,6 +450,17 @@ class RunControl(_Model):
     stop: Stop = Field(default_factory=Stop)
     warmup: Warmup = Field(default_factory=Warmup)
     enforce_walltime: bool = False
+    #: job rows kept in the result: of every replication, or of replication 0 only
+    #: (metrics always cover every replication)
+    keep_jobs: Literal["all", "first"] = "all"
+
+    @model_serializer(mode="wrap")
+    def _leave_out_default_keep_jobs(self, handler):
+        # the default is left out, so scenarios written before the option keep their hash
+        data = handler(self)
+        if data.get("keep_jobs") == "all":
+            del data["keep_jobs"]
+        return data
 
 
 class Scenario(_Model):

@@ -178,3 +178,42 @@ def test_threaded_replications_equal_one_at_a_time():
             if k != "replication":
                 assert together.jobs[k][mine].tobytes() == alone.jobs[k].tobytes(), k
         assert all(same(together.metrics[k].values[r], v) for k, v in alone.metrics.items())
+
+
+@pytest.mark.parametrize("grid,workers", [(True, None), (False, 1), (False, 2)])
+def test_keep_jobs_first_keeps_replication_0s_rows_and_every_metric(grid, workers):
+    if grid:
+        s = zikos_grid(replications=4)
+    else:
+        s = {"name": "easy", "platform": {"clusters": [{"name": "c", "processors": 16,
+                                                          "scheduler": {"name": "easy"}}]},
+             "workload": {"streams": [{"kind": "synthetic", "name": "s", "target": "c",
+                                       "arrival": {"target_load": 0.8}, "size": {"kind": "uniform", "low": 1, "high": 8},
+                                       "runtime": {"kind": "exponential", "mean": 50}}]},
+             "run": {"seed": 4, "replications": 3, "stop": {"completions": 1500}, "warmup": {"completions": 50}}}
+    everything = simengine.run(s, workers=workers)
+    s["run"]["keep_jobs"] = "first"
+    first = simengine.run(s, workers=workers)
+    mine = everything.jobs["replication"] == 0
+    for k in JOB_COLUMNS:
+        assert first.jobs[k].tobytes() == everything.jobs[k][mine].tobytes(), k
+    for k, m in everything.metrics.items():
+        assert all(same(a, b) for a, b in zip(m.values, first.metrics[k].values)), k
+    for k in everything.segments:
+        assert first.segments[k].tobytes() == everything.segments[k].tobytes()
+    assert first.replications == everything.replications and first.summary()["jobs"] == int(mine.sum())
+
+
+def test_keep_jobs_is_recorded_only_when_not_the_default():
+    s = zikos_grid()
+    default = simengine.load_scenario(s)
+    assert "keep_jobs" not in default.model_dump(mode="json")["run"]  # hashes of older scenarios stay
+    s["run"]["keep_jobs"] = "first"
+    first = simengine.load_scenario(s)
+    assert first.model_dump(mode="json")["run"]["keep_jobs"] == "first"
+    assert simengine.scenario_hash(first) != simengine.scenario_hash(default)
+    assert simengine.load_scenario(first.to_json()).run.keep_jobs == "first"
+    s["run"]["keep_jobs"] = "none"
+    with pytest.raises(simengine.errors.ScenarioError) as e:
+        simengine.load_scenario(s)
+    assert any(err.path == "run.keep_jobs" for err in e.value.errors)
