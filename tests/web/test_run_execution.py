@@ -503,3 +503,72 @@ def test_gridweb_requeue_hands_lost_runs_to_the_workers_again(full_stack_site):
         assert state["status"] == "done", state["error"]
         assert state["attempt"] == attempts and state["worker"].startswith("worker")
         assert state["seqs"] == list(range(len(state["seqs"]))) and state["results"] == 1
+
+
+# --- Embedded server restart: the worker starts with the first request ---------------------------
+
+LEFT_BEHIND = """
+import json, os
+import django
+django.setup()
+from django.core.management import call_command
+call_command("migrate", verbosity=0, interactive=False)
+from django.contrib.auth.models import User
+from django.utils import timezone
+from gridweb.runs.models import Run
+from gridweb.runs.services import create_run
+user = User.objects.create_user("left")
+spec = json.loads({spec!r})
+queued = create_run(user, spec, dispatch_now=False)
+interrupted = create_run(user, spec, dispatch_now=False)
+# As the stopped server left it: running in a process that no longer exists.
+Run.objects.filter(pk=interrupted.pk).update(status="running", attempt=1, heartbeat=timezone.now(),
+                                             worker=f"embedded@{{os.uname().nodename}}:{dead_pid}")
+print(json.dumps([queued.pk, interrupted.pk]))
+"""
+
+STATUSES = """
+import json
+import django
+django.setup()
+from gridweb.runs.models import Run
+print(json.dumps({r.pk: [r.status, r.error] for r in Run.objects.all()}))
+"""
+
+
+@pytest.mark.slow
+def test_a_restarted_embedded_server_picks_up_what_the_stopped_one_left(tmp_path):
+    import subprocess
+    import sys
+    import urllib.request
+
+    from tests.conftest import ROOT, _free_port, project_env, run_python_json
+
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+    env = project_env(DATABASE_URL=f"sqlite:///{tmp_path / 'site.sqlite3'}", GRIDWEB_DATA_DIR=str(tmp_path / "data"))
+    queued, interrupted = run_python_json(LEFT_BEHIND.format(spec=json.dumps(small_spec()), dead_pid=pid), env=env)
+    port = _free_port()
+    with open(tmp_path / "server.log", "w") as log:
+        server = subprocess.Popen([sys.executable, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"],
+                                  cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 60
+        while True:  # the first request the new server serves starts its worker
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5):
+                    break
+            except OSError:
+                assert time.monotonic() < deadline and server.poll() is None, (tmp_path / "server.log").read_text()
+                time.sleep(0.3)
+        while (statuses := run_python_json(STATUSES, env=env))[str(queued)][0] in ("queued", "running"):
+            assert time.monotonic() < deadline + 60, statuses
+            time.sleep(0.5)
+    finally:
+        server.terminate()
+        server.wait(20)
+
+    assert statuses[str(queued)] == ["done", ""]
+    assert statuses[str(interrupted)][0] == "failed" and "interrupted" in statuses[str(interrupted)][1]
