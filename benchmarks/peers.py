@@ -270,7 +270,7 @@ def least_work_processor(drain: list[float], first: int, count: int, now: float,
 
 
 def simpy_lwr(model: GridModel, completions: int, warmup: int, seed: int = 0,
-              workload: tuple | None = None) -> LwrOutcome:
+              workload: tuple | None = None, records: bool = True) -> LwrOutcome:
     """The grid in SimPy: every processor a ``Resource(capacity=1)`` with its own FIFO queue.
 
     An arriving job picks a site at random (p_k = c_k / 80), then joins the processor
@@ -279,6 +279,9 @@ def simpy_lwr(model: GridModel, completions: int, warmup: int, seed: int = 0,
     and sites are drawn per job with Python's ``random`` -- unless ``workload``
     (submit, demand, site) is given, then those jobs are replayed instead (for the
     exact cross-check). The run stops at ``completions`` completions.
+
+    ``records``: keep (end, response) of every job, as GridWeb keeps a row per job; without
+    them the model only sums the response times after the first ``warmup`` completions.
     """
     import simpy
 
@@ -294,7 +297,8 @@ def simpy_lwr(model: GridModel, completions: int, warmup: int, seed: int = 0,
     cpus = [simpy.Resource(env, capacity=1) for _ in range(sum(counts))]
     drain = [0.0] * len(cpus)
     done = env.event()
-    records = []  # (end, response)
+    kept = [] if records else None  # (end, response)
+    ended = [0, 0.0]  # completions, sum of the responses after the warm-up ones
     start_of = {} if workload is not None else None
 
     def job(i, submitted, p, demand):
@@ -303,8 +307,12 @@ def simpy_lwr(model: GridModel, completions: int, warmup: int, seed: int = 0,
             if start_of is not None:
                 start_of[i] = env.now
             yield env.timeout(demand)
-        records.append((env.now, env.now - submitted))
-        if len(records) == completions and not done.triggered:
+        ended[0] += 1
+        if kept is not None:
+            kept.append((env.now, env.now - submitted))
+        elif ended[0] > warmup:
+            ended[1] += env.now - submitted
+        if ended[0] == completions and not done.triggered:
             done.succeed()
 
     def dispatch(i, demand, site):
@@ -336,7 +344,9 @@ def simpy_lwr(model: GridModel, completions: int, warmup: int, seed: int = 0,
     start = None
     if workload is not None:
         start = [start_of.get(i, math.nan) for i in range(len(workload[0]))]
-    return LwrOutcome(seconds, len(records), _mean_after_warmup(records, warmup), start)
+    mean = _mean_after_warmup(kept, warmup) if kept is not None else \
+        (ended[1] / (ended[0] - warmup) if ended[0] > warmup else math.nan)
+    return LwrOutcome(seconds, ended[0], mean, start)
 
 
 def ciw_lwr(model: GridModel, completions: int, warmup: int, seed: int = 0,

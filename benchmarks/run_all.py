@@ -13,6 +13,8 @@ of each is compared. The table is also written to ``benchmarks/results/latest.js
 (c) The Zikos & Karatza grid (examples/zikos-random.yaml): GridWeb over all
     replications vs SimPy and Ciw models on fewer jobs, as per-job throughput, with
     an exact cross-check on a shared workload and a statistical one on independent runs.
+    Like for like: GridWeb keeping every job row vs peers keeping a record per job, and
+    GridWeb with run.keep_jobs: first vs a SimPy model that only sums response times.
 (d) LCG-2005-1 (188,041 jobs) replay with EASY: peak RSS of the CLI process.
 
 See docs/performance.md.
@@ -302,15 +304,25 @@ def bench_c(cfg: dict, rep: Report) -> None:
               f"1/lambda {model.mean_interarrival}, BP({model.alpha}, L, {model.high})")
     _exact_lwr_checks(cfg, rep, scenario, model)
     warm_up_kernels()
-    t = {"gw": [], "gw1": [], "simpy": [], "ciw": []}
-    done = {"gw": [], "gw1": [], "simpy": [], "ciw": []}
+    first_only = simengine.load_scenario({**data, "run": {**data["run"], "keep_jobs": "first"}},
+                                         base_dir=str(ZIKOS.parent))
+    keys = ("gw", "gw_first", "gw1", "simpy", "simpy_sums", "ciw")
+    t = {k: [] for k in keys}
+    done = {k: [] for k in keys}
     gw_means, simpy_means, ciw_means = None, [], []
+    same_metrics = True
     for r in range(cfg["reps"]):
         res = simengine.run(scenario)
         t["gw"].append(res.engine_seconds)
         done["gw"].append(int((res.jobs["status"] == STATUS_COMPLETED).sum()))
         gw_means = res.metrics["mean_response"].values
         gw_rows = len(res.jobs["status"])
+        del res
+        res = simengine.run(first_only)  # the same simulation, keeping replication 0's rows only
+        t["gw_first"].append(res.engine_seconds)
+        done["gw_first"].append(done["gw"][-1])
+        same_metrics &= res.metrics["mean_response"].values == gw_means
+        first_rows = len(res.jobs["status"])
         del res
         if cfg["single_thread"] and (os.cpu_count() or 1) > 1:
             res = simengine.run(scenario, workers=1)  # replications one at a time, on one core
@@ -322,32 +334,47 @@ def bench_c(cfg: dict, rep: Report) -> None:
         t["simpy"].append(o.seconds)
         done["simpy"].append(o.completions)
         simpy_means.append(o.mean_response)
+        o = peers.simpy_lwr(model, cfg["simpy_completions"], sw, seed=1000 + r, records=False)
+        t["simpy_sums"].append(o.seconds)
+        done["simpy_sums"].append(o.completions)
         cw = max(1, warm * cfg["ciw_completions"] // stop)
         o = peers.ciw_lwr(model, cfg["ciw_completions"], cw, seed=2000 + r)
         t["ciw"].append(o.seconds)
         done["ciw"].append(o.completions)
         ciw_means.append(o.mean_response)
-        log(f"  rep {r + 1}: GridWeb {t['gw'][-1]:.2f} s ({done['gw'][-1]} completions)"
-            + (f", GridWeb 1 worker {t['gw1'][-1]:.2f} s" if t["gw1"] else "")
-            + f", SimPy {t['simpy'][-1]:.2f} s, Ciw {t['ciw'][-1]:.2f} s")
+        log(f"  rep {r + 1}: GridWeb {t['gw'][-1]:.2f} s ({done['gw'][-1]} completions), "
+            f"keep_jobs first {t['gw_first'][-1]:.2f} s"
+            + (f", 1 worker {t['gw1'][-1]:.2f} s" if t["gw1"] else "")
+            + f"; SimPy {t['simpy'][-1]:.2f} s, without records {t['simpy_sums'][-1]:.2f} s; "
+            f"Ciw {t['ciw'][-1]:.2f} s")
+    rep.check("c.keep_first", "GridWeb with run.keep_jobs: first computes the same metrics", same_metrics,
+              f"mean response time of all {R} replications identical; {first_rows} job rows kept instead of "
+              f"{gw_rows}")
     rate = {k: summary([c / s for c, s in zip(done[k], t[k])], best=max) for k in t if t[k]}
     label = (f"(c) Zikos grid, per-job throughput (completed jobs/s); "
              f"GridWeb {R} replications x {stop} completions")
-    for peer, target in (("simpy", TARGET_C_SIMPY), ("ciw", TARGET_C_CIW)):
-        name = {"simpy": "SimPy", "ciw": "Ciw"}[peer]
-        ratio = rate["gw"]["best"] / rate[peer]["best"]
-        rep.row(f"c.{peer}", f"{label} vs {name} ({cfg[peer + '_completions']} completions per run)",
-                fmt_summary(rate["gw"], fmt_rate), f"{name} " + fmt_summary(rate[peer], fmt_rate), ratio,
-                f">= {target:g}x", ratio >= target, gridweb_jobs_per_s=rate["gw"], peer_jobs_per_s=rate[peer],
-                gridweb_seconds=summary(t["gw"]), peer_seconds=summary(t[peer]),
-                gridweb_completions=done["gw"][0], gridweb_job_rows=gw_rows, peer_completions=done[peer][0])
-    if "gw1" in rate:
-        for peer in ("simpy", "ciw"):
-            name = {"simpy": "SimPy", "ciw": "Ciw"}[peer]
-            rep.row(f"c.{peer}.1thread", f"{label}, GridWeb on one core (workers=1), vs {name}",
-                    fmt_summary(rate["gw1"], fmt_rate), f"{name} " + fmt_summary(rate[peer], fmt_rate),
-                    rate["gw1"]["best"] / rate[peer]["best"], "(information)", None,
-                    gridweb_jobs_per_s=rate["gw1"], peer_jobs_per_s=rate[peer])
+    rows = (
+        # id, GridWeb side, peer side, target
+        ("c.simpy", "gw", f"keeping all {gw_rows:,} job rows", "simpy", "SimPy, keeping (end, response) of every job",
+         TARGET_C_SIMPY),
+        ("c.simpy.sums", "gw_first", f"run.keep_jobs: first ({first_rows:,} rows of replication 0)", "simpy_sums",
+         "SimPy, summing response times (no per-job records)", TARGET_C_SIMPY),
+        ("c.ciw", "gw", f"keeping all {gw_rows:,} job rows", "ciw", "Ciw (records every customer)", TARGET_C_CIW),
+        ("c.simpy.1core", "gw1", f"on one core (workers=1), keeping all {gw_rows:,} job rows", "simpy",
+         "SimPy, keeping (end, response) of every job", None),
+        ("c.ciw.1core", "gw1", f"on one core (workers=1), keeping all {gw_rows:,} job rows", "ciw", "Ciw", None),
+    )
+    for id_, gw, gw_what, peer, peer_what, target in rows:
+        if gw not in rate:
+            continue
+        base = peer.split("_")[0]
+        ratio = rate[gw]["best"] / rate[peer]["best"]
+        rep.row(id_, f"{label}, {gw_what}, vs {peer_what} ({cfg[base + '_completions']} completions per run)",
+                fmt_summary(rate[gw], fmt_rate), {"simpy": "SimPy ", "ciw": "Ciw "}[base] + fmt_summary(rate[peer], fmt_rate),
+                ratio,
+                f">= {target:g}x" if target else "(information)", ratio >= target if target else None,
+                gridweb_jobs_per_s=rate[gw], peer_jobs_per_s=rate[peer], gridweb_seconds=summary(t[gw]),
+                peer_seconds=summary(t[peer]), gridweb_completions=done[gw][0], peer_completions=done[peer][0])
     _statistical_check(rep, "c.stat.simpy", "SimPy", gw_means, stop, simpy_means, cfg["simpy_completions"])
     _statistical_check(rep, "c.stat.ciw", "Ciw", gw_means, stop, ciw_means, cfg["ciw_completions"])
 
