@@ -29,6 +29,7 @@ import numpy as np
 from simengine import __version__
 from simengine.gantt import KIND_RUN, SEGMENT_COLUMNS, assign_processors
 from simengine.generate import generate_stream
+from simengine.grid.schema import is_coallocation
 from simengine.grid_lwr import grid_lwr_kernel, lwr_sites
 from simengine.registry import LOCAL_SCHEDULERS, SITE_ALLOCATION
 from simengine.results import (Metric, Result, empty_job_rows, finish_rows, kth_smallest_end, time_series)
@@ -554,6 +555,10 @@ def run(scenario: Any, on_progress: ProgressCallback | None = None, *, workers: 
         allocation is stateful); default: the machine's cores when the run is big.
     """
     scenario = scenario if isinstance(scenario, Scenario) else load_scenario(scenario, base_dir=base_dir)
+    if is_coallocation(scenario):  # co-allocated jobs with start deadlines: the grid layer runs them
+        from simengine.grid.run import run_grid
+
+        return run_grid(scenario, on_progress, workers=workers)
     R = scenario.run.replications
     emit = _Emitter(on_progress)
     # Traces are read (and kernels compiled) before the clock starts: engine_seconds is

@@ -1,0 +1,218 @@
+"""Arrays in, outcome out: one replication of the co-allocation grid layer.
+
+:func:`simulate` takes the platform (processors per cluster), the local jobs, the global
+jobs and the policy, runs the compiled event loop (:mod:`simengine.grid.kernel`) and
+returns a :class:`GridOutcome` in the order the jobs were given. Tests and the
+reproduction recipe call it directly; :mod:`simengine.grid.run` builds its inputs from a
+scenario.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from simengine.grid import kernel as K
+from simengine.grid.schema import PLACEMENT_CODES, RPPParams, WorstFitParams
+
+__all__ = ["LocalJobs", "GlobalJobs", "GridPolicy", "GridOutcome", "simulate", "warm_up"]
+
+
+@dataclass
+class LocalJobs:
+    """Local single-component jobs: each goes to its own cluster's FCFS queue."""
+
+    submit: np.ndarray
+    runtime: np.ndarray
+    size: np.ndarray
+    cluster: np.ndarray
+
+    def __post_init__(self):
+        self.submit = np.asarray(self.submit, np.float64)
+        self.runtime = np.asarray(self.runtime, np.float64)
+        self.size = np.asarray(self.size, np.int64)
+        self.cluster = np.asarray(self.cluster, np.int64)
+
+    def __len__(self) -> int:
+        return len(self.submit)
+
+
+@dataclass
+class GlobalJobs:
+    """Global co-allocated jobs: ``components`` components of ``size`` processors each, all
+    starting at the absolute start deadline ``deadline`` (>= submit) and running ``runtime``."""
+
+    submit: np.ndarray
+    runtime: np.ndarray
+    size: np.ndarray
+    components: np.ndarray
+    deadline: np.ndarray
+
+    def __post_init__(self):
+        self.submit = np.asarray(self.submit, np.float64)
+        self.runtime = np.asarray(self.runtime, np.float64)
+        self.size = np.asarray(self.size, np.int64)
+        self.components = np.asarray(self.components, np.int64)
+        self.deadline = np.asarray(self.deadline, np.float64)
+
+    def __len__(self) -> int:
+        return len(self.submit)
+
+    @staticmethod
+    def empty() -> "GlobalJobs":
+        z = np.zeros(0)
+        return GlobalJobs(z, z, z, z, z)
+
+
+@dataclass
+class GridPolicy:
+    """The grid's policies (parameters as in :class:`~simengine.grid.schema.RPPParams`)."""
+
+    placement: str = "worst-fit"
+    lp: float = 0.7
+    mp: int = 10
+    final_attempt: bool = True
+    wait_x: float | None = None
+    priority: str = "GP"
+    kill_order: str = "latest_started_first"
+    killed_jobs: str = "drop"
+    claims_bypass_local_queue: bool = True
+
+    @classmethod
+    def from_params(cls, placement: str = "worst-fit", placement_params: dict[str, Any] | None = None,
+                    deadline_params: dict[str, Any] | None = None) -> "GridPolicy":
+        WorstFitParams.model_validate(placement_params or {})
+        p = RPPParams.model_validate(deadline_params or {})
+        return cls(placement=placement, lp=p.lp, mp=p.mp, final_attempt=p.final_attempt, wait_x=p.wait_x,
+                   priority=p.priority, kill_order=p.kill_order, killed_jobs=p.killed_jobs,
+                   claims_bypass_local_queue=p.claims_bypass_local_queue)
+
+
+@dataclass
+class GridOutcome:
+    """One replication's schedule, in the order the jobs were given.
+
+    Local jobs: ``local_start`` (last start; NaN if never), ``local_end`` (completion, or
+    the kill time of a dropped killed job; NaN otherwise), ``local_state`` (kernel codes
+    L_WAITING, L_RUNNING, L_DONE, L_KILLED at the stop), ``local_kills`` (times killed).
+    Global jobs: ``global_state`` (G_WAITING .. G_FAILED), ``global_hold`` (when its
+    processors were taken: claim time, or D), ``global_decided`` (start at D, or the time
+    it failed), ``global_tries`` (placement attempts, the deadline attempt included),
+    ``global_kills`` (local jobs it killed), ``component_cluster`` (cluster of each
+    component, ``component_offset[g]:component_offset[g+1]``; meaningful once placed).
+    ``kills``: every kill as (local job, start of the lost run, kill time).
+    ``busy``: per cluster, processor-seconds in [t_warm, t_end] busy with local jobs,
+    claimed and idle, and busy with global jobs.
+    """
+
+    local_start: np.ndarray
+    local_end: np.ndarray
+    local_state: np.ndarray
+    local_kills: np.ndarray
+    global_state: np.ndarray
+    global_hold: np.ndarray
+    global_decided: np.ndarray
+    global_tries: np.ndarray
+    global_kills: np.ndarray
+    component_offset: np.ndarray
+    component_cluster: np.ndarray
+    kills: dict[str, np.ndarray] = field(default_factory=dict)
+    busy: np.ndarray | None = None
+    t_end: float = 0.0
+
+    def components_of(self, g: int) -> list[int]:
+        """Clusters of global job ``g``'s components."""
+        return self.component_cluster[self.component_offset[g]:self.component_offset[g + 1]].tolist()
+
+
+def _order(submit: np.ndarray) -> np.ndarray | None:
+    if len(submit) < 2 or bool((submit[1:] >= submit[:-1]).all()):
+        return None
+    return np.argsort(submit, kind="stable")
+
+
+def simulate(processors, local: LocalJobs, global_jobs: GlobalJobs | None = None, policy: GridPolicy | None = None,
+             *, horizon: float = math.inf, warmup: float = 0.0) -> GridOutcome:
+    """Simulate one replication of the grid layer.
+
+    Parameters
+    ----------
+    processors : array of int
+        Processors of each cluster.
+    local, global_jobs : LocalJobs, GlobalJobs
+        The jobs, in any order (simultaneous submissions keep the given order).
+    policy : GridPolicy
+        Default: Worst-Fit, RPP with L_p 0.7, M_p 10, final attempt, Wait-inf, GP.
+    horizon : float
+        Events at or after this time are not simulated.
+    warmup : float
+        The busy-time accumulators start here.
+    """
+    procs = np.asarray(processors, np.int64)
+    gj = global_jobs if global_jobs is not None else GlobalJobs.empty()
+    pol = policy or GridPolicy()
+    C = len(procs)
+    if len(local) and (local.cluster.min() < 0 or local.cluster.max() >= C):
+        raise ValueError("a local job's cluster is not one of the clusters")
+    if len(local) and (local.size > procs[local.cluster]).any():
+        raise ValueError("a local job is larger than its cluster")
+    if len(gj) and ((gj.deadline < gj.submit).any() or (gj.components < 1).any() or (gj.size < 1).any()):
+        raise ValueError("global jobs need deadline >= submit, at least one component and size >= 1")
+    if pol.placement not in PLACEMENT_CODES:
+        raise ValueError(f"unknown placement policy {pol.placement!r}; known: {', '.join(PLACEMENT_CODES)}")
+    lo = _order(local.submit)
+    go = _order(gj.submit)
+    L = local if lo is None else LocalJobs(local.submit[lo], local.runtime[lo], local.size[lo], local.cluster[lo])
+    Gj = gj if go is None else GlobalJobs(gj.submit[go], gj.runtime[go], gj.size[go], gj.components[go],
+                                          gj.deadline[go])
+    n, G = len(L), len(Gj)
+    l_start = np.full(n, np.nan)
+    l_end = np.full(n, np.nan)
+    l_state = np.zeros(n, np.int8)
+    l_kills = np.zeros(n, np.int32)
+    g_state = np.zeros(G, np.int8)
+    g_hold = np.full(G, np.nan)
+    g_tries = np.zeros(G, np.int32)
+    g_kills = np.zeros(G, np.int32)
+    g_decided = np.full(G, np.nan)
+    comp_off = np.zeros(G + 1, np.int64)
+    np.cumsum(Gj.components, out=comp_off[1:])
+    comp_cluster = np.full(int(comp_off[-1]), -1, np.int64)
+    acc = np.zeros((C, 3))
+    wait_x = math.inf if pol.wait_x is None else float(pol.wait_x)
+    kl_job, kl_t0, kl_t1, _, t_end = K.grid_kernel(
+        procs, L.submit, L.runtime, L.size, L.cluster, Gj.submit, Gj.runtime, Gj.size, Gj.components,
+        Gj.deadline, PLACEMENT_CODES[pol.placement], float(pol.lp), int(pol.mp), wait_x, pol.priority == "GP",
+        bool(pol.final_attempt), pol.kill_order == "latest_started_first", pol.killed_jobs == "requeue",
+        bool(pol.claims_bypass_local_queue), float(horizon), float(warmup),
+        l_start, l_end, l_state, l_kills, g_state, g_hold, g_tries, g_kills, g_decided, comp_off, comp_cluster, acc)
+    out = GridOutcome(l_start, l_end, l_state, l_kills, g_state, g_hold, g_decided, g_tries, g_kills, comp_off,
+                      comp_cluster, {"job": kl_job, "start": kl_t0, "time": kl_t1}, acc, float(t_end))
+    if lo is not None:  # back to the order the jobs were given in
+        for name in ("local_start", "local_end", "local_state", "local_kills"):
+            a = getattr(out, name)
+            b = np.empty_like(a)
+            b[lo] = a
+            setattr(out, name, b)
+        out.kills["job"] = lo[kl_job]
+    if go is not None:
+        for name in ("global_state", "global_hold", "global_decided", "global_tries", "global_kills"):
+            a = getattr(out, name)
+            b = np.empty_like(a)
+            b[go] = a
+            setattr(out, name, b)
+        off = np.zeros(G + 1, np.int64)
+        np.cumsum(gj.components, out=off[1:])
+        cl = np.empty_like(comp_cluster)
+        for i, g in enumerate(go):
+            cl[off[g]:off[g + 1]] = comp_cluster[comp_off[i]:comp_off[i + 1]]
+        out.component_offset, out.component_cluster = off, cl
+    return out
+
+
+def warm_up() -> None:
+    """Compile (or load from numba's cache) the kernel on a tiny input."""
+    simulate([2, 2], LocalJobs([0.0, 1.0], [1.0, 1.0], [1, 2], [0, 1]),
+             GlobalJobs([0.0], [1.0], [1], [2], [0.5]))
