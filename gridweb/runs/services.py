@@ -85,7 +85,7 @@ def cancel_run(run: Run, user) -> Run:
     A queued run is ``cancelled`` at once (and its Celery task revoked); a running one gets
     ``cancel_requested``: the worker's progress callback stops it, and in full-stack mode its
     task is also revoked with terminate, so a long replication stops without waiting for the
-    next callback (the worker then ends the run ``cancelled``). Cancelling a cancelled run does
+    next callback (the worker's main process then ends the run ``cancelled``). Cancelling a cancelled run does
     nothing. Raises ``PermissionDenied`` for anyone but the owner (or a superuser) and
     :class:`CannotCancel` for a run that is done or failed.
     """
@@ -116,8 +116,13 @@ def _after_cancel(run: Run, task_id: str, was_queued: bool) -> None:
     if task_id and not execution.embedded():
         from gridweb.celery import app
 
-        # Queued: the worker drops the message. Running: SIGTERM to the process running it.
-        app.control.revoke(task_id, terminate=not was_queued)
+        # Queued: the worker drops the message. Running: the process running it is killed. SIGKILL,
+        # not Celery's default SIGTERM: the worker process handles SIGTERM in Python, which waits
+        # until the engine's compiled kernel returns (minutes, for a big replication).
+        if was_queued:
+            app.control.revoke(task_id)
+        else:
+            app.control.revoke(task_id, terminate=True, signal="SIGKILL")
     if was_queued:
         execution.announce_status(run)
         if run.sweep_id is not None:

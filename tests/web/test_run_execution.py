@@ -9,6 +9,7 @@ import os
 import signal
 import time
 from datetime import timedelta
+from pathlib import Path
 
 import numpy as np
 import psycopg
@@ -453,6 +454,20 @@ def test_full_stack_cancel_terminates_a_running_replication(full_stack_site):
     assert ended["seqs"] == [] and ended["results"] == 0
     logs = full_stack_site.log("worker1") + full_stack_site.log("worker2")
     assert "Terminating" in logs and running["task_id"] in logs
+    # The process running it is gone at once, not when its replication would have ended.
+    pid = int(running["worker"].rpartition(":")[2])
+    while process_exists(pid):
+        assert time.monotonic() - began < 30, f"worker process {pid} still runs the cancelled replication"
+        time.sleep(0.2)
+
+
+def process_exists(pid: int) -> bool:
+    """A process that exists and is not a zombie waiting for its parent."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
+    return "State:\tZ" not in status
 
 
 @pytest.mark.slow
