@@ -20,9 +20,9 @@ TraceError messages as they are, which name the field or the trace line; anythin
 No run is lost, and none runs twice at once:
 
 * Every write after the claim is conditional on the run's ``attempt``. A task delivered again
-  finds the run finished (skipped), queued (runs it), or running: if that execution's
-  ``heartbeat`` (refreshed every ``HEARTBEAT_SECONDS`` by a thread while the engine works) is
-  fresh and its process (when on this machine) alive, another worker may still be on it and
+  finds the run finished (skipped), queued (runs it), or running: if that execution may still
+  be alive — its process exists, when it is on this machine; its ``heartbeat`` (refreshed every
+  ``HEARTBEAT_SECONDS`` by a thread while the engine works) is recent, when it is elsewhere —
   the delivery answers ``BUSY`` (the Celery task retries later); otherwise that execution
   died, so the run restarts cleanly — its chunks
   are deleted and it streams again from seq 0 (the engine is deterministic, so a client that
@@ -70,7 +70,10 @@ log = logging.getLogger(__name__)
 
 THROTTLE_SECONDS = 0.5  # progress writes and cancellation checks, at most this often
 HEARTBEAT_SECONDS = 10.0  # a running execution refreshes Run.heartbeat this often
-HEARTBEAT_STALE = timedelta(seconds=60)  # no heartbeat for this long: the execution is dead
+# No heartbeat for this long from another machine: its execution is dead. Generous, because the
+# engine's compiled kernels hold the GIL and the heartbeat thread waits for them.
+HEARTBEAT_STALE = timedelta(minutes=5)
+PID_REUSE_AFTER = timedelta(hours=1)
 MAX_ATTEMPTS = 3  # starts of one run before it is failed instead of restarted
 
 # Outcomes of execute_run
@@ -146,15 +149,20 @@ _active_runs: set[int] = set()
 
 
 def execution_gone(run: Run, now) -> bool:
-    """Whether the execution recorded on a running ``run`` has certainly stopped: no heartbeat
-    for HEARTBEAT_STALE, or its process, on this machine, no longer exists."""
-    if run.heartbeat is None or now - run.heartbeat >= HEARTBEAT_STALE:
-        return True
+    """Whether the execution recorded on a running ``run`` has certainly stopped.
+
+    On this machine the process tells (the heartbeat thread cannot beat while a compiled
+    kernel holds the GIL, so a live run can look silent for minutes); elsewhere only the
+    heartbeat does: silent for HEARTBEAT_STALE. A process id alive for PID_REUSE_AFTER without
+    a heartbeat is taken for another process that got the same id."""
+    silent = run.heartbeat is None or now - run.heartbeat >= HEARTBEAT_STALE
     name, _, pid = run.worker.rpartition(":")
     if name.rpartition("@")[2] != socket.gethostname() or not pid.isdigit():
-        return False  # another machine: only its heartbeat tells
+        return silent  # another machine: only its heartbeat tells
     if int(pid) == os.getpid():
         return run.pk not in _active_runs
+    if run.heartbeat is not None and now - run.heartbeat >= PID_REUSE_AFTER:
+        return True
     return not _process_alive(int(pid))
 
 

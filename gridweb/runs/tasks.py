@@ -2,8 +2,7 @@
 
 ``gridweb.execute_run`` is acknowledged late and rejected (requeued) when its worker process
 is lost, so a run whose worker dies is delivered again; ``execute_run`` then restarts it
-cleanly or, if another execution may still be alive (fresh heartbeat), the task retries after
-the heartbeat would have gone stale.
+cleanly or, if another execution may still be alive, the task looks again a minute later.
 """
 
 from __future__ import annotations
@@ -22,6 +21,7 @@ log = logging.getLogger(__name__)
 
 EXECUTE_RUN = "gridweb.execute_run"
 DATABASE_RETRY_SECONDS = 60
+BUSY_RETRY_SECONDS = 60  # another execution may still be running the run: look again this much later
 
 
 @shared_task(name=EXECUTE_RUN, bind=True, acks_late=True, reject_on_worker_lost=True, max_retries=None)
@@ -34,7 +34,7 @@ def execute_run_task(self, run_id: int) -> str:
         # (the run, still "running" under this process, then restarts cleanly).
         raise self.retry(exc=exc, countdown=DATABASE_RETRY_SECONDS) from exc
     if outcome == execution.BUSY:
-        raise self.retry(countdown=execution.HEARTBEAT_STALE.total_seconds())
+        raise self.retry(countdown=BUSY_RETRY_SECONDS)
     return outcome
 
 

@@ -500,7 +500,7 @@ spec = json.loads({spec!r})
 never_sent = create_run(user, spec, dispatch_now=False)  # its message was lost with Redis
 interrupted = create_run(user, spec, dispatch_now=False)  # its worker machine lost power
 Run.objects.filter(pk=interrupted.pk).update(status="running", attempt=1, worker="worker7@gone-machine:4242",
-                                             heartbeat=timezone.now() - timedelta(minutes=5))
+                                             heartbeat=timezone.now() - timedelta(minutes=10))
 print(json.dumps([never_sent.pk, interrupted.pk]))
 """
 
