@@ -8,7 +8,8 @@ scenario per platform preset. Both are plain data: validate with
 Topologies (MODELS.md §3-§5; sources in /work/shared/seeds):
 
 ``multicluster-4x32``
-    Ballier et al.: 4 clusters of 32 processors, strict FCFS.
+    Ballier et al.: 4 clusters of 32 processors, strict FCFS (its scenario: local streams and
+    co-allocated jobs with start deadlines, simengine.grid).
 ``grid-4site-zikos``
     Zikos & Karatza: 4 sites of 8, 16, 24, 32 processors, equal speed, LWR.
 ``das2``
@@ -73,18 +74,35 @@ def _local_streams(clusters: list[str], load: float, size: dict, runtime: dict) 
 
 SCENARIOS: dict[str, dict[str, Any]] = {
     "multicluster-4x32": {
-        "name": "multicluster-4x32 local load 30%",
+        "name": "Ballier et al. co-allocation with start deadlines, Wait-10, GP",
         "description": (
-            "Ballier et al.'s platform with only the local streams: per cluster Poisson arrivals, "
-            "size RSD(1,32,0.9), runtime exponential mean 100 s, local load 30%, strict FCFS."
+            "Ballier et al.'s platform: per cluster a Poisson stream of local jobs (size RSD(1,32,0.9), runtime "
+            "exponential mean 100 s, local load 30%, strict FCFS) and one stream of global co-allocated jobs "
+            "(2..4 components of size RSD(4,32,0.9), runtime exponential mean 200 s, global load 20%, start "
+            "deadline uniform on [1, 3599] s); Worst-Fit placement, RPP with L_p 0.7, Wait-10, GP."
         ),
         "platform": {"preset": "multicluster-4x32"},
         "workload": {
             "streams": _local_streams(
                 ["c1", "c2", "c3", "c4"], 0.3, _RSD_LOCAL, {"kind": "exponential", "mean": 100}
             )
+            + [
+                {
+                    "kind": "coallocated",
+                    "name": "global",
+                    "arrival": {"target_load": 0.2},
+                    "components": {"kind": "uniform", "low": 2, "high": 4, "integer": True},
+                    "size": {"kind": "rsd", "low": 4, "high": 32, "q": 0.9},
+                    "runtime": {"kind": "exponential", "mean": 200},
+                    "deadline": {"min": 1, "max": 3599},
+                }
+            ]
         },
-        "run": {"seed": 1, "stop": {"completions": 20000}, "warmup": {"completions": 1000}},
+        "grid": {
+            "placement": {"name": "worst-fit"},
+            "deadline_policy": {"name": "rpp", "params": {"lp": 0.7, "wait_x": 10, "priority": "GP"}},
+        },
+        "run": {"seed": 1, "stop": {"horizon": 200000}, "warmup": {"time": 10000}},
     },
     "grid-4site-zikos": {
         "name": "Zikos Random, high load",
