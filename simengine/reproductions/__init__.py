@@ -15,6 +15,7 @@ from typing import Callable
 RECIPES: dict[str, str] = {
     "zikos": "simengine.reproductions.zikos",
     "klein": "simengine.reproductions.klein",
+    "ballier": "simengine.reproductions.ballier",
 }
 
 
