@@ -242,13 +242,17 @@ def _write_html(fig: dict, path: Path) -> None:
 
     panels = []
     for metric in dict.fromkeys(r[2] for r in fig["rows"]):
-        p = figure(title=f"{fig['title'].split('. ')[0]}: {LABEL[metric]}", width=760, height=380,
-                   x_axis_label=fig["x"], y_axis_label=LABEL[metric], tools="pan,wheel_zoom,box_zoom,hover,save,reset")
+        log = metric == "local_response"  # from minutes to days when the local queues saturate
+        p = figure(title=f"{fig['title'].split('. ')[0]}: {LABEL[metric]}", width=900, height=380,
+                   x_axis_label=fig["x"], y_axis_label=LABEL[metric] + (" (log scale)" if log else ""),
+                   y_axis_type="log" if log else "linear", tools="pan,wheel_zoom,box_zoom,hover,save,reset")
         for k, series in enumerate(dict.fromkeys(r[1] for r in fig["rows"] if r[2] == metric)):
             pts = [(x, m) for x, s, mm, m in fig["rows"] if s == series and mm == metric]
             xs = [float(x) for x, _ in pts]
             ys = [_scale(metric, m.mean) for _, m in pts]
             lo = [_scale(metric, m.ci_low if m.ci_low is not None else m.mean) for _, m in pts]
+            if log:
+                lo = [max(v, y / 10) for v, y in zip(lo, ys)]
             hi = [_scale(metric, m.ci_high if m.ci_high is not None else m.mean) for _, m in pts]
             src = ColumnDataSource({"x": xs, "y": ys, "lo": lo, "hi": hi, "series": [series] * len(xs)})
             colour = _COLOURS[k % len(_COLOURS)]
@@ -260,6 +264,7 @@ def _write_html(fig: dict, path: Path) -> None:
                             ("95% CI", "@lo{0.000} .. @hi{0.000}")]
         p.legend.click_policy = "hide"
         p.legend.label_text_font_size = "8pt"
+        p.add_layout(p.legend[0], "right")  # beside the plot, not over the data
         panels.append(p)
     path.write_text(file_html(column(*panels), INLINE, fig["title"]))
 
