@@ -152,8 +152,8 @@ class RPPParams(BaseModel):
     killed_jobs: Literal["drop", "requeue"] = Field(
         "drop", description="killed local jobs are dropped, or requeued at the head of their queue")
     claims_bypass_local_queue: bool = Field(
-        True, description="claims take idle processors even when local jobs are queued; false: a "
-                          "cluster with queued local jobs offers no idle processors to the grid")
+        True, description="claims (tries before D) take idle processors even when local jobs are queued; "
+                          "false: before D, a cluster with queued local jobs offers no idle processors")
     local_jobs_use_claimed: Literal[False] = Field(
         False, description="local jobs never run on claimed processors (fixed)")
     gp_cluster: Literal["most_idle_plus_local"] = Field(
