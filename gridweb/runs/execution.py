@@ -43,6 +43,7 @@ import asyncio
 import io
 import logging
 import math
+import multiprocessing
 import os
 import queue
 import socket
@@ -296,6 +297,13 @@ class _Progress:
             segments_count=self.segments, heartbeat=timezone.now())
 
 
+def engine_processes() -> int | None:
+    """Processes the engine may use for replications: one inside a Celery prefork child, which is
+    daemonic and may not start processes of its own (scale with more worker processes instead);
+    the engine's own choice elsewhere (the embedded worker, a solo or threads pool)."""
+    return 1 if multiprocessing.current_process().daemon else None
+
+
 def json_safe(value: Any) -> Any:
     """``value`` with NaN and infinities replaced by None (JSON has no such numbers)."""
     if isinstance(value, float):
@@ -323,7 +331,7 @@ def execute_run(run_id: int, worker: str | None = None) -> str:
         with _Heartbeat(run.pk, run.attempt):
             scenario = validate_spec(run.spec)
             progress.check(force=True)
-            result = simengine.run(scenario, progress)
+            result = simengine.run(scenario, progress, workers=engine_processes())
         progress.check(force=True)  # a cancel that came in at the very end still wins
         return _store_result(run, result, progress)
     except RunSuperseded:

@@ -19,6 +19,7 @@ from django.db import transaction
 from django.utils import timezone
 
 import simengine
+from simengine.scenario import GRID_TARGET
 from gridweb.scenarios.validation import SpecInvalid, validate_spec
 from gridweb.sharing import Visibility, default_group
 from simengine.errors import ScenarioError
@@ -38,10 +39,13 @@ def describe_platform(scenario: simengine.Scenario) -> str:
 def describe_policy(scenario: simengine.Scenario) -> str:
     """Local schedulers (and grid policies) by name, for the gallery's policy filter."""
     names = [c.scheduler.name for c in scenario.platform.clusters]
-    grid = getattr(scenario, "grid", None)
-    for attr in ("site_allocation", "placement", "claiming"):
-        policy = getattr(grid, attr, None) if grid is not None else None
-        if policy is not None and getattr(policy, "name", None):
+    grid = scenario.grid
+    # Site allocation only matters when some stream goes through the grid scheduler; the
+    # co-allocation policies are set only when a scenario uses them.
+    if any(getattr(s, "target", None) == GRID_TARGET for s in scenario.workload.streams):
+        names.append(grid.site_allocation.name)
+    for policy in (getattr(grid, "placement", None), getattr(grid, "deadline_policy", None)):
+        if policy is not None:
             names.append(policy.name)
     return ",".join(dict.fromkeys(names))
 

@@ -25,8 +25,18 @@
     return left >= 90 ? `${Math.round(left / 60)} min` : `${Math.round(left)} s`;
   }
 
+  function showStatus(value) {
+    page.dataset.status = value;
+    if (status) {
+      status.textContent = value;
+      status.className = `status status-${value}`;
+    }
+  }
+
   document.addEventListener("gridweb:progress", (event) => {
     const { fraction, simTime: t } = event.detail;
+    // Progress from the engine means a worker holds the run, whatever the page loaded with.
+    if (page.dataset.status === "queued") showStatus("running");
     if (bar) bar.value = fraction;
     if (percent) percent.textContent = `${Math.round(fraction * 100)}%`;
     if (simTime && t) simTime.textContent = Math.round(t).toLocaleString();
@@ -35,11 +45,7 @@
 
   document.addEventListener("gridweb:status", (event) => {
     const { status: value, error } = event.detail;
-    page.dataset.status = value;
-    if (status) {
-      status.textContent = value;
-      status.className = `status status-${value}`;
-    }
+    showStatus(value);
     if (!["done", "failed", "cancelled"].includes(value)) return;
     const progress = document.getElementById("progress-section");
     if (progress) progress.hidden = true;
