@@ -194,10 +194,11 @@ def cmd_sweep(args) -> int:
 
 
 def cmd_schedulers(args) -> int:
-    from simengine.registry import LOCAL_SCHEDULERS, SITE_ALLOCATION
+    from simengine.registry import REGISTRIES
 
-    for registry in (LOCAL_SCHEDULERS, SITE_ALLOCATION):
-        print(f"{registry.kind}s:")
+    for registry in REGISTRIES:
+        plural = registry.kind[:-1] + "ies" if registry.kind.endswith("y") else registry.kind + "s"
+        print(f"{plural}:")
         for name in registry.names():
             entry = registry.get(name)
             params = ", ".join(f"{k}={f.default!r}" for k, f in entry.params.model_fields.items())

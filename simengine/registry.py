@@ -63,3 +63,6 @@ SITE_ALLOCATION = Registry("site allocation policy")
 #: start deadlines are met (placement tries, claiming, Wait-X, GP/LP).
 GRID_PLACEMENT = Registry("placement policy")
 DEADLINE_POLICY = Registry("deadline policy")
+
+#: every registry, in the order `python -m simengine schedulers` lists them
+REGISTRIES = (LOCAL_SCHEDULERS, SITE_ALLOCATION, GRID_PLACEMENT, DEADLINE_POLICY)

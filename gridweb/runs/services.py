@@ -42,7 +42,7 @@ def describe_policy(scenario: simengine.Scenario) -> str:
     grid = scenario.grid
     # Site allocation only matters when some stream goes through the grid scheduler; the
     # co-allocation policies are set only when a scenario uses them.
-    if any(getattr(s, "target", None) == GRID_TARGET for s in scenario.workload.streams):
+    if any(s.target == GRID_TARGET and s.kind != "coallocated" for s in scenario.workload.streams):
         names.append(grid.site_allocation.name)
     for policy in (getattr(grid, "placement", None), getattr(grid, "deadline_policy", None)):
         if policy is not None:
