@@ -42,7 +42,7 @@ import simengine.schedulers  # noqa: F401  (registers the local schedulers)
 import simengine.site_allocation  # noqa: F401  (registers the site-allocation policies)
 from simengine.distributions import Distribution, processor_count_max, processor_count_mean
 from simengine.errors import FieldError, ScenarioError
-from simengine.grid.schema import CoallocatedJobs, grid_problems
+from simengine.grid.schema import CoallocatedJobs, KoalaJobs, grid_problems
 from simengine.presets import PLATFORMS
 from simengine.registry import DEADLINE_POLICY, GRID_PLACEMENT, LOCAL_SCHEDULERS, SITE_ALLOCATION, Registry
 
@@ -58,6 +58,7 @@ __all__ = [
     "SyntheticStream",
     "TraceStream",
     "CoallocatedStream",
+    "KoalaStream",
     "Workload",
     "Grid",
     "Stop",
@@ -375,7 +376,11 @@ class CoallocatedStream(CoallocatedJobs, SyntheticStream):
     """Global co-allocated jobs with start deadlines, placed by the grid (fields: simengine.grid.schema)."""
 
 
-Stream = Annotated[Union[SyntheticStream, TraceStream, CoallocatedStream], Field(discriminator="kind")]
+class KoalaStream(KoalaJobs, SyntheticStream):
+    """KOALA jobs placed and claimed by KOALA's policies (fields: simengine.grid.schema)."""
+
+
+Stream = Annotated[Union[SyntheticStream, TraceStream, CoallocatedStream, KoalaStream], Field(discriminator="kind")]
 
 
 class Workload(_Model):
@@ -497,7 +502,7 @@ def _cross_check(s: Scenario) -> list[tuple[tuple, str]]:
         if st.target != GRID_TARGET and st.target not in by_name:
             found.append(((*pre, "target"), f"unknown cluster '{st.target}'; known: {known}"))
             continue
-        if isinstance(st, CoallocatedStream):  # checked by grid_problems below
+        if isinstance(st, (CoallocatedStream, KoalaStream)):  # checked by grid_problems below
             continue
         if isinstance(st, TraceStream):
             for site, cname in (st.site_map or {}).items():

@@ -28,9 +28,11 @@ from simengine.distributions import processor_counts
 from simengine.gantt import KIND_CLAIMED, KIND_KILLED, KIND_RUN, SEGMENT_COLUMNS, assign_processors
 from simengine.generate import generate_stream
 from simengine.grid import kernel as K
+from simengine.grid.schema import is_koala
 from simengine.grid.model import GlobalJobs, GridOutcome, GridPolicy, LocalJobs, simulate, warm_up
 from simengine.results import BOUNDED_SLOWDOWN_TAU, SERIES_POINTS, Metric, Result, percentile_linear
 from simengine.scenario import CoallocatedStream, Scenario, TraceStream, scenario_hash
+from simengine.streaming import ChunkEmitter
 from simengine.workload import STATUS_COMPLETED, STATUS_FAILED, STATUS_KILLED, STATUS_REJECTED, STATUS_UNFINISHED
 
 __all__ = ["GridWorkload", "build_workload", "policy_of", "simulate_replication", "replication_metrics",
@@ -42,7 +44,6 @@ EXTRA_JOB_COLUMNS = {"component": np.int16, "deadline": np.float64, "claimed_at"
                      "tries": np.int32, "kills": np.int32}
 
 #: Segments per streamed chunk (as simengine.runner).
-CHUNK_SEGMENTS = 5000
 
 
 @dataclass
@@ -219,6 +220,10 @@ def _metrics(scenario: Scenario, w: GridWorkload, o: GridOutcome) -> dict[str, f
 
 def replication_metrics(scenario: Scenario, replication: int) -> dict[str, float]:
     """Metrics of one replication (no job rows, no segments)."""
+    if is_koala(scenario):
+        from simengine.grid.koala_run import simulate_koala_replication
+
+        return simulate_koala_replication(scenario, replication, False, False).metrics
     w = build_workload(scenario, replication)
     return _metrics(scenario, w, _simulate(scenario, w))
 
@@ -397,35 +402,23 @@ def simulate_replication(scenario: Scenario, replication: int, with_rows: bool =
 
 # ---- the run ------------------------------------------------------------------------------------
 
-class _Emitter:
-    """Numbered progress chunks, as simengine.runner sends them (docs/output.md, Streaming)."""
-
-    def __init__(self, callback):
-        self.callback, self.seq = callback, 0
-
-    def send(self, chunk: dict[str, Any]) -> None:
-        if self.callback is not None:
-            chunk["seq"] = self.seq
-            self.seq += 1
-            self.callback(chunk)
-
-    def segments(self, seg: dict[str, np.ndarray]) -> None:
-        n = len(seg["t0"])
-        for a in range(0, n, CHUNK_SEGMENTS):
-            self.send({"kind": "segments", "replication": 0,
-                       "segments": {k: v[a:a + CHUNK_SEGMENTS].tolist() for k, v in seg.items()}})
+_Emitter = ChunkEmitter  # kept for simengine.grid.koala_run until it imports ChunkEmitter
 
 
 def run_grid(scenario: Scenario, on_progress: Callable[[dict[str, Any]], None] | None = None, *,
              workers: int | None = None) -> Result:
     """Simulate a scenario with co-allocated streams (see :func:`simengine.run`)."""
+    if is_koala(scenario):  # KOALA's placement queues and claiming (simengine.grid.koala)
+        from simengine.grid.koala_run import run_koala
+
+        return run_koala(scenario, on_progress)
     warm_up()
     R = scenario.run.replications
-    emit = _Emitter(on_progress)
+    emit = ChunkEmitter(on_progress)
     t0 = time.perf_counter()
     first = simulate_replication(scenario, 0, True, True)
-    emit.segments(first.segments)
-    emit.send({"kind": "progress", "fraction": 1 / R, "sim_time": float(first.series["time"][-1])})
+    emit.segments(first.segments, first.jobs)
+    emit.progress(1 / R, float(first.series["time"][-1]))
     outcomes = [first]
     n_workers = max(1, min(R - 1, workers if workers is not None else (os.cpu_count() or 1)))
     if R > 1:
@@ -434,7 +427,7 @@ def run_grid(scenario: Scenario, on_progress: Callable[[dict[str, Any]], None] |
             keep = getattr(scenario.run, "keep_jobs", "all") == "all"
             for k, out in enumerate(pool.map(lambda r: simulate_replication(scenario, r, keep, False), range(1, R))):
                 outcomes.append(out)
-                emit.send({"kind": "progress", "fraction": (k + 2) / R, "sim_time": 0.0})
+                emit.progress((k + 2) / R, 0.0)
     kept = [o.jobs for o in outcomes if o.jobs is not None]
     jobs = kept[0] if len(kept) == 1 else {k: np.concatenate([j[k] for j in kept]) for k in first.jobs}
     names = sorted({k for o in outcomes for k in o.metrics})
@@ -447,5 +440,5 @@ def run_grid(scenario: Scenario, on_progress: Callable[[dict[str, Any]], None] |
         metrics=metrics, series=first.series, replications=R,
         notes=list(dict.fromkeys(n for o in outcomes for n in o.notes)))
     result.engine_seconds = time.perf_counter() - t0
-    emit.send({"kind": "metrics", "metrics": {k: m.as_dict() for k, m in metrics.items()}, "fraction": 1.0})
+    emit.metrics(metrics)
     return result

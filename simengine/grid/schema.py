@@ -25,7 +25,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic_core import PydanticCustomError
 
-from simengine.distributions import Distribution, Uniform, processor_count_max, processor_count_mean
+from simengine.distributions import (
+    Distribution,
+    Exponential,
+    Uniform,
+    processor_count_max,
+    processor_count_mean,
+)
 from simengine.registry import DEADLINE_POLICY, GRID_PLACEMENT
 
 __all__ = [
@@ -36,6 +42,12 @@ __all__ = [
     "grid_problems",
     "is_coallocation",
     "PLACEMENT_CODES",
+    "KoalaJobs",
+    "KoalaShape",
+    "KoalaFile",
+    "KoalaBackground",
+    "KoalaParams",
+    "is_koala",
 ]
 
 #: The error type :func:`simengine.scenario.load_scenario` unpacks into one error per
@@ -169,11 +181,357 @@ class RepeatedPlacement:
     final attempt at D; Wait-X ignores the job until D - X; GP kills local jobs at D, LP fails."""
 
 
+
+# ---- KOALA (Mohamed's thesis, MODELS.md §4) -------------------------------------------------------
+
+KOALA_PRIORITIES = ("super-high", "high", "low", "super-low")
+
+
+class KoalaShape(BaseModel):
+    """One job shape: ``components`` components of ``size`` processors running ``runtime`` s."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    components: int = Field(ge=1)
+    size: int = Field(ge=1)
+    runtime: float | None = Field(None, ge=0, description="run time (s); null: drawn from the stream's runtime")
+    weight: float = Field(1.0, gt=0, description="relative probability of this shape")
+
+
+class KoalaFile(BaseModel):
+    """One input file per job (every component reads it), stored at ``replicas`` file sites."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    size: Distribution = Field(description="file size (MB); transfer time = size / bandwidth(F, E), 0 when E = F")
+    replicas: int = Field(1, ge=1, description="the file is at this many distinct file sites, chosen uniformly "
+                                               "at random (without replacement) per job")
+    sites: list[str] | None = Field(None, description="file sites to choose from (default: every file site of "
+                                                      "the platform; a platform without file sites has one per "
+                                                      "cluster, named after it)")
+
+
+class KoalaBackground(BaseModel):
+    """The background-load band controller (thesis §5.1.3): every ``interval`` s, in each cluster
+    whose local load is below ``low``, inject background jobs on idle processors until it reaches
+    ``low`` (a job is cut so the load never passes ``high``); above ``high``, kill background jobs
+    (newest first) until it is at most ``high``. Background jobs bypass KOALA and may take
+    processors KOALA has placed but not yet claimed."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    low: float = Field(0.3, ge=0, le=1)
+    high: float = Field(0.4, ge=0, le=1)
+    interval: float = Field(60.0, gt=0)
+    size: Distribution = Field(default_factory=lambda: Uniform(low=1, high=16, integer=True),
+                               description="processors of an injected job")
+    runtime: Distribution = Field(default_factory=lambda: Exponential(mean=600.0),
+                                  description="run time of an injected job (s)")
+
+    @model_validator(mode="after")
+    def _band(self):
+        if self.high < self.low:
+            raise _problems([(("high",), f"must be at least low ({self.low:g})")])
+        return self
+
+
+class KoalaJobs(BaseModel):
+    """KOALA jobs (``kind: koala``): components of possibly different sizes, a request type, a
+    priority, one input file, placed and claimed by KOALA (docs/grid.md, KOALA).
+
+    Mixed into ``SyntheticStream``: ``size`` is the processors of a component (of the whole
+    job when ``request: flexible``), ``runtime`` the job's run time; ``shapes`` replaces both.
+    """
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    kind: Literal["koala"] = "koala"
+    target: Literal["grid"] = Field("grid", description="always grid: KOALA places the components")
+    size: Distribution | None = None
+    runtime: Distribution | None = None
+    request: Literal["non-fixed", "fixed", "semi-fixed", "flexible"] = Field(
+        "non-fixed", description="fixed: every component names its cluster; semi-fixed: some do; flexible: the "
+                                 "total size is split by the scheduler (FCM)")
+    priority: Literal["super-high", "high", "low", "super-low"] = "high"
+    components: Distribution | None = Field(None, description="components per job (default 1)")
+    equal_sizes: bool = Field(True, description="true: one size draw per job; false: one per component")
+    clusters: list[str | None] | None = Field(
+        None, description="fixed / semi-fixed: the cluster of component k (null: the scheduler picks)")
+    shapes: list[KoalaShape] | None = Field(None, min_length=1, description="job shapes drawn by weight "
+                                                                              "(replace components/size/runtime)")
+    file: KoalaFile | None = None
+    background: KoalaBackground | None = Field(None, description="the background band controller (one per "
+                                                                 "scenario; every cluster)")
+
+    def expected_work(self) -> float:
+        """E[total processors x runtime] of a job."""
+        if self.shapes:
+            w = sum(s.weight for s in self.shapes)
+            rt = self.runtime.mean() if self.runtime is not None else math.nan
+            return sum(s.weight * s.components * s.size * (s.runtime if s.runtime is not None else rt)
+                       for s in self.shapes) / w
+        nc = 1.0 if self.request == "flexible" or self.components is None else processor_count_mean(self.components)
+        return nc * processor_count_mean(self.size) * self.runtime.mean()
+
+    def arrival_rate(self, platform) -> float:
+        """Jobs per second; with ``target_load`` U: U * all processors / E[total size x runtime]."""
+        a = self.arrival
+        if a.rate is not None:
+            return float(a.rate)
+        if a.mean_interarrival is not None:
+            return 1.0 / a.mean_interarrival
+        return a.target_load * sum(c.processors for c in platform.clusters) / self.expected_work()
+
+
+class KoalaQueueWeights(BaseModel):
+    """The weighted round-robin of the placement queues (thesis §4.2)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    N_h: int = Field(1, ge=1, description="scans of the higher queues per round")
+    N_l: int = Field(1, ge=1, description="scans of the lower queues per round (N_h >= N_l)")
+    n1: int = Field(1, ge=1, description="super-high scans per higher scan (n1 >= n2)")
+    n2: int = Field(1, ge=1, description="high scans per higher scan")
+    n3: int = Field(1, ge=1, description="low scans per lower scan (n3 >= n4)")
+    n4: int = Field(1, ge=1, description="super-low scans per lower scan")
+
+    @model_validator(mode="after")
+    def _order(self):
+        found = [((a,), f"must be at least {b} ({getattr(self, b)})")
+                 for a, b in (("N_h", "N_l"), ("n1", "n2"), ("n3", "n4")) if getattr(self, a) < getattr(self, b)]
+        if found:
+            raise _problems(found)
+        return self
+
+
+class KoalaParams(BaseModel):
+    """KOALA's placement queues and claiming (thesis §4.2, §4.4; MODELS.md §4)."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    scan_interval: float = Field(60.0, gt=0, description="time between scans of the placement queues (s); "
+                                                         "each scan takes one queue in the weighted round-robin")
+    first_scan: float = Field(0.0, ge=0, description="time of the first scan; a job waits for the next scan")
+    weights: KoalaQueueWeights = Field(default_factory=KoalaQueueWeights)
+    promote_after: int | None = Field(None, ge=1, description="P: a high or low job moves one level up after P "
+                                                              "failed placement tries; null: never")
+    max_place_tries: int | None = Field(None, ge=1, description="MAX_PLACE_TRIES: the job fails after this many "
+                                                                "placement tries; null: never")
+    L: float = Field(0.75, ge=0, le=1, description="initial L: JCT_0 = JPT + L FTT, "
+                                                   "JCT_{n+1} = JCT_n + L (JST - JCT_n)")
+    l_step: float = Field(0.25, ge=0, le=1, description="L decreases by this when the job goes back to placement")
+    l_floor: float = Field(0.0, ge=0, le=1, description="lower bound of L")
+    min_gap: float = Field(1.0, gt=0, description="back to placement when JST - JCT_{n+1} is below this (s)")
+    threshold: float = Field(1.0, gt=0, le=1, description="ICP threshold T: claim when at least this fraction of "
+                                                          "the components can be started; 1 = all or nothing")
+    preemption: bool = Field(True, description="ICP may preempt lower-priority KOALA jobs (newest JST first; "
+                                               "they go back to their placement queue)")
+    max_claim_tries: int | None = Field(None, ge=1, description="the job fails after this many claiming tries; "
+                                                                "null: never")
+
+
+@DEADLINE_POLICY.register(
+    "koala", KoalaParams,
+    "KOALA: weighted round-robin placement queues, claiming at JCT with the Incremental Claiming Policy")
+class KoalaClaiming:
+    """Placement queues scanned at an interval, claiming at JCT_n (L), ICP with threshold T."""
+
+
+class CloseToFilesParams(BaseModel):
+    """Parameters of Close-to-Files (Algorithm 1)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    history: Literal["all_pairs", "empty"] = Field(
+        "all_pairs", description="the history table H at the start: every (cluster, file site) pair (the thesis's "
+                                 "experiments) or empty (then only clusters holding the file are used)")
+    pick: Literal["alphabetical"] = Field("alphabetical", description="among file sites with enough idle "
+                                                                      "processors, the first by name")
+
+
+class ClusterMinParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    tie_break: Literal["lowest_index"] = "lowest_index"
+
+
+class FlexibleClusterMinParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    min_component: int = Field(1, ge=1, description="FCM does not split off components smaller than this "
+                                                    "(unless it is the rest of the job)")
+
+
+@GRID_PLACEMENT.register(
+    "close-to-files", CloseToFilesParams,
+    "Close-to-Files (KOALA): components on a file site with room, else the (cluster, file site) pair of the "
+    "history table with the least transfer time")
+class CloseToFiles:
+    """KOALA's Algorithm 1."""
+
+
+@GRID_PLACEMENT.register(
+    "cluster-minimization", ClusterMinParams,
+    "Cluster Minimization (KOALA): components fill the clusters with the most idle processors first")
+class ClusterMinimization:
+    """Components (decreasing size) to the first cluster, in decreasing idle order, where they fit."""
+
+
+@GRID_PLACEMENT.register(
+    "flexible-cluster-minimization", FlexibleClusterMinParams,
+    "Flexible Cluster Minimization (KOALA): a flexible job's total size split greedily over the emptiest clusters")
+class FlexibleClusterMinimization:
+    """CM for flexible jobs: the total size is split over the clusters in decreasing idle order."""
+
+
+def is_koala(scenario: Any) -> bool:
+    """True when the scenario has a stream of KOALA jobs."""
+    return any(isinstance(s, KoalaJobs) for s in scenario.workload.streams)
+
+
+def file_sites(platform) -> tuple[list[str], list[int]]:
+    """Names of the file sites and the cluster each is at (-1: none); a platform without file
+    sites has one per cluster, named after it."""
+    if platform.file_sites:
+        idx = {c.name: k for k, c in enumerate(platform.clusters)}
+        return ([f.name for f in platform.file_sites],
+                [idx[f.cluster] if f.cluster is not None else -1 for f in platform.file_sites])
+    return [c.name for c in platform.clusters], list(range(len(platform.clusters)))
+
+
+def bandwidth(platform, site: str, cluster: str) -> float | None:
+    """MB/s from file site ``site`` to cluster ``cluster`` (the matrix is read both ways)."""
+    b = platform.bandwidth or {}
+    v = b.get(site, {}).get(cluster)
+    return v if v is not None else b.get(cluster, {}).get(site)
+
+
+def koala_problems(s: Any, check_policy) -> list[tuple[tuple, str]]:
+    """Problems of a scenario with KOALA streams; fills in the default policies."""
+    found: list[tuple[tuple, str]] = []
+    clusters = s.platform.clusters
+    names = [c.name for c in clusters]
+    procs = {c.name: c.processors for c in clusters}
+    largest = max(procs.values())
+    sites, site_cluster = file_sites(s.platform)
+    backgrounds = 0
+    for i, st in enumerate(s.workload.streams):
+        pre = ("workload", "streams", i)
+        if isinstance(st, CoallocatedJobs):
+            found.append(((*pre, "kind"), "KOALA streams and co-allocated streams with start deadlines cannot be "
+                                          "mixed in one scenario"))
+            continue
+        if not isinstance(st, KoalaJobs):
+            if st.target == "grid":
+                found.append(((*pre, "target"), "with KOALA streams the other streams are local jobs: give a "
+                                               "cluster name"))
+            continue
+        backgrounds += st.background is not None
+        if st.shapes:
+            for k, sh in enumerate(st.shapes):
+                if sh.size > largest and st.request != "flexible":
+                    found.append(((*pre, "shapes", k, "size"), f"components of {sh.size} processors are larger "
+                                                               f"than every cluster (largest: {largest})"))
+                if sh.runtime is None and st.runtime is None:
+                    found.append(((*pre, "shapes", k, "runtime"), "give a runtime here or the stream's runtime"))
+        else:
+            for f in ("size", "runtime"):
+                if getattr(st, f) is None:
+                    found.append(((*pre, f), "required (or give shapes)"))
+            if st.size is not None:
+                top = processor_count_max(st.size)
+                limit = sum(procs.values()) if st.request == "flexible" else largest
+                what = "jobs" if st.request == "flexible" else "components"
+                if top > limit:
+                    found.append(((*pre, "size"), f"{what} of up to {top:g} processors are larger than every "
+                                                  f"cluster (largest: {largest})" if st.request != "flexible" else
+                                  f"flexible jobs of up to {top:g} processors are larger than the whole platform "
+                                  f"({limit})"))
+        if st.runtime is not None and st.runtime.min_value() < 0:
+            found.append(((*pre, "runtime"), "runtimes must not be negative"))
+        if st.components is not None and math.isinf(processor_count_max(st.components)):
+            found.append(((*pre, "components"), "the distribution of components per job is unbounded"))
+        if st.request in ("fixed", "semi-fixed"):
+            if not st.clusters:
+                found.append(((*pre, "clusters"), f"a {st.request} job names the cluster of its components: "
+                                                  "give clusters"))
+            else:
+                most = (max(sh.components for sh in st.shapes) if st.shapes else
+                        processor_count_max(st.components) if st.components is not None else 1)
+                if len(st.clusters) < most:
+                    found.append(((*pre, "clusters"), f"names {len(st.clusters)} clusters but jobs have up to "
+                                                      f"{most:g} components"))
+                size_top = (max(sh.size for sh in st.shapes) if st.shapes else
+                            processor_count_max(st.size) if st.size is not None else 0)
+                for k, c in enumerate(st.clusters):
+                    if c is None:
+                        if st.request == "fixed":
+                            found.append(((*pre, "clusters", k), "a fixed job names every component's cluster"))
+                    elif c not in procs:
+                        found.append(((*pre, "clusters", k), f"unknown cluster '{c}'; known: {', '.join(names)}"))
+                    elif size_top > procs[c]:
+                        found.append(((*pre, "clusters", k), f"components of up to {size_top:g} processors do not "
+                                                             f"fit cluster '{c}' ({procs[c]} processors)"))
+        elif st.clusters:
+            found.append(((*pre, "clusters"), f"only fixed and semi-fixed jobs name clusters (request is "
+                                              f"{st.request})"))
+        if st.file is not None:
+            chosen = st.file.sites if st.file.sites is not None else sites
+            for k, f in enumerate(st.file.sites or []):
+                if f not in sites:
+                    found.append(((*pre, "file", "sites", k), f"unknown file site '{f}'; known: {', '.join(sites)}"))
+            if st.file.replicas > len(chosen):
+                found.append(((*pre, "file", "replicas"), f"more replicas than file sites ({len(chosen)})"))
+            if st.file.size.min_value() < 0:
+                found.append(((*pre, "file", "size"), "file sizes must not be negative"))
+            for f in chosen:
+                if f not in sites:
+                    continue
+                at = site_cluster[sites.index(f)]
+                for e, c in enumerate(clusters):
+                    if e != at and bandwidth(s.platform, f, c.name) is None:
+                        found.append((("platform", "bandwidth"), f"no bandwidth from file site '{f}' to cluster "
+                                                                 f"'{c.name}' (KOALA needs every pair)"))
+        if st.arrival.target_load is not None and not st.expected_work() > 0:
+            found.append(((*pre, "arrival", "target_load"), "needs jobs with positive expected work"))
+    if backgrounds > 1:
+        found.append((("workload", "streams"), "give the background band on one KOALA stream only"))
+    for k, c in enumerate(clusters):
+        if c.scheduler.name != "fcfs":
+            found.append((("platform", "clusters", k, "scheduler", "name"),
+                          f"KOALA's clusters run strict FCFS local schedulers here; got '{c.scheduler.name}'"))
+        if c.speed != 1.0:
+            found.append((("platform", "clusters", k, "speed"), "KOALA models identical processors: speed must be 1"))
+    run = s.run
+    if run.stop.completions is not None:
+        found.append((("run", "stop", "completions"), "KOALA runs end when every KOALA job is done or at "
+                                                      "run.stop.horizon"))
+    elif run.stop.horizon is None and any(isinstance(st, KoalaJobs) and st.count is None
+                                          for st in s.workload.streams):
+        found.append((("run", "stop"), "give horizon: a KOALA stream has no count, so the run would never end"))
+    if run.warmup.completions:
+        found.append((("run", "warmup", "completions"), "KOALA runs measure after a warm-up time: use "
+                                                        "run.warmup.time"))
+    if run.enforce_walltime:
+        found.append((("run", "enforce_walltime"), "not modelled by KOALA runs"))
+    g = s.grid
+    for field, registry, default in (("placement", GRID_PLACEMENT, "worst-fit"),
+                                     ("deadline_policy", DEADLINE_POLICY, "koala")):
+        ref = getattr(g, field)
+        if ref is None:
+            ref = type(g.site_allocation)(name=default)
+            found += check_policy(ref, registry, ("grid", field))
+            setattr(g, field, ref)
+    if g.deadline_policy.name != "koala":
+        found.append((("grid", "deadline_policy", "name"), f"KOALA streams are claimed by the 'koala' policy; got "
+                                                           f"'{g.deadline_policy.name}'"))
+    return found
+
 # ---- cross-checks --------------------------------------------------------------------------------
 
 def is_coallocation(scenario: Any) -> bool:
-    """True when the scenario has a stream of co-allocated jobs (the grid layer runs it)."""
-    return any(isinstance(s, CoallocatedJobs) for s in scenario.workload.streams)
+    """True when the scenario has a stream of co-allocated jobs or KOALA jobs (the grid layer runs it)."""
+    return any(isinstance(s, (CoallocatedJobs, KoalaJobs)) for s in scenario.workload.streams)
 
 
 def grid_problems(s: Any, check_policy) -> list[tuple[tuple, str]]:
@@ -182,6 +540,8 @@ def grid_problems(s: Any, check_policy) -> list[tuple[tuple, str]]:
 
     ``check_policy(ref, registry, prefix)`` is the scenario's policy check.
     """
+    if is_koala(s):
+        return koala_problems(s, check_policy)
     if not is_coallocation(s):
         return []
     found: list[tuple[tuple, str]] = []
@@ -242,4 +602,8 @@ def grid_problems(s: Any, check_policy) -> list[tuple[tuple, str]]:
             ref = type(g.site_allocation)(name=default)
             found += check_policy(ref, registry, ("grid", field))
             setattr(g, field, ref)
+        elif ref.name not in PLACEMENT_CODES and ref.name != "rpp":
+            found.append(((("grid", field, "name")), f"co-allocated jobs with start deadlines support "
+                                                     f"{'worst-fit' if field == 'placement' else 'rpp'} only "
+                                                     f"(got '{ref.name}'; the others are KOALA's)"))
     return found

@@ -1,0 +1,607 @@
+"""KOALA: placement queues, placement policies and the Incremental Claiming Policy.
+
+Mohamed's thesis (seed 004, chapters 4-5), as MODELS.md §4 condenses and decides it.
+A plain-Python event loop over one heap: the thesis's experiments are 200 KOALA jobs
+over a few hours, so speed is not an issue (docs/grid.md, KOALA).
+
+The model, per instant (ties are taken in this order): local and KOALA job ends, KOALA
+jobs starting at their JST, claiming tries, the placement scan, KOALA arrivals, local
+arrivals, the background band controller; then every cluster's FCFS local queue.
+
+* Clusters hold ``local`` processors (local and background jobs), ``held`` processors
+  (claimed or running KOALA components) and KOALA's bookkeeping of ``placed`` processors
+  (placed, not yet claimed). KOALA places on P - local - held - placed; the local
+  scheduler and claiming see P - local - held, so local jobs may take placed processors:
+  that is what makes claims fail.
+* Placement: four queues (0 super-high, 1 high, 2 low, 3 super-low), one queue scanned
+  per scan tick in the weighted round-robin of §4.2 (empty queues skipped), head to tail
+  with unlimited overtaking; promotion one level up after ``promote_after`` tries
+  (high and low only); failure after ``max_place_tries``.
+* Claiming: JST = JPT + FTT, JCT_0 = JPT + L FTT, JCT_{n+1} = JCT_n + L (JST - JCT_n);
+  when JST - JCT_{n+1} < ``min_gap`` the job goes back to placement with L - ``l_step``
+  (floor ``l_floor``); claims use the ICP (Algorithm 2) with threshold T and preemption of
+  lower-priority KOALA jobs (newest JST first, back to their placement queue).
+"""
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+__all__ = ["KoalaJob", "KoalaPolicy", "Band", "Files", "KoalaOutcome", "simulate_koala",
+           "PRIORITIES", "PLACEMENTS"]
+
+PRIORITIES = ("super-high", "high", "low", "super-low")
+PLACEMENTS = ("worst-fit", "close-to-files", "cluster-minimization", "flexible-cluster-minimization")
+
+# event order within one instant
+_END, _START, _CLAIM, _SCAN, _ARRIVE, _LOCAL, _BAND = range(7)
+
+
+@dataclass
+class KoalaJob:
+    """One KOALA job. ``sizes``: component sizes (a flexible job: one entry, its total size);
+    ``clusters``: per component a cluster index (fixed) or -1 (the scheduler chooses);
+    ``priority``: 0 super-high .. 3 super-low; ``file_size`` in MB at ``file_sites``."""
+
+    submit: float
+    runtime: float
+    sizes: list[int]
+    clusters: list[int] | None = None
+    priority: int = 1
+    flexible: bool = False
+    file_size: float = 0.0
+    file_sites: list[int] = field(default_factory=list)
+
+
+@dataclass
+class Files:
+    """File sites and bandwidths: ``site_cluster[F]`` is the cluster site F is located at (-1: none),
+    ``bandwidth[F, E]`` MB/s from site F to cluster E; ``names`` for Close-to-Files' alphabetical pick."""
+
+    site_cluster: list[int]
+    bandwidth: np.ndarray
+    names: list[str]
+
+    def time(self, size: float, site: int, cluster: int) -> float:
+        if size <= 0 or site < 0 or self.site_cluster[site] == cluster:
+            return 0.0
+        return float(size / self.bandwidth[site, cluster])
+
+
+@dataclass
+class Band:
+    """The background-load band controller: every ``interval`` s, in every cluster whose local
+    load is below ``low`` inject background jobs (sizes and runtimes from the samplers) on idle
+    processors up to ``low`` (never beyond ``high``); above ``high`` kill background jobs,
+    newest first, until it is at most ``high``."""
+
+    low: float = 0.3
+    high: float = 0.4
+    interval: float = 60.0
+    size: Callable[[], int] = lambda: 1
+    runtime: Callable[[], float] = lambda: 600.0
+
+
+@dataclass
+class KoalaPolicy:
+    placement: str = "worst-fit"
+    history: str = "all_pairs"          # Close-to-Files history table H at the start: all_pairs | empty
+    min_component: int = 1              # FCM: smallest component it splits off
+    scan_interval: float = 60.0
+    first_scan: float = 0.0
+    weights: tuple = (1, 1, 1, 1, 1, 1)  # N_h, N_l, n1, n2, n3, n4
+    promote_after: int | None = None    # P (None: never)
+    max_place_tries: int | None = None  # None: unlimited
+    L: float = 0.75
+    l_step: float = 0.25
+    l_floor: float = 0.0
+    min_gap: float = 1.0
+    T: float = 1.0
+    preempt: bool = True
+    max_claim_tries: int | None = None
+
+
+def wrr_sequence(weights) -> list[int]:
+    """The queue scanned at each scan of one round of the weighted round-robin (§4.2)."""
+    nh, nl, n1, n2, n3, n4 = weights
+    return ([0] * n1 + [1] * n2) * nh + ([2] * n3 + [3] * n4) * nl
+
+
+# ---- placement policies ---------------------------------------------------------------------------
+
+def _best_site(files: Files | None, job: KoalaJob, cluster: int) -> tuple[int, float]:
+    if files is None or job.file_size <= 0 or not job.file_sites:
+        return -1, 0.0
+    best = min(job.file_sites, key=lambda f: (files.time(job.file_size, f, cluster), f))
+    return best, files.time(job.file_size, best, cluster)
+
+
+def place(job: KoalaJob, avail: np.ndarray, policy: KoalaPolicy, files: Files | None, history: set | None,
+          only: list[int] | None = None) -> list[tuple[int, int, int, float]] | None:
+    """Place ``job`` (or its components ``only``) atomically on ``avail`` idle processors.
+
+    Returns (size, cluster, file site, transfer time) per component, in component order, or
+    None. ``avail`` is not modified. Flexible jobs are split by FCM whatever the policy."""
+    a = avail.astype(np.int64).copy()
+    C = len(a)
+    if job.flexible and only is None:
+        order = sorted(range(C), key=lambda c: (-a[c], c))
+        rem, out = job.sizes[0], []
+        for c in order:
+            chunk = min(rem, int(a[c]))
+            if chunk <= 0 or (chunk < policy.min_component and chunk < rem):
+                continue
+            site, t = _best_site(files, job, c)
+            out.append((chunk, c, site, t))
+            a[c] -= chunk
+            rem -= chunk
+            if rem == 0:
+                return out
+        return None
+    idx = list(range(len(job.sizes))) if only is None else list(only)
+    fixed = [k for k in idx if job.clusters is not None and job.clusters[k] >= 0 and not job.flexible]
+    free = sorted((k for k in idx if k not in fixed), key=lambda k: -job.sizes[k])
+    res: dict[int, tuple[int, int, int, float]] = {}
+    for k in fixed:  # fixed components first, then the others in decreasing size
+        c, s = job.clusters[k], job.sizes[k]
+        if a[c] < s:
+            return None
+        a[c] -= s
+        res[k] = (s, c, *_best_site(files, job, c))
+    name = policy.placement
+    cm_order = sorted(range(C), key=lambda c: (-a[c], c))
+    for k in free:
+        s = job.sizes[k]
+        site, t = -1, 0.0
+        if name == "close-to-files" and files is not None and job.file_size > 0 and job.file_sites:
+            here = [f for f in job.file_sites if files.site_cluster[f] >= 0 and a[files.site_cluster[f]] >= s]
+            if here:
+                site = min(here, key=lambda f: files.names[f])
+                c, t = files.site_cluster[site], 0.0
+            else:
+                pairs = [(files.time(job.file_size, f, e), e, f) for (e, f) in (history or ())
+                         if f in job.file_sites and a[e] >= s]
+                if not pairs:
+                    return None
+                t, c, site = min(pairs)
+                for f in job.file_sites:
+                    history.add((c, f))
+        elif name in ("cluster-minimization", "flexible-cluster-minimization"):
+            c = next((e for e in cm_order if a[e] >= s), -1)
+            if c < 0:
+                return None
+            site, t = _best_site(files, job, c)
+        else:  # worst-fit (and close-to-files for a job without files)
+            c = int(np.argmax(a))
+            if a[c] < s:
+                return None
+            site, t = _best_site(files, job, c)
+        a[c] -= s
+        res[k] = (s, c, site, t)
+    return [res[k] for k in idx]
+
+
+# ---- the simulation -------------------------------------------------------------------------------
+
+@dataclass
+class _K:
+    """A KOALA job's state."""
+
+    job: KoalaJob
+    prio: int
+    L: float
+    state: str = "new"  # queued, claiming, claimed, running, done, failed
+    epoch: int = 0
+    place_tries: int = 0
+    tries_since_promotion: int = 0
+    claim_tries: int = 0
+    placement_time: float = 0.0
+    enqueued: float = math.nan
+    placements: int = 0
+    preempted: int = 0
+    comps: list = field(default_factory=list)  # [size, cluster, site, ftt, claim time or nan]
+    jpt: float = math.nan
+    jct: float = math.nan
+    jst: float = math.nan
+    jst0: float = math.nan
+    ftt: float = math.nan
+    start: float = math.nan
+    end: float = math.nan
+    pgt: float = 0.0
+
+
+@dataclass
+class KoalaOutcome:
+    """What happened. KOALA jobs in the order given; ``local`` rows are the local jobs given
+    followed by the background jobs injected (``local_background``)."""
+
+    jobs: list  # _K per KOALA job
+    local_submit: np.ndarray
+    local_start: np.ndarray
+    local_end: np.ndarray
+    local_size: np.ndarray
+    local_cluster: np.ndarray
+    local_runtime: np.ndarray
+    local_state: np.ndarray  # 0 waiting, 1 running, 2 done, 3 killed
+    local_background: np.ndarray
+    holdings: list  # (cluster, t0, t1, size, owner, kind): owner ("L", i) or ("K", j, comp); kind run/claimed/killed
+    transfers: list  # (cluster, t0, t1, size, j, comp)
+    busy: np.ndarray  # per cluster: background+local, koala run, claimed-idle (PWT) processor-seconds
+    t_end: float
+    max_queue: int
+    queue_trace: list = field(default_factory=list)  # (time, placement queue length)
+
+
+def simulate_koala(processors, jobs: list[KoalaJob], policy: KoalaPolicy, files: Files | None = None,
+                   local: tuple | None = None, band: Band | None = None, horizon: float = math.inf,
+                   warmup: float = 0.0) -> KoalaOutcome:
+    """Simulate KOALA jobs over clusters of ``processors``; ``local`` = (submit, runtime, size,
+    cluster) arrays of local jobs. Runs until every KOALA job is done or failed (or ``horizon``)."""
+    P = np.asarray(processors, np.int64)
+    C = len(P)
+    loc = np.zeros(C, np.int64)
+    held = np.zeros(C, np.int64)
+    placed = np.zeros(C, np.int64)
+    busy = np.zeros((C, 3))
+    if local is None:
+        local = (np.zeros(0), np.zeros(0), np.zeros(0, np.int64), np.zeros(0, np.int64))
+    l_sub, l_rt, l_size, l_cl = (list(map(float, local[0])), list(map(float, local[1])),
+                                 list(map(int, local[2])), list(map(int, local[3])))
+    n_given = len(l_sub)
+    l_start = [math.nan] * n_given
+    l_end = [math.nan] * n_given
+    l_state = [0] * n_given
+    l_bg = [False] * n_given
+    queues_local: list[list[int]] = [[] for _ in range(C)]
+    running_local: list[list[int]] = [[] for _ in range(C)]  # in start order
+    history = {(e, f) for e in range(C) for f in range(len(files.site_cluster))} \
+        if files is not None and policy.history == "all_pairs" else set()
+    K = [_K(j, j.priority, policy.L) for j in jobs]
+    pq: list[list[int]] = [[], [], [], []]
+    holdings: list = []
+    transfers: list = []
+    heap: list = []
+    seq = [0]
+    wrr = wrr_sequence(policy.weights)
+    wrr_pos = [0]
+    undecided = [len(K)]
+    max_q = [0]
+    qtrace: list = []
+
+    def push(t, kind, payload):
+        seq[0] += 1
+        heapq.heappush(heap, (t, kind, seq[0], payload))
+
+    def account(c, t0, t1, size, col):
+        a, b = max(t0, warmup), t1
+        if b > a:
+            busy[c, col] += size * (b - a)
+
+    for i in range(n_given):
+        push(l_sub[i], _LOCAL, i)
+    for j, k in enumerate(K):
+        push(k.job.submit, _ARRIVE, j)
+    if K:
+        push(policy.first_scan, _SCAN, None)
+    if band is not None:
+        push(0.0, _BAND, None)
+
+    def qlen():
+        return sum(len(q) for q in pq)
+
+    def enqueue(j, t):
+        k = K[j]
+        k.state, k.enqueued = "queued", t
+        pq[k.prio].append(j)
+        max_q[0] = max(max_q[0], qlen())
+
+    def start_local(i, t):
+        c = l_cl[i]
+        loc[c] += l_size[i]
+        l_start[i], l_state[i] = t, 1
+        running_local[c].append(i)
+        push(t + l_rt[i], _END, ("L", i))
+
+    def dispatch(t):
+        for c in range(C):
+            q = queues_local[c]
+            while q and P[c] - loc[c] - held[c] >= l_size[q[0]]:
+                start_local(q.pop(0), t)
+
+    def release_placed(k):
+        for comp in k.comps:
+            if math.isnan(comp[4]):
+                placed[comp[1]] -= comp[0]
+
+    def abort(j, t, kill: bool):
+        """Give back a KOALA job's processors (claimed components, and the run when ``kill``)."""
+        k = K[j]
+        for ci, comp in enumerate(k.comps):
+            s, c, ct = comp[0], comp[1], comp[4]
+            if math.isnan(ct):
+                placed[c] -= s
+                continue
+            held[c] -= s
+            to = min(t, k.jst) if not math.isnan(k.jst) else t
+            if to > ct:
+                holdings.append((c, ct, to, s, ("K", j, ci), "claimed"))
+                account(c, ct, to, s, 2)
+            if kill and t > k.jst:
+                holdings.append((c, k.jst, t, s, ("K", j, ci), "killed"))
+                account(c, k.jst, t, s, 1)
+        k.comps = []
+        k.epoch += 1
+
+    def try_place(j, t, avail) -> bool:
+        k = K[j]
+        got = place(k.job, avail, policy, files, history)
+        if got is None:
+            return False
+        k.placement_time += t - k.enqueued
+        k.placements += 1
+        k.comps = [[s, c, site, ftt, math.nan] for (s, c, site, ftt) in got]
+        for s, c, _, _ in got:
+            placed[c] += s
+            avail[c] -= s
+        k.jpt, k.ftt = t, max(g[3] for g in got)
+        k.jst = t + k.ftt
+        if math.isnan(k.jst0):
+            k.jst0 = k.jst
+        k.jct = t + k.L * k.ftt
+        k.state = "claiming"
+        for s, c, _, ftt in got:
+            if ftt > 0:
+                transfers.append((c, t, t + ftt, s, j, len(transfers)))
+        push(k.jct, _CLAIM, (j, k.epoch))
+        return True
+
+    def koala_avail():
+        return np.maximum(P - loc - held - placed, 0)
+
+    def claim(j, t):
+        k = K[j]
+        k.claim_tries += 1
+        idle = P - loc - held
+        n = len(k.comps)
+        prev = [ci for ci, cp in enumerate(k.comps) if not math.isnan(cp[4])]
+        now, nots = [], []
+        for ci, cp in enumerate(k.comps):
+            if ci in prev:
+                continue
+            if idle[cp[1]] >= cp[0]:
+                idle[cp[1]] -= cp[0]
+                now.append(ci)
+            else:
+                nots.append(ci)
+        F = (len(prev) + len(now)) / n
+        if F >= policy.T - 1e-12:
+            for ci in nots:
+                cp = k.comps[ci]
+                s = cp[0]
+                fixed = k.job.clusters is not None and not k.job.flexible and k.job.clusters[ci] >= 0
+                placed[cp[1]] -= s  # re-place it: its own placement is given up first
+                av = np.maximum(np.minimum(P - loc - held - placed, idle), 0)
+                got = None
+                if not fixed:
+                    one = KoalaJob(k.job.submit, k.job.runtime, [s], None, k.prio, False, k.job.file_size,
+                                   k.job.file_sites)
+                    got = place(one, av, policy, files, history)
+                target = cp[1]
+                if got is not None:
+                    _, e, site, ftt = got[0]
+                    if t + ftt < k.jst or (ftt == 0 and t <= k.jst):
+                        cp[1], cp[2], cp[3] = e, site, ftt
+                        idle[e] -= s
+                        placed[e] += s
+                        now.append(ci)
+                        continue
+                    target = e
+                placed[cp[1]] += s
+                if policy.preempt and k.prio != 3:
+                    e = target
+                    victims = [(K[v].jst, v) for v in range(len(K)) if v != j and K[v].prio > k.prio
+                               and K[v].state in ("claimed", "running", "claiming")
+                               and any(c2[1] == e and not math.isnan(c2[4]) for c2 in K[v].comps)]
+                    lower = sum(c2[0] for _, v in victims for c2 in K[v].comps
+                                if c2[1] == e and not math.isnan(c2[4]))
+                    if idle[e] + lower >= s:
+                        for _, v in sorted(victims, reverse=True):
+                            if idle[e] >= s:
+                                break
+                            freed = sum(c2[0] for c2 in K[v].comps if c2[1] == e and not math.isnan(c2[4]))
+                            freed_all = [(c2[1], c2[0]) for c2 in K[v].comps if not math.isnan(c2[4])]
+                            abort(v, t, kill=True)
+                            K[v].preempted += 1
+                            for c2, s2 in freed_all:
+                                if c2 != e:
+                                    idle[c2] += s2
+                            idle[e] += freed
+                            enqueue(v, t)
+                        if idle[e] >= s:
+                            placed[cp[1]] -= s
+                            cp[1] = e
+                            cp[2], cp[3] = _best_site(files, k.job, e)
+                            placed[e] += s
+                            idle[e] -= s
+                            now.append(ci)
+            for ci in now:
+                cp = k.comps[ci]
+                placed[cp[1]] -= cp[0]
+                held[cp[1]] += cp[0]
+                cp[4] = t
+            if len(prev) + len(now) == n:
+                k.state = "claimed"
+                k.pgt = t - k.jpt
+                if t >= k.jst:
+                    begin(j, t)
+                else:
+                    push(k.jst, _START, (j, k.epoch))
+                return
+        # the try failed
+        if policy.max_claim_tries is not None and k.claim_tries >= policy.max_claim_tries:
+            abort(j, t, kill=False)
+            k.state = "failed"
+            undecided[0] -= 1
+            return
+        nxt = k.jct + k.L * (k.jst - k.jct) if k.L > 0 else k.jst
+        if k.jst - nxt < policy.min_gap:
+            abort(j, t, kill=False)
+            k.L = max(policy.l_floor, k.L - policy.l_step)
+            enqueue(j, t)
+            return
+        k.jct = nxt
+        push(nxt, _CLAIM, (j, k.epoch))
+
+    def begin(j, t):
+        k = K[j]
+        k.state, k.start = "running", t
+        push(t + k.job.runtime, _END, ("K", j, k.epoch))
+
+    def finish_koala(j, t):
+        k = K[j]
+        for ci, cp in enumerate(k.comps):
+            s, c, ct = cp[0], cp[1], cp[4]
+            held[c] -= s
+            if k.jst > ct:
+                holdings.append((c, ct, k.jst, s, ("K", j, ci), "claimed"))
+                account(c, ct, k.jst, s, 2)
+            holdings.append((c, k.jst, t, s, ("K", j, ci), "run"))
+            account(c, k.jst, t, s, 1)
+        k.state, k.end = "done", t
+        undecided[0] -= 1
+
+    def scan(t):
+        if not any(pq):
+            return
+        for _ in range(len(wrr)):
+            qi = wrr[wrr_pos[0] % len(wrr)]
+            wrr_pos[0] += 1
+            if pq[qi]:
+                break
+        q = pq[qi]
+        keep, up = [], []
+        avail = koala_avail()
+        for j in q:
+            k = K[j]
+            k.place_tries += 1
+            k.tries_since_promotion += 1
+            if try_place(j, t, avail):
+                continue
+            if policy.max_place_tries is not None and k.place_tries >= policy.max_place_tries:
+                k.state = "failed"
+                undecided[0] -= 1
+                continue
+            if policy.promote_after is not None and qi in (1, 2) and k.tries_since_promotion >= policy.promote_after:
+                k.tries_since_promotion = 0
+                k.prio = qi - 1
+                up.append(j)
+                continue
+            keep.append(j)
+        pq[qi] = keep
+        if up:
+            pq[qi - 1].extend(up)
+
+    def band_tick(t):
+        for c in range(C):
+            lo, hi = band.low * P[c], band.high * P[c]
+            while loc[c] < lo and P[c] - loc[c] - held[c] > 0:
+                s = min(int(band.size()), int(P[c] - loc[c] - held[c]), int(math.floor(hi)) - int(loc[c]))
+                if s <= 0:
+                    break
+                i = len(l_sub)
+                l_sub.append(t)
+                l_rt.append(float(band.runtime()))
+                l_size.append(s)
+                l_cl.append(c)
+                l_start.append(math.nan)
+                l_end.append(math.nan)
+                l_state.append(0)
+                l_bg.append(True)
+                start_local(i, t)
+            while loc[c] > hi:
+                bg = [i for i in running_local[c] if l_bg[i]]
+                if not bg:
+                    break
+                i = bg[-1]
+                kill_local(i, t)
+
+    def kill_local(i, t):
+        c = l_cl[i]
+        loc[c] -= l_size[i]
+        running_local[c].remove(i)
+        l_end[i], l_state[i] = t, 3
+        holdings.append((c, l_start[i], t, l_size[i], ("L", i), "killed"))
+        account(c, l_start[i], t, l_size[i], 0)
+
+    t = 0.0
+    while heap:
+        t, kind, _, payload = heapq.heappop(heap)
+        if t >= horizon:
+            t = horizon
+            break
+        if kind == _END:
+            if payload[0] == "L":
+                i = payload[1]
+                if l_state[i] != 1 or abs(l_start[i] + l_rt[i] - t) > 1e-9:
+                    continue  # killed before
+                c = l_cl[i]
+                loc[c] -= l_size[i]
+                running_local[c].remove(i)
+                l_end[i], l_state[i] = t, 2
+                holdings.append((c, l_start[i], t, l_size[i], ("L", i), "run"))
+                account(c, l_start[i], t, l_size[i], 0)
+            else:
+                _, j, ep = payload
+                if K[j].epoch == ep and K[j].state == "running":
+                    finish_koala(j, t)
+        elif kind == _START:
+            j, ep = payload
+            if K[j].epoch == ep and K[j].state == "claimed":
+                begin(j, t)
+        elif kind == _CLAIM:
+            j, ep = payload
+            if K[j].epoch == ep and K[j].state == "claiming":
+                claim(j, t)
+        elif kind == _SCAN:
+            scan(t)
+            qtrace.append((t, qlen()))
+            if undecided[0] > 0:
+                push(t + policy.scan_interval, _SCAN, None)
+        elif kind == _ARRIVE:
+            enqueue(payload, t)
+        elif kind == _LOCAL:
+            queues_local[l_cl[payload]].append(payload)
+        elif kind == _BAND:
+            band_tick(t)
+            if undecided[0] > 0:
+                push(t + band.interval, _BAND, None)
+        dispatch(t)
+        if K and undecided[0] == 0:
+            break
+    t_end = t
+    # work still held at the end is cut there
+    for c in range(C):
+        for i in running_local[c]:
+            holdings.append((c, l_start[i], t_end, l_size[i], ("L", i), "run"))
+            account(c, l_start[i], t_end, l_size[i], 0)
+    for j, k in enumerate(K):
+        if k.state in ("claiming", "claimed", "running"):
+            for ci, cp in enumerate(k.comps):
+                s, c, ct = cp[0], cp[1], cp[4]
+                if math.isnan(ct):
+                    continue
+                a = min(k.jst, t_end)
+                if a > ct:
+                    holdings.append((c, ct, a, s, ("K", j, ci), "claimed"))
+                    account(c, ct, a, s, 2)
+                if k.state == "running" and t_end > k.jst:
+                    holdings.append((c, k.jst, t_end, s, ("K", j, ci), "run"))
+                    account(c, k.jst, t_end, s, 1)
+    arr = np.asarray
+    return KoalaOutcome(K, arr(l_sub, float), arr(l_start, float), arr(l_end, float), arr(l_size, np.int64),
+                        arr(l_cl, np.int64), arr(l_rt, float), arr(l_state, np.int8), arr(l_bg, bool),
+                        holdings, transfers, busy, t_end, max_q[0], qtrace)

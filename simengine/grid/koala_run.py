@@ -1,0 +1,448 @@
+"""Run a scenario with KOALA streams: workload, :mod:`simengine.grid.koala`, the output contract.
+
+:func:`run_koala` is what :func:`simengine.grid.run.run_grid` calls for a scenario with a
+stream of ``kind: koala``; it returns a normal :class:`~simengine.results.Result`: one row
+per local job (background jobs injected by the band controller have ``stream`` -1) and one
+per component of a KOALA job (the components share the job's ``job_id``), the Gantt
+segments of replication 0 (``transfer``, ``claimed``, ``run``, ``killed``) and
+per-replication metrics (docs/grid.md, KOALA).
+
+Randomness: replication r uses ``SeedSequence(run.seed, spawn_key=(r,))``, one child per
+stream plus one for the background band controller; a KOALA stream draws its arrival
+times, shapes/components/sizes, runtimes and files from its child in that order.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from simengine import __version__
+from simengine.distributions import processor_counts
+from simengine.gantt import KIND_CLAIMED, KIND_KILLED, KIND_RUN, KIND_TRANSFER, SEGMENT_COLUMNS, assign_processors
+from simengine.generate import generate_stream
+from simengine.grid.koala import Band, Files, KoalaJob, KoalaOutcome, KoalaPolicy, simulate_koala
+from simengine.grid.schema import KOALA_PRIORITIES, KoalaJobs, bandwidth, file_sites
+from simengine.results import BOUNDED_SLOWDOWN_TAU, SERIES_POINTS, Metric, Result, percentile_linear
+from simengine.workload import STATUS_COMPLETED, STATUS_FAILED, STATUS_KILLED, STATUS_UNFINISHED
+
+__all__ = ["KoalaWorkload", "build_koala_workload", "koala_policy", "koala_files", "simulate_koala_replication",
+           "koala_metrics", "run_koala"]
+
+_KIND = {"run": KIND_RUN, "claimed": KIND_CLAIMED, "killed": KIND_KILLED}
+
+
+@dataclass
+class KoalaWorkload:
+    processors: np.ndarray
+    jobs: list[KoalaJob]
+    job_stream: np.ndarray
+    job_id: np.ndarray
+    local: tuple  # submit, runtime, size, cluster
+    local_stream: np.ndarray
+    local_id: np.ndarray
+    band: Band | None
+    notes: list[str]
+
+
+def koala_policy(scenario) -> KoalaPolicy:
+    g = scenario.grid
+    p, d = g.placement.params, g.deadline_policy.params
+    w = d["weights"]
+    return KoalaPolicy(placement=g.placement.name, history=p.get("history", "all_pairs"),
+                       min_component=p.get("min_component", 1), scan_interval=d["scan_interval"],
+                       first_scan=d["first_scan"], weights=(w["N_h"], w["N_l"], w["n1"], w["n2"], w["n3"], w["n4"]),
+                       promote_after=d["promote_after"], max_place_tries=d["max_place_tries"], L=d["L"],
+                       l_step=d["l_step"], l_floor=d["l_floor"], min_gap=d["min_gap"], T=d["threshold"],
+                       preempt=d["preemption"], max_claim_tries=d["max_claim_tries"])
+
+
+def koala_files(platform) -> Files:
+    names, at = file_sites(platform)
+    C = len(platform.clusters)
+    bw = np.full((len(names), C), np.inf)
+    for f, name in enumerate(names):
+        for e, c in enumerate(platform.clusters):
+            b = bandwidth(platform, name, c.name)
+            if b is not None:
+                bw[f, e] = b
+    return Files(at, bw, names)
+
+
+def _koala_jobs(st: KoalaJobs, platform, rng, horizon, site_names) -> list[KoalaJob]:
+    lam = st.arrival_rate(platform)
+    n = st.count
+    if n is None:
+        n = 0
+        times = []
+        t = 0.0
+        while True:
+            t += rng.exponential(1.0 / lam)
+            if t >= horizon:
+                break
+            times.append(t)
+        submit = np.asarray(times)
+    else:
+        submit = np.cumsum(rng.exponential(1.0 / lam, n))
+        if horizon is not None:
+            submit = submit[submit < horizon]
+    m = len(submit)
+    if st.shapes:
+        w = np.array([s.weight for s in st.shapes], float)
+        pick = rng.choice(len(st.shapes), size=m, p=w / w.sum())
+        comps = np.array([st.shapes[k].components for k in pick])
+        sizes = [[st.shapes[k].size] * st.shapes[k].components for k in pick]
+        drawn = st.runtime.sample(rng, m) if st.runtime is not None else np.zeros(m)
+        runtime = np.array([st.shapes[k].runtime if st.shapes[k].runtime is not None else drawn[i]
+                            for i, k in enumerate(pick)], float)
+    else:
+        flexible = st.request == "flexible"
+        comps = processor_counts(st.components.sample(rng, m)) if st.components is not None and not flexible \
+            else np.ones(m, np.int64)
+        if st.equal_sizes or flexible:
+            one = processor_counts(st.size.sample(rng, m))
+            sizes = [[int(one[i])] * int(comps[i]) for i in range(m)]
+        else:
+            allsz = processor_counts(st.size.sample(rng, int(comps.sum())))
+            off = np.concatenate([[0], np.cumsum(comps)])
+            sizes = [[int(x) for x in allsz[off[i]:off[i + 1]]] for i in range(m)]
+        runtime = np.maximum(st.runtime.sample(rng, m), 0.0)
+    fsize = np.zeros(m)
+    fsites: list[list[int]] = [[] for _ in range(m)]
+    if st.file is not None:
+        fsize = np.maximum(st.file.size.sample(rng, m), 0.0)
+        pool = [site_names.index(s) for s in (st.file.sites or site_names)]
+        for i in range(m):
+            fsites[i] = sorted(int(x) for x in rng.choice(pool, size=st.file.replicas, replace=False))
+    idx = {c.name: k for k, c in enumerate(platform.clusters)}
+    fixed = None
+    if st.request in ("fixed", "semi-fixed") and st.clusters:
+        fixed = [idx[c] if c is not None else -1 for c in st.clusters]
+    prio = KOALA_PRIORITIES.index(st.priority)
+    return [KoalaJob(float(submit[i]), float(runtime[i]), [int(x) for x in sizes[i]],
+                     fixed[:len(sizes[i])] if fixed is not None else None, prio, st.request == "flexible",
+                     float(fsize[i]), fsites[i]) for i in range(m)]
+
+
+def build_koala_workload(scenario, replication: int) -> KoalaWorkload:
+    platform = scenario.platform
+    procs = platform.processors
+    streams = scenario.workload.streams
+    child = np.random.SeedSequence(scenario.run.seed, spawn_key=(replication,))
+    rngs = [np.random.default_rng(s) for s in child.spawn(len(streams) + 1)]
+    site_names, _ = file_sites(platform)
+    horizon = scenario.run.stop.horizon
+    jobs, jstream, jid, notes = [], [], [], []
+    band = None
+    for i, st in enumerate(streams):
+        if isinstance(st, KoalaJobs):
+            got = _koala_jobs(st, platform, rngs[i], horizon, site_names)
+            jobs += got
+            jstream += [i] * len(got)
+            jid += list(range(len(got)))
+            if st.background is not None:
+                b = st.background
+                brng = rngs[-1]
+                band = Band(b.low, b.high, b.interval,
+                            size=lambda d=b.size, r=brng: int(processor_counts(d.sample(r, 1))[0]),
+                            runtime=lambda d=b.runtime, r=brng: max(float(d.sample(r, 1)[0]), 0.0))
+    last = max((j.submit for j in jobs), default=0.0)
+    local_horizon = horizon if horizon is not None else 4.0 * last + 86400.0
+    loc = []
+    for i, st in enumerate(streams):
+        if isinstance(st, KoalaJobs):
+            continue
+        if getattr(st, "kind", "") == "trace":
+            from simengine.runner import load_trace_stream
+
+            t, n = load_trace_stream(st, scenario, i)
+            notes += n
+            t = t.take(t.submit < local_horizon)
+        else:
+            t = generate_stream(st, platform, rngs[i], horizon=local_horizon, stream_index=i)
+        loc.append((t.submit, np.maximum(t.runtime, 0.0), t.processors, t.cluster, np.full(len(t.submit), i),
+                    t.job_id))
+    if loc:
+        cat = [np.concatenate([p[k] for p in loc]) for k in range(6)]
+        order = np.argsort(cat[0], kind="stable")
+        fits = cat[2][order] <= procs[cat[3][order]]
+        if not fits.all():
+            notes.append(f"replication {replication}: {int((~fits).sum())} local jobs larger than their cluster "
+                         "were left out")
+        order = order[fits]
+        local = (cat[0][order].astype(float), cat[1][order].astype(float), cat[2][order].astype(np.int64),
+                 cat[3][order].astype(np.int64))
+        lstream, lid = cat[4][order].astype(np.int32), cat[5][order].astype(np.int64)
+    else:
+        local = (np.zeros(0), np.zeros(0), np.zeros(0, np.int64), np.zeros(0, np.int64))
+        lstream, lid = np.zeros(0, np.int32), np.zeros(0, np.int64)
+    order = sorted(range(len(jobs)), key=lambda k: jobs[k].submit)
+    return KoalaWorkload(procs, [jobs[k] for k in order], np.array([jstream[k] for k in order], np.int32),
+                         np.array([jid[k] for k in order], np.int64), local, lstream, lid, band, notes)
+
+
+def _simulate(scenario, w: KoalaWorkload) -> KoalaOutcome:
+    horizon = scenario.run.stop.horizon
+    files = koala_files(scenario.platform)
+    return simulate_koala(w.processors, w.jobs, koala_policy(scenario), files, w.local, w.band,
+                          horizon=math.inf if horizon is None else horizon, warmup=scenario.run.warmup.time)
+
+
+def koala_metrics(scenario, w: KoalaWorkload, o: KoalaOutcome) -> dict[str, float]:
+    """One replication's metrics (docs/grid.md, KOALA)."""
+    t_w = scenario.run.warmup.time
+    window = o.t_end - t_w
+    procs = w.processors
+    cap = float(procs.sum())
+    nan = math.nan
+    m: dict[str, float] = {}
+    if window > 0:
+        d = cap * window
+        m["background_load"] = float(o.busy[:, 0].sum()) / d
+        m["koala_load"] = float(o.busy[:, 1].sum()) / d
+        m["pwt_utilisation"] = float(o.busy[:, 2].sum()) / d
+        m["total_load"] = m["utilisation"] = float(o.busy.sum()) / d
+        for c, spec in enumerate(scenario.platform.clusters):
+            m[f"utilisation.{spec.name}"] = float(o.busy[c].sum()) / (procs[c] * window)
+    else:
+        for k in ("background_load", "koala_load", "pwt_utilisation", "total_load", "utilisation"):
+            m[k] = nan
+    meas = [k for k in o.jobs if k.job.submit >= t_w]
+    done = [k for k in meas if k.state == "done"]
+    m["koala_jobs_measured"] = float(len(meas))
+    m["koala_jobs_done"] = float(len(done))
+    m["koala_jobs_failed"] = float(sum(k.state == "failed" for k in meas))
+    pgt = sum(k.pgt * sum(c[0] for c in k.comps) for k in done)
+    m["pgt_utilisation"] = pgt / (cap * window) if window > 0 else nan
+
+    def mean(v):
+        return float(np.mean(v)) if len(v) else nan
+
+    pt = np.array([k.placement_time for k in done])
+    m["mean_placement_time"] = mean(pt)
+    m["median_placement_time"] = percentile_linear(pt, 50) if len(pt) else nan
+    m["p90_placement_time"] = percentile_linear(pt, 90) if len(pt) else nan
+    m["mean_placement_tries"] = mean([k.place_tries for k in done])
+    m["mean_claiming_tries"] = mean([k.claim_tries for k in done])
+    m["mean_ftt"] = mean([k.ftt for k in done])
+    m["mean_twt"] = mean([k.start - k.job.submit for k in done])
+    m["mean_wait"] = m["mean_twt"]
+    m["mean_response"] = mean([k.end - k.job.submit for k in done])
+    m["mean_start_delay"] = mean([k.jst - k.jst0 for k in done])
+    spread = [len({c[1] for c in k.comps}) / len(k.comps) for k in done]
+    m["mean_job_spread"] = mean(spread)
+    m["coallocated_fraction"] = mean([len({c[1] for c in k.comps}) > 1 for k in done])
+    m["preemptions"] = float(sum(k.preempted for k in meas))
+    m["max_placement_queue"] = float(o.max_queue)
+    m["makespan"] = float(o.t_end)
+    m["last_arrival"] = float(max((k.job.submit for k in o.jobs), default=nan))
+    m["jobs_measured"] = float(len(done))
+    m["throughput"] = len(done) / window if window > 0 else nan
+    return m
+
+
+def _rows(scenario, w: KoalaWorkload, o: KoalaOutcome, replication: int):
+    n = len(o.local_submit)
+    ng = len(w.local_stream)
+    lst = o.local_state
+    l_status = np.full(n, STATUS_UNFINISHED, np.int8)
+    l_status[lst == 2] = STATUS_COMPLETED
+    l_status[lst == 3] = STATUS_KILLED
+    base = int(w.local_id.max(initial=-1)) + 1
+    cols: dict[str, list | np.ndarray] = {
+        "job_id": np.concatenate([w.local_id, base + np.arange(n - ng)]),
+        "stream": np.concatenate([w.local_stream, np.full(n - ng, -1, np.int32)]),
+        "cluster": o.local_cluster, "submit": o.local_submit, "start": o.local_start,
+        "end": np.where(lst >= 2, o.local_end, np.nan), "processors": o.local_size, "runtime": o.local_runtime,
+        "status": l_status, "component": np.zeros(n, np.int16),
+    }
+    extra = {"placement_time": np.full(n, np.nan), "placement_tries": np.zeros(n, np.int32),
+             "claiming_tries": np.zeros(n, np.int32), "ftt": np.full(n, np.nan), "jpt": np.full(n, np.nan),
+             "jct": np.full(n, np.nan), "jst": np.full(n, np.nan)}
+    g: dict[str, list] = {k: [] for k in list(cols) + list(extra)}
+    owner = []  # (job, component) per KOALA row
+    gid_base = int(cols["job_id"].max(initial=-1)) + 1
+    for j, k in enumerate(o.jobs):
+        comps = k.comps if k.comps else [[s, -1, -1, 0.0, math.nan] for s in k.job.sizes]
+        status = {"done": STATUS_COMPLETED, "failed": STATUS_FAILED}.get(k.state, STATUS_UNFINISHED)
+        for ci, cp in enumerate(comps):
+            started = k.state in ("done", "running")
+            g["job_id"].append(gid_base + j)
+            g["stream"].append(int(w.job_stream[j]))
+            g["cluster"].append(int(cp[1]))
+            g["submit"].append(k.job.submit)
+            g["start"].append(k.start if started else math.nan)
+            g["end"].append(k.end if k.state == "done" else math.nan)
+            g["processors"].append(int(cp[0]))
+            g["runtime"].append(k.job.runtime)
+            g["status"].append(status)
+            g["component"].append(ci)
+            g["placement_time"].append(k.placement_time)
+            g["placement_tries"].append(k.place_tries)
+            g["claiming_tries"].append(k.claim_tries)
+            g["ftt"].append(k.ftt)
+            g["jpt"].append(k.jpt)
+            g["jct"].append(k.jct)
+            g["jst"].append(k.jst)
+            owner.append((j, ci))
+    from simengine.results import JOB_DTYPES
+
+    out = {}
+    for key in list(cols) + list(extra):
+        a = cols[key] if key in cols else extra[key]
+        dt = np.int16 if key == "component" else JOB_DTYPES.get(key, np.asarray(a).dtype)
+        out[key] = np.concatenate([np.asarray(a), np.asarray(g[key])]).astype(dt)
+    order = np.argsort(out["submit"], kind="stable")
+    out = {k: v[order] for k, v in out.items()}
+    total = len(order)
+    out["replication"] = np.full(total, replication, np.int32)
+    out["estimate"] = out["runtime"].copy()
+    out["wait"] = out["start"] - out["submit"]
+    out["response"] = out["end"] - out["submit"]
+    r = out["runtime"]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out["slowdown"] = np.where(r > 0, out["response"] / r, np.nan)
+    out["bounded_slowdown"] = np.maximum(out["response"] / np.maximum(r, BOUNDED_SLOWDOWN_TAU), 1.0)
+    out["warmup"] = out["submit"] < scenario.run.warmup.time
+    position = np.empty(total, np.int64)
+    position[order] = np.arange(total)
+    row_of = {("L", i): int(position[i]) for i in range(n)}
+    for r_, (j, ci) in enumerate(owner):
+        row_of[("K", j, ci)] = int(position[n + r_])
+    return out, row_of
+
+
+def _segments(scenario, o: KoalaOutcome, row_of: dict) -> dict[str, np.ndarray]:
+    # merge the adjacent records of one owner into one holding, so claimed and run share processors
+    by_owner: dict = {}
+    for c, t0, t1, size, own, kind in o.holdings:
+        by_owner.setdefault((own, c, size), []).append((t0, t1, kind))
+    hold = []  # (cluster, t0, t1, size, owner, parts)
+    for (own, c, size), parts in by_owner.items():
+        parts.sort()
+        cur = [parts[0]]
+        for p in parts[1:]:
+            if abs(p[0] - cur[-1][1]) < 1e-9:
+                cur.append(p)
+            else:
+                hold.append((c, cur[0][0], cur[-1][1], size, own, cur))
+                cur = [p]
+        hold.append((c, cur[0][0], cur[-1][1], size, own, cur))
+    transfers = {}
+    for j, k in enumerate(o.jobs):
+        if k.state in ("done", "running", "claimed") and k.ftt > 0:
+            for ci, cp in enumerate(k.comps):
+                if cp[3] > 0 and not math.isnan(cp[4]) and cp[4] > k.jpt:
+                    transfers[("K", j, ci)] = (k.jpt, cp[4])
+    out = {k: [] for k in SEGMENT_COLUMNS}
+    for c, spec in enumerate(scenario.platform.clusters):
+        hs = [h for h in hold if h[0] == c]
+        if not hs:
+            continue
+        t0 = np.array([h[1] for h in hs])
+        t1 = np.array([h[2] for h in hs])
+        size = np.array([h[3] for h in hs], np.int64)
+        which, first, count = assign_processors(t0, t1, size, spec.processors)
+        for w_, f_, n_ in zip(which, first, count):
+            _, a, b, s, own, parts = hs[w_]
+            row = row_of.get(own, -1)
+            comp = own[2] if own[0] == "K" else 0
+            segs = [(p[0], p[1], _KIND[p[2]]) for p in parts]
+            if own in transfers and abs(transfers[own][1] - a) < 1e-9:
+                segs.insert(0, (transfers[own][0], a, KIND_TRANSFER))
+            for s0, s1, kind in segs:
+                out["cluster"].append(c)
+                out["first_processor"].append(int(f_))
+                out["processors"].append(int(n_))
+                out["t0"].append(s0)
+                out["t1"].append(s1)
+                out["job"].append(row)
+                out["component"].append(comp)
+                out["kind"].append(kind)
+    dt = {"cluster": np.int32, "first_processor": np.int32, "processors": np.int32, "t0": np.float64,
+          "t1": np.float64, "job": np.int64, "component": np.int16, "kind": np.int8}
+    seg = {k: np.asarray(out[k], dt[k]) for k in SEGMENT_COLUMNS}
+    order = np.lexsort((seg["first_processor"], seg["cluster"], seg["t0"]))
+    return {k: v[order] for k, v in seg.items()}
+
+
+def _series(scenario, w: KoalaWorkload, o: KoalaOutcome) -> dict[str, np.ndarray]:
+    from simengine.grid.run import _active
+
+    t = np.linspace(0.0, max(o.t_end, 1e-9), SERIES_POINTS)
+    h = o.holdings
+    cap = max(float(w.processors.sum()), 1.0)
+    t0 = np.array([x[1] for x in h], float)
+    t1 = np.array([x[2] for x in h], float)
+    sz = np.array([x[3] for x in h], float)
+    out = {"time": t, "utilisation": _active(t0, t1, sz, t) / cap if len(h) else np.zeros(len(t))}
+    for name, want in (("background", lambda x: x[4][0] == "L"),
+                       ("koala", lambda x: x[4][0] == "K" and x[5] != "claimed"),
+                       ("claimed", lambda x: x[5] == "claimed")):
+        sel = np.array([want(x) for x in h], bool) if h else np.zeros(0, bool)
+        out[name] = _active(t0[sel], t1[sel], sz[sel], t) / cap if sel.any() else np.zeros(len(t))
+    if o.queue_trace:
+        qt = np.array(o.queue_trace, float)
+        k = np.searchsorted(qt[:, 0], t, side="right") - 1
+        out["placement_queue"] = np.where(k >= 0, qt[np.maximum(k, 0), 1], 0.0)
+    return out
+
+
+@dataclass
+class KoalaReplication:
+    metrics: dict[str, float]
+    jobs: dict | None
+    segments: dict | None
+    series: dict | None
+    notes: list[str]
+    outcome: KoalaOutcome | None = None
+
+
+def simulate_koala_replication(scenario, replication: int, with_rows: bool = True,
+                               with_segments: bool = False) -> KoalaReplication:
+    w = build_koala_workload(scenario, replication)
+    o = _simulate(scenario, w)
+    m = koala_metrics(scenario, w, o)
+    jobs = seg = series = None
+    if with_rows or with_segments:
+        jobs, row_of = _rows(scenario, w, o, replication)
+        if with_segments:
+            seg = _segments(scenario, o, row_of)
+            series = _series(scenario, w, o)
+    return KoalaReplication(m, jobs, seg, series, w.notes, o)
+
+
+def run_koala(scenario, on_progress: Callable[[dict[str, Any]], None] | None = None) -> Result:
+    """Simulate a scenario with KOALA streams (see :func:`simengine.run`)."""
+    from simengine.grid.run import _Emitter
+    from simengine.scenario import scenario_hash
+
+    R = scenario.run.replications
+    emit = _Emitter(on_progress)
+    t0 = time.perf_counter()
+    outs = []
+    keep = getattr(scenario.run, "keep_jobs", "all") == "all"
+    for r in range(R):
+        out = simulate_koala_replication(scenario, r, r == 0 or keep, r == 0)
+        outs.append(out)
+        if r == 0:
+            emit.segments(out.segments)
+        emit.send({"kind": "progress", "fraction": (r + 1) / R, "sim_time": float(out.outcome.t_end)})
+    first = outs[0]
+    kept = [o.jobs for o in outs if o.jobs is not None]
+    jobs = kept[0] if len(kept) == 1 else {k: np.concatenate([j[k] for j in kept]) for k in first.jobs}
+    names = sorted({k for o in outs for k in o.metrics})
+    metrics = {k: Metric.from_values(k, [o.metrics.get(k, math.nan) for o in outs]) for k in names}
+    clusters = scenario.platform.clusters
+    result = Result(
+        scenario=scenario.model_dump(mode="json"), scenario_hash=scenario_hash(scenario), seed=scenario.run.seed,
+        engine_version=__version__, cluster_names=[c.name for c in clusters],
+        cluster_processors=[c.processors for c in clusters], jobs=jobs, segments=first.segments,
+        metrics=metrics, series=first.series, replications=R,
+        notes=list(dict.fromkeys(n for o in outs for n in o.notes)))
+    result.engine_seconds = time.perf_counter() - t0
+    emit.send({"kind": "metrics", "metrics": {k: m.as_dict() for k, m in metrics.items()}, "fraction": 1.0})
+    return result
