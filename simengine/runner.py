@@ -27,6 +27,7 @@ from typing import Any, Callable
 import numpy as np
 
 from simengine import __version__
+from simengine.streaming import CHUNK_SEGMENTS, ChunkEmitter, ProgressCallback  # noqa: F401 - re-exported
 from simengine.gantt import KIND_RUN, SEGMENT_COLUMNS, assign_processors
 from simengine.generate import generate_stream
 from simengine.grid.schema import is_coallocation
@@ -38,10 +39,8 @@ from simengine.site_allocation import choose
 from simengine.traces import read_trace
 from simengine.workload import JobTable
 
-ProgressCallback = Callable[[dict[str, Any]], None]
 
 #: Segments per streamed chunk.
-CHUNK_SEGMENTS = 5000
 #: Below this many jobs in all, replications run in this process (starting a pool costs more).
 POOL_MIN_JOBS = 200_000
 
@@ -560,7 +559,7 @@ def run(scenario: Any, on_progress: ProgressCallback | None = None, *, workers: 
 
         return run_grid(scenario, on_progress, workers=workers)
     R = scenario.run.replications
-    emit = _Emitter(on_progress)
+    emit = ChunkEmitter(on_progress)
     # Traces are read (and kernels compiled) before the clock starts: engine_seconds is
     # the simulation's own time.
     for s in scenario.workload.streams:
@@ -582,7 +581,7 @@ def run(scenario: Any, on_progress: ProgressCallback | None = None, *, workers: 
         first = simulate_replication(scenario, 0, with_segments=True)
         outcomes = [first]
         # Replication 0's Gantt goes out now, so a watcher sees it while the others run.
-        emit.segments(first.segments)
+        emit.segments(first.segments, first.jobs)
         emit.progress(1 / R, float(np.nanmax(first.jobs["end"], initial=0.0)))
         rest = list(range(1, R))
         n_workers = workers if workers is not None else (
@@ -604,8 +603,8 @@ def run(scenario: Any, on_progress: ProgressCallback | None = None, *, workers: 
     result = _assemble(scenario, outcomes, jobs)
     result.engine_seconds = time.perf_counter() - t0
     if not emit.sent_segments:
-        emit.segments(result.segments)
-    emit.metrics(result)
+        emit.segments(result.segments, result.jobs)
+    emit.metrics(result.metrics)
     return result
 
 
@@ -633,36 +632,6 @@ def _assemble(scenario: Scenario, outcomes: list[ReplicationOutcome],
         cluster_processors=[c.processors for c in scenario.platform.clusters],
         jobs=jobs, segments=first.segments, metrics=metrics, series=first.series,
         replications=len(outcomes), notes=list(dict.fromkeys(notes)))
-
-
-class _Emitter:
-    """Numbers every chunk sent to the progress callback."""
-
-    def __init__(self, callback: ProgressCallback | None):
-        self.callback, self.seq = callback, 0
-        self.sent_segments = False
-
-    def _send(self, chunk: dict[str, Any]) -> None:
-        if self.callback is not None:
-            chunk["seq"] = self.seq
-            self.seq += 1
-            self.callback(chunk)
-
-    def progress(self, fraction: float, sim_time: float) -> None:
-        self._send({"kind": "progress", "fraction": fraction, "sim_time": sim_time})
-
-    def segments(self, seg: dict[str, np.ndarray]) -> None:
-        self.sent_segments = True
-        if self.callback is None:
-            return
-        n = len(seg["t0"])
-        for a in range(0, n, CHUNK_SEGMENTS):
-            self._send({"kind": "segments", "replication": 0,
-                        "segments": {k: v[a:a + CHUNK_SEGMENTS].tolist() for k, v in seg.items()}})
-
-    def metrics(self, result: Result) -> None:
-        self._send({"kind": "metrics", "metrics": {k: m.as_dict() for k, m in result.metrics.items()},
-                    "fraction": 1.0})
 
 
 _WARM = False

@@ -132,6 +132,19 @@ def test_segments_cover_every_started_job_without_overlap():
     check_segments_never_overlap(result)
 
 
+def test_streamed_segments_name_their_job_by_job_id_and_stream():
+    chunks = []
+    result = simengine.run(scenario(replications=2), on_progress=chunks.append)
+    streamed = {k: [v for c in chunks if c["kind"] == "segments" for v in c["segments"][k]]
+                for k in ("job", "job_id", "stream")}
+    rows = np.asarray(streamed["job"])
+    # Two streams each number their jobs from 1, so a row's job is (stream, job_id).
+    assert set(streamed["stream"]) == {0, 1}
+    assert streamed["job_id"] == result.jobs["job_id"][rows].tolist()
+    assert streamed["stream"] == result.jobs["stream"][rows].tolist()
+    assert np.all(result.jobs["replication"][rows] == 0)
+
+
 def test_streaming_chunks_are_numbered_and_carry_every_segment():
     chunks = []
     result = simengine.run(scenario(), on_progress=chunks.append)

@@ -80,10 +80,10 @@ def test_run_goes_queued_running_done_with_its_chunks_and_result(alice, monkeypa
     seen_when_engine_starts: dict = {}
     real_run = simengine.run
 
-    def observed_run(scenario, on_progress):
+    def observed_run(scenario, on_progress, **options):
         seen_when_engine_starts.update(Run.objects.filter(name="watched").values(
             "status", "started_at", "worker").get())
-        return real_run(scenario, on_progress)
+        return real_run(scenario, on_progress, **options)
 
     monkeypatch.setattr(execution.simengine, "run", observed_run)
 
