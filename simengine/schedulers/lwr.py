@@ -38,16 +38,6 @@ def lwr_kernel(submit, runtime, processors, horizon, start, proc):
             start[j] = s
 
 
-@njit(cache=True)
-def lwr_replications(submit, runtime, processors, horizon, start, proc):
-    """LWR for R replications at once: row r of each (R, n) array is one replication.
-
-    Rows may be padded at the end with submit = inf.
-    """
-    for r in range(submit.shape[0]):
-        lwr_kernel(submit[r], runtime[r], processors, horizon, start[r], proc[r])
-
-
 @LOCAL_SCHEDULERS.register("lwr", NoParams, "Least Work Remaining: per-processor FCFS queues (one-processor jobs)")
 def schedule(submit, runtime, estimate, size, processors, params, horizon=math.inf) -> ClusterSchedule:
     check_inputs(submit, size, processors)
