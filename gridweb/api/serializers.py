@@ -167,10 +167,12 @@ class RunSerializer(SharingSerializer):
         model = Run
         fields = (*SharingSerializer.SHARING_FIELDS, "status", "progress", "sim_time", "eta", "eta_seconds", "error",
                   "started_at", "finished_at", "scenario", "sweep", "sweep_point", "seed", "scenario_hash",
-                  "engine_version", "policy", "platform", "curated", "segments_count", "last_seq")
+                  "engine_version", "policy", "platform", "curated", "segments_count", "last_seq", "worker")
         read_only_fields = ("created", "updated", "status", "progress", "sim_time", "eta", "error", "started_at",
                             "finished_at", "sweep_point", "seed", "scenario_hash", "engine_version", "policy",
-                            "platform", "curated", "segments_count", "last_seq")
+                            "platform", "curated", "segments_count", "last_seq", "worker")
+        extra_kwargs = {"worker": {"help_text": "the worker process that ran (or is running) the run, e.g. "
+                                                "'worker1@host' (Celery) or 'embedded@host:pid'; empty while queued"}}
 
     def get_eta_seconds(self, run: Run) -> float | None:
         """Seconds until the worker's expected finish (``eta``); else the elapsed time scaled by
