@@ -4,6 +4,14 @@ For each stream we draw a few thousand jobs with the engine's own generator
 (``simengine.generate.generate_stream``; trace streams are read with the engine's trace
 loader) and return histograms of job sizes and runtimes, and the offered load per cluster.
 
+A co-allocated stream (``kind: coallocated``, Ballier et al., docs/grid.md) offers N_c
+components of S processors each per job: its components per job are drawn from the stream's
+``components`` distribution (as the grid layer does) and every component counts towards the
+load, U_g = lambda E[N_c] E[S] E[runtime] / capacity. Where the components will run is decided
+during the simulation by Worst-Fit (each component to the cluster with the most idle
+processors), which on average evens out the load: the preview spreads their work over the
+clusters in proportion to their capacity (``routing: "worst-fit"``).
+
 The preview works on documents that are still being edited: each stream is checked on its
 own (with the platform), so one broken stream, or a missing stop rule, does not hide the
 others. Problems are returned as ``errors`` (dotted path -> messages), like validation.
@@ -17,11 +25,21 @@ from typing import Any
 import numpy as np
 from pydantic import ValidationError
 
+from simengine.distributions import processor_counts
 from simengine.errors import ScenarioError, SimEngineError
 from simengine.generate import generate_stream
 from simengine.registry import SITE_ALLOCATION
 from simengine.runner import load_trace_stream
-from simengine.scenario import GRID_TARGET, Grid, Platform, Scenario, SyntheticStream, field_errors, load_scenario
+from simengine.scenario import (
+    GRID_TARGET,
+    CoallocatedStream,
+    Grid,
+    Platform,
+    Scenario,
+    SyntheticStream,
+    field_errors,
+    load_scenario,
+)
 from simengine.site_allocation import is_stateful
 from simengine.workload import JobTable
 
@@ -127,9 +145,12 @@ def preview(spec: Any, user=None, *, jobs_per_stream: int = PREVIEW_JOBS) -> dic
     Returns ``{"streams": [...], "clusters": [...], "errors": {path: [messages]}, "notes": [...]}``.
     Each stream has ``jobs`` (sampled), ``sizes`` and ``runtimes`` (see :func:`histogram`),
     ``offered_load`` measured on the sample over its target's capacity, ``expected_load``
-    (synthetic streams: lambda E[size] E[runtime] / capacity) and ``routing`` (how grid jobs
-    were spread: ``policy`` = drawn by the site-allocation policy, ``balanced`` = in proportion
-    to capacity because the policy decides only during the simulation). Each cluster has
+    (synthetic streams: lambda E[size] E[runtime] / capacity; co-allocated streams: lambda
+    E[N_c] E[size] E[runtime] / capacity) and ``routing`` (how grid jobs were spread: ``policy``
+    = drawn by the site-allocation policy, ``balanced`` = in proportion to capacity because the
+    policy decides only during the simulation, ``worst-fit`` = co-allocated components, in
+    proportion to capacity). A co-allocated stream also has ``components`` (histogram of the
+    components per job); its ``sizes`` are the sizes of one component. Each cluster has
     ``offered_load``: the work offered to it per unit of its capacity (processors x speed).
     """
     result: dict[str, Any] = {"streams": [], "clusters": [], "errors": {}, "notes": [],
@@ -210,6 +231,8 @@ def _stream_preview(stream, platform, jobs: JobTable, window: float, policy, rng
         "sizes": histogram(jobs.processors, discrete=True), "runtimes": histogram(jobs.runtime),
         "offered_load": None, "expected_load": None, "routing": None,
     }
+    if isinstance(stream, CoallocatedStream):
+        return _coallocated_preview(stream, platform, jobs, window, rng, work, entry)
     if isinstance(stream, SyntheticStream):
         entry["expected_load"] = float(
             stream.arrival_rate(platform) * stream.mean_size() * stream.runtime.mean() / stream.capacity(platform)
@@ -237,4 +260,28 @@ def _stream_preview(stream, platform, jobs: JobTable, window: float, policy, rng
             routed = np.ones(len(jobs), dtype=bool)
     if routed.any():
         work += np.bincount(chosen[routed], weights=demand[routed], minlength=len(capacities)) / window
+    return entry
+
+
+def _coallocated_preview(stream, platform, jobs: JobTable, window: float, rng, work: np.ndarray,
+                         entry: dict[str, Any]) -> dict[str, Any]:
+    """A co-allocated stream: every job is N_c components of ``jobs.processors`` each.
+
+    The components per job are drawn as the grid layer draws them (``processor_counts`` of
+    the ``components`` distribution: rounded up, at least 1). Worst-Fit places them only
+    during the simulation, so their work is spread in proportion to capacity (the load it
+    evens out on average).
+    """
+    capacities = np.array([c.processors * c.speed for c in platform.clusters], dtype=np.float64)
+    components = processor_counts(stream.components.sample(rng, len(jobs)))
+    demand = components * jobs.processors.astype(np.float64) * jobs.runtime  # all components' work
+    entry["components"] = histogram(components, discrete=True)
+    entry["routing"] = "worst-fit"
+    entry["expected_load"] = float(
+        stream.arrival_rate(platform) * stream.mean_components() * stream.mean_size() * stream.runtime.mean()
+        / stream.capacity(platform)
+    )
+    if window > 0 and math.isfinite(window):
+        entry["offered_load"] = float(demand.sum() / (window * capacities.sum()))
+        work += capacities / capacities.sum() * (demand.sum() / window)
     return entry

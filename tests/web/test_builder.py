@@ -446,6 +446,52 @@ def test_preview_spreads_grid_jobs_with_the_site_allocation_policy(alice):
     assert loads["c2"] == pytest.approx(0.6 * 112 / 2 / 96, rel=0.1)
 
 
+def test_preview_counts_every_component_of_co_allocated_jobs(alice):
+    """Ballier et al.'s global jobs have N_c components of S processors each: the offered load
+    is U_g = lambda E[N_c] E[S] E[runtime] / (N C), not a third of it as single-component jobs
+    would give."""
+    from simengine import presets
+
+    spec = presets.scenario("multicluster-4x32")  # local load 30% per cluster, global load 20%
+    rate = 0.0041  # global jobs per second, as in the reproduction's Figure 4 axis
+    spec["workload"]["streams"][-1].update(
+        arrival={"rate": rate}, size={"kind": "constant", "value": 8},
+        components={"kind": "uniform", "low": 2, "high": 4, "integer": True})
+    # Computed here from the model, not by the preview: E[N_c] = 3, E[S] = 8, E[runtime] = 200 s, 4 x 32.
+    global_load = rate * 3 * 8 * 200 / (4 * 32)
+
+    data = post_json(client_for(alice), reverse("scenarios:preview"), {"spec": spec}).json()
+
+    assert data["errors"] == {}
+    glob = data["streams"][-1]
+    assert glob["kind"] == "coallocated" and glob["routing"] == "worst-fit"
+    assert glob["expected_load"] == pytest.approx(global_load, rel=1e-9)
+    assert glob["offered_load"] == pytest.approx(global_load, rel=0.2)
+    # the components per job: one bar for each of 2, 3 and 4, about a third of the jobs each
+    components = glob["components"]
+    assert components["total"] == glob["jobs"] and len(components["counts"]) == 3
+    assert [round((lo + hi) / 2) for lo, hi in zip(components["edges"], components["edges"][1:])] == [2, 3, 4]
+    assert all(abs(c / glob["jobs"] - 1 / 3) < 0.05 for c in components["counts"])
+    # each cluster: its own 30% of local work plus an equal share of the components' work
+    for cluster in data["clusters"]:
+        assert cluster["offered_load"] == pytest.approx(0.3 + global_load, rel=0.2)
+
+
+def test_preview_of_the_ballier_preset_offers_its_stated_global_load(alice):
+    from simengine import presets
+
+    spec = presets.scenario("multicluster-4x32")
+    stated = spec["workload"]["streams"][-1]["arrival"]["target_load"]  # U_g = 20%
+
+    data = post_json(client_for(alice), reverse("scenarios:preview"), {"spec": spec}).json()
+
+    glob = data["streams"][-1]
+    assert glob["offered_load"] == pytest.approx(stated, rel=0.2)
+    total = sum(c["offered_load"] * c["processors"] for c in data["clusters"]) / sum(
+        c["processors"] for c in data["clusters"])
+    assert total == pytest.approx(0.3 + stated, rel=0.2)
+
+
 def test_preview_reports_a_broken_stream_and_still_shows_the_others(alice):
     spec = small_spec()
     broken = copy.deepcopy(spec["workload"]["streams"][0])
