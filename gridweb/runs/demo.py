@@ -1,12 +1,20 @@
-"""Demo data: the real workload traces shipped in ``gridweb/demo/`` replayed as curated runs.
+"""Demo data: the real workload traces shipped in ``gridweb/demo/`` replayed as curated runs,
+and curated runs of the reproduction recipes (docs/reproductions.md).
 
 ``load_demo()`` (the ``gridweb_demo`` command) is idempotent: it creates the ``gridweb-demo``
 user, stores each shipped trace as a public ``TraceFile`` (through the upload path,
 ``gridweb.scenarios.traces.store_trace``, which checks it with the engine's reader and finds a
 trace it stored before by its sha256), and creates one public curated run per demo that does
-not exist yet — each trace replayed with EASY backfilling on a cluster of the trace's own size
-(its ``MaxProcs``, as in ``examples/das2-replay.yaml`` and docs/traces.md), and Zikos &
-Karatza's Random site allocation (``simengine.presets.SCENARIOS["grid-4site-zikos"]``).
+not exist yet (found again by its name):
+
+* each trace replayed with EASY backfilling on a cluster of the trace's own size (its
+  ``MaxProcs``, as in ``examples/das2-replay.yaml`` and docs/traces.md);
+* the reproduction recipes (:data:`RECIPES`), each a modest run of one setting of a paper's
+  experiments — Zikos & Karatza's Random and SB-Deferred site allocation at high load, and
+  Ballier et al.'s co-allocation with start deadlines under Wait-10 and under pure RPP. Each
+  description names the paper, the figure or claim the run illustrates and the
+  ``python -m simengine reproduce NAME`` command that runs the full reproduction.
+
 Provenance of the traces: ``gridweb/demo/PROVENANCE.txt``.
 """
 
@@ -83,6 +91,88 @@ def zikos_spec() -> dict[str, Any]:
     return copy.deepcopy(SCENARIOS["grid-4site-zikos"])
 
 
+# --- Reproduction recipes ---------------------------------------------------------------------------
+
+ZIKOS_PAPER = ("Zikos & Karatza, site allocation of jobs with highly variable service demands (PMEO 2010; "
+               "MODELS.md §5)")
+ZIKOS_SETTING = ("4 LWR sites of 8, 16, 24 and 32 processors; one-processor jobs with bounded-Pareto demands "
+                 "(alpha 1.5, H 100, mean 1); 1/lambda = 0.014, about 90% load. ")
+ZIKOS_SIZE = ("This run: 5 replications of 80,000 completions (the first 5,000 are warm-up), seed 1 — the same "
+              "arrivals and demands for both policies. The full reproduction (28 configurations, 100 "
+              "replications each, figures 3-12 and the stated outcomes with PASS/FAIL) is "
+              "python -m simengine reproduce zikos (docs/reproductions.md).")
+BALLIER_PAPER = ("Ballier, Caron, Epema & Mohamed, Simulating Grid Schedulers with Deadlines and Co-Allocation "
+                 "(INRIA RR-5815, 2006; MODELS.md §3)")
+BALLIER_SETTING = ("4 FCFS clusters of 32 processors, each with local jobs (RSD(1,32,0.9) processors, "
+                   "exponential runtimes of mean 100 s, local load 30%); global co-allocated jobs of 2-4 "
+                   "components of RSD(4,32,0.9) processors, runtime mean 200 s, global load 20%, a start "
+                   "deadline uniform on [1, 3599] s after submission; Worst-Fit placement, RPP with L_p 0.7 "
+                   "and M_p 10 tries, GP (local jobs are killed at the deadline to make room). ")
+BALLIER_SIZE = ("This run: 5 replications of 200,000 s (the first 10,000 s warm-up) — a tenth of the paper's "
+                "run length. The full reproduction (194 configurations, Figures 1-9 and the stated outcomes with "
+                "PASS/FAIL) is python -m simengine reproduce ballier (docs/reproductions.md).")
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """A curated run of one setting of a reproduction (the run is found again by ``name``)."""
+
+    name: str
+    build: Callable[[], dict[str, Any]]  # the scenario document
+    description: str
+    tags: tuple[str, ...]
+
+
+def zikos_recipe_spec(policy: str) -> dict[str, Any]:
+    """The Zikos preset (Random, high load, alpha 1.5) with ``policy`` as the site allocation
+    (SB-Deferred with SDT 4 and A_I 1, as the reproduction's figures 7-12) and 5 replications."""
+    spec = zikos_spec()
+    if policy == "sb_deferred":
+        spec["grid"] = {"site_allocation": {"name": "sb_deferred", "params": {"allocation_interval": 1.0, "sdt": 4}}}
+    spec["run"]["replications"] = 5
+    return spec
+
+
+def ballier_recipe_spec(wait_x: float | None) -> dict[str, Any]:
+    """The Ballier preset (``multicluster-4x32``: Wait-10, GP) with Wait-``wait_x`` (None = pure
+    RPP, Wait-infinity) and 5 replications of its 200,000 s."""
+    from simengine.presets import scenario
+
+    spec = scenario("multicluster-4x32")
+    spec["grid"]["deadline_policy"]["params"]["wait_x"] = wait_x
+    spec["run"]["replications"] = 5
+    return spec
+
+
+RECIPES = (
+    Recipe("Zikos & Karatza: Random site allocation, high load", lambda: zikos_recipe_spec("random"),
+           f"{ZIKOS_PAPER}. {ZIKOS_SETTING}Random sends each job to site k with probability c_k/80. Compare it "
+           "with the SB-Deferred run: the paper's claim that SB-Deferred gives the lowest mean response time "
+           f"and slowdown at high load (figures 10-12, alpha 1.5). {ZIKOS_SIZE}",
+           ("demo", "reproduction", "zikos", "lwr")),
+    Recipe("Zikos & Karatza: SB-Deferred site allocation (SDT 4), high load",
+           lambda: zikos_recipe_spec("sb_deferred"),
+           f"{ZIKOS_PAPER}. {ZIKOS_SETTING}SB-Deferred: a job whose demand exceeds SDT = 4 waits at the grid "
+           "scheduler and is dispatched every A_I = 1 to the least-loaded site; smaller jobs go to a random "
+           "site. It illustrates the paper's claim that SB-Deferred beats Random (and Deferred) at high load: "
+           f"lower mean response time and slowdown than the Random run (figures 10-12, alpha 1.5). {ZIKOS_SIZE}",
+           ("demo", "reproduction", "zikos", "lwr", "sb_deferred")),
+    Recipe("Ballier et al.: co-allocation with start deadlines, Wait-10, GP", lambda: ballier_recipe_spec(10),
+           f"{BALLIER_PAPER}. {BALLIER_SETTING}Wait-10 ignores a global job until 10 s before its deadline. "
+           "It illustrates Figures 4 and 5: Wait-10 succeeds more often than pure RPP (compare the Wait-infinity "
+           "run: about 92% against 86% of global jobs start at their deadline in the full reproduction) and "
+           f"does not waste processors on early claims. {BALLIER_SIZE}",
+           ("demo", "reproduction", "ballier", "coallocation")),
+    Recipe("Ballier et al.: co-allocation with start deadlines, pure RPP (Wait-infinity), GP",
+           lambda: ballier_recipe_spec(None),
+           f"{BALLIER_PAPER}. {BALLIER_SETTING}Pure RPP (Wait-infinity) starts trying at once and claims "
+           "processors long before the deadline. It illustrates the paper's conclusion that considering jobs "
+           "too early wastes processor time (claimed but idle processors: the 'claimed' segments of the Gantt) "
+           f"and Figure 5's lower success rate than Wait-10 (compare the Wait-10 run). {BALLIER_SIZE}",
+           ("demo", "reproduction", "ballier", "coallocation")),
+)
+
+
 def demo_user():
     user, created = get_user_model().objects.get_or_create(username=DEMO_USER)
     if created:
@@ -113,15 +203,17 @@ class DemoOutcome:
     executed: list[tuple[Run, str]] = field(default_factory=list)
 
 
-def demo_specs(user) -> list[tuple[dict[str, Any], list[str]]]:
-    """(scenario document, tags) of every demo run, storing the traces they replay."""
+def demo_specs(user) -> list[tuple[dict[str, Any], str, list[str]]]:
+    """(scenario document, description, tags) of every demo run, storing the traces they replay.
+    The run's name is the document's."""
     specs = []
     for trace in TRACES:
         stored = store_demo_trace(user, trace)
-        specs.append((trace_spec(trace, stored.stored_name), ["demo", "trace", "easy", *trace.tags]))
-    zikos = zikos_spec()
-    zikos["name"] = "Zikos & Karatza: Random site allocation, high load"
-    specs.append((zikos, ["demo", "reproduction", "zikos", "lwr"]))
+        specs.append((trace_spec(trace, stored.stored_name), trace.about, ["demo", "trace", "easy", *trace.tags]))
+    for recipe in RECIPES:
+        spec = recipe.build()
+        spec["name"] = recipe.name
+        specs.append((spec, recipe.description, list(recipe.tags)))
     return specs
 
 
@@ -143,11 +235,11 @@ def load_demo(*, run_now: bool = False, reset: bool = False,
     if reset:
         deleted, _ = Run.objects.filter(owner=user, curated=True).delete()
         say(f"deleted {deleted} demo objects")
-    for spec, tags in demo_specs(user):
+    for spec, description, tags in demo_specs(user):
         run = Run.objects.filter(owner=user, curated=True, name=spec["name"]).order_by("pk").first()
         if run is None:
             with transaction.atomic():
-                run = create_run(user, spec, name=spec["name"], description=spec.get("description", ""),
+                run = create_run(user, spec, name=spec["name"], description=description,
                                  visibility=Visibility.PUBLIC, tags=tags, curated=True, dispatch_now=False)
             outcome.created.append(run)
             say(f"created run #{run.pk}: {run.name}")
@@ -156,6 +248,12 @@ def load_demo(*, run_now: bool = False, reset: bool = False,
         else:
             outcome.existing.append(run)
             say(f"run #{run.pk} exists ({run.status}): {run.name}")
+            if run.spec != spec:
+                say("  it was made from an older version of this demo; --reset simulates it again")
+            elif (run.description, run.tags) != (description, tags):
+                # Same scenario: only what the gallery says about it follows this file.
+                run.description, run.tags = description, tags
+                run.save(update_fields=["description", "tags", "updated"])
         if run_now and run.status == Status.QUEUED:
             result = execute_run(run.pk)
             run.refresh_from_db()

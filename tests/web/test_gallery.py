@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import re
+import time
 from datetime import datetime, timedelta
 from datetime import timezone as tz
 
@@ -165,29 +166,109 @@ def test_cards_link_to_the_permalink_and_offer_compare(people, runs):
 def test_demo_runs_are_curated_public_replays_of_the_shipped_traces(transactional_db):
     from django.core.management import call_command
 
-    from gridweb.runs.demo import DEMO_DIR, DEMO_USER
+    from gridweb.runs.demo import DEMO_DIR, DEMO_USER, RECIPES
     from gridweb.scenarios.models import TraceFile
     from simengine.traces import read_swf
 
     call_command("gridweb_demo", stdout=io.StringIO())  # embedded mode: created, left queued
+    first = set(Run.objects.values_list("pk", flat=True))
     call_command("gridweb_demo", stdout=io.StringIO())  # again: nothing new
+    assert set(Run.objects.values_list("pk", flat=True)) == first
 
     runs = Run.objects.filter(owner__username=DEMO_USER)
     traces = TraceFile.objects.filter(owner__username=DEMO_USER)
     shipped = sorted(p.name for p in DEMO_DIR.glob("*.swf.gz"))
-    assert len(shipped) == 4 and traces.count() == 4 and runs.count() == 5
+    assert len(shipped) == 4 and traces.count() == 4 and runs.count() == 4 + len(RECIPES)
     assert all(run.curated and run.visibility == Visibility.PUBLIC for run in runs)
     assert all(t.visibility == Visibility.PUBLIC for t in traces)
     assert sorted(traces.values_list("original_name", flat=True)) == shipped
     # each trace replayed under EASY on a cluster of the trace's own size (its MaxProcs header)
-    for run in runs.exclude(tags__icontains='"zikos"'):
+    replays = [run for run in runs if "trace" in run.tags]
+    assert len(replays) == 4
+    for run in replays:
         stream = run.spec["workload"]["streams"][0]
         trace = traces.get(stored_name=stream["path"])
         cluster = run.spec["platform"]["clusters"][0]
         assert cluster["scheduler"]["name"] == "easy"
         assert cluster["processors"] == read_swf(DEMO_DIR / trace.original_name, limit=1).max_procs
-    assert runs.filter(spec__platform__preset="grid-4site-zikos").count() == 1
+    assert runs.filter(spec__platform__preset="grid-4site-zikos").count() == 2
     # visitors find them in the gallery's curated section
     body = Client().get(reverse("runs:gallery")).content.decode()
     curated_section = body.split('id="curated"', 1)[1].split('id="runs"', 1)[0]
     assert all(f'data-run="{run.pk}"' in curated_section for run in runs)
+
+
+def recipe_runs() -> dict[str, list[Run]]:
+    """The curated reproduction runs of the demo user, by the paper's tag."""
+    from gridweb.runs.demo import DEMO_USER
+
+    found: dict[str, list[Run]] = {"zikos": [], "ballier": []}
+    for run in Run.objects.filter(owner__username=DEMO_USER, curated=True).order_by("pk"):
+        for paper in found:
+            if paper in run.tags:
+                found[paper].append(run)
+    return found
+
+
+def test_demo_has_curated_reproduction_runs_that_name_their_paper_and_reproduce_command(transactional_db):
+    from django.core.management import call_command
+
+    from simengine.reproductions import RECIPES as ENGINE_RECIPES
+    from simengine.scenario import CoallocatedStream, load_scenario
+
+    call_command("gridweb_demo", stdout=io.StringIO())
+    recipes = recipe_runs()
+    assert len(recipes["zikos"]) == 2 and len(recipes["ballier"]) == 2
+    for paper, runs in recipes.items():
+        assert paper in ENGINE_RECIPES  # the command the descriptions name exists
+        for run in runs:
+            assert run.curated and run.visibility == Visibility.PUBLIC and "reproduction" in run.tags
+            assert f"python -m simengine reproduce {paper}" in run.description
+            assert re.search(r"(figure|claim|conclusion)", run.description, re.IGNORECASE)
+            load_scenario(run.spec)  # a valid scenario of the current engine
+            # modest runs: the full reproduction is the command, not the demo
+            assert run.spec["run"]["replications"] <= 10
+
+    zikos_policies = sorted(run.spec["grid"]["site_allocation"]["name"] for run in recipes["zikos"])
+    assert zikos_policies == ["random", "sb_deferred"]
+    # side by side: everything but the site allocation (and the name) is the same scenario
+    random_run, sb_run = sorted(recipes["zikos"], key=lambda r: r.spec["grid"]["site_allocation"]["name"])
+    strip = lambda spec: {k: v for k, v in spec.items() if k not in ("grid", "name", "description")}  # noqa: E731
+    assert strip(random_run.spec) == strip(sb_run.spec)
+    assert "Zikos" in random_run.description and "PMEO 2010" in sb_run.description
+
+    for run in recipes["ballier"]:
+        scenario = load_scenario(run.spec)
+        assert scenario.platform.clusters and [c.processors for c in scenario.platform.clusters] == [32] * 4
+        assert any(isinstance(s, CoallocatedStream) for s in scenario.workload.streams)
+        assert "RR-5815" in run.description and "Ballier" in run.description
+        assert scenario.run.stop.horizon is not None and scenario.run.stop.horizon <= 200_000
+    waits = sorted(str(run.spec["grid"]["deadline_policy"]["params"]["wait_x"]) for run in recipes["ballier"])
+    assert waits == ["10", "None"]
+
+
+@pytest.mark.slow
+def test_the_curated_reproduction_runs_show_the_claims_they_describe(transactional_db):
+    """Executed, the recipe runs show what their descriptions say: SB-Deferred's mean response
+    time below Random's, Wait-10's success rate above pure RPP's and far less wasted time."""
+    from gridweb.runs.demo import load_demo
+    from gridweb.runs.execution import execute_run
+
+    load_demo()
+    recipes = recipe_runs()
+    for run in recipes["zikos"] + recipes["ballier"]:
+        started = time.monotonic()
+        assert execute_run(run.pk) == Status.DONE, run.error
+        assert time.monotonic() - started < 60  # modest: gridweb_demo --run-now stays quick
+        run.refresh_from_db()
+
+    def metric(run: Run, name: str) -> dict:
+        return run.summary["metrics"][name]
+
+    by_policy = {run.spec["grid"]["site_allocation"]["name"]: run for run in recipes["zikos"]}
+    sb, rnd = metric(by_policy["sb_deferred"], "mean_response"), metric(by_policy["random"], "mean_response")
+    assert sb["mean"] < rnd["mean"]
+    by_wait = {run.spec["grid"]["deadline_policy"]["params"]["wait_x"]: run for run in recipes["ballier"]}
+    wait10, pure = by_wait[10], by_wait[None]
+    assert metric(wait10, "global_success_rate")["ci_low"] > metric(pure, "global_success_rate")["ci_high"]
+    assert metric(pure, "processor_wasted_time")["mean"] > 10 * metric(wait10, "processor_wasted_time")["mean"]
