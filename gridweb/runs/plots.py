@@ -196,6 +196,8 @@ def sweep_figure(points: list[dict[str, Any]], x_parameter: str, metric: str):
         fig.line("x", "mean", source=source, color=colour(i), line_width=2, **extra)
         fig.scatter("x", "mean", source=source, color=colour(i), size=8, **extra)
         fig.add_layout(Whisker(source=source, base="x", lower="low", upper="high", line_color=colour(i)))
+        # Annotations do not stretch the automatic y range: an invisible segment over each CI does.
+        fig.segment("x", "low", "x", "high", source=source, line_alpha=0)
     fig.add_tools(HoverTool(tooltips=[(x_parameter, "@x"), (metric, "@mean"), ("95% CI", "@low – @high")]))
     if any(groups):
         fig.legend.click_policy = "hide"

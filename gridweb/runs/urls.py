@@ -18,5 +18,7 @@ urlpatterns = [
     path("gallery/", views.gallery, name="gallery"),
     path("compare/", views.compare, name="compare"),
     path("sweeps/", views.sweep_list, name="sweeps"),
+    path("sweeps/new/", views.sweep_new, name="sweep_new"),
     path("sweeps/<int:pk>/", views.sweep_detail, name="sweep"),
+    path("sweeps/<int:pk>/status.json", views.sweep_status, name="sweep_status"),
 ]

@@ -1,5 +1,5 @@
 """The run page (the permalink of a run), its actions and downloads, the gallery, compare
-and the sweep pages.
+and the sweep pages (the list, a sweep, its status for polling, and the form that starts one).
 
 Who may do what (gridweb/sharing.py): whoever may view a run sees its page, its segments,
 its exports and may comment (when logged in); only its owner (or a superuser) cancels or
@@ -14,6 +14,7 @@ from typing import Any
 from bokeh.embed import json_item
 from django import forms
 from django.contrib import messages
+from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
@@ -22,15 +23,19 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadReque
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
-from django.views.decorators.http import require_POST, require_safe
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
+from gridweb.scenarios.models import Scenario
+from gridweb.scenarios.validation import SpecInvalid
+from gridweb.sharing import Visibility, default_group
 from simengine.gantt import KIND_NAMES
 
 from . import compare as comparing
 from . import gallery as gallery_filters
 from . import plots
+from . import sweep_form
 from .gantt_data import cluster_layout, result_arrays, segments_payload
-from .models import Comment, Run, Status, Sweep
+from .models import FINISHED, Comment, Run, Status, Sweep
 
 #: What a run exports: URL suffix -> (function of gridweb.runs.exports, content type, needs a result).
 EXPORTS: dict[str, tuple[str, str, bool]] = {
@@ -325,6 +330,128 @@ def sweep_detail(request: HttpRequest, pk: int) -> HttpResponse:
                for run in runs if run.pk not in tabulated]
     return render(request, "runs/sweep_detail.html", {
         "sweep": sweep, "runs": runs, "parameters": parameters, "statuses": statuses,
+        "finished": sweep.status in FINISHED, "finished_points": sum(1 for r in runs if r.status in FINISHED),
         "metric": metric, "metric_names": metric_names, "x_parameter": x_parameter,
         "points": points, "table": table, "pending": pending, "plot_script": script, "plot_divs": divs,
     })
+
+
+def viewable_sweep(request: HttpRequest, pk: int) -> Sweep:
+    """The sweep, if ``request.user`` may view it; 404 otherwise."""
+    sweep = get_object_or_404(Sweep.objects.select_related("owner"), pk=pk)
+    if not sweep.can_view(request.user):
+        raise Http404("No such sweep.")
+    return sweep
+
+
+@require_safe
+def sweep_status(request: HttpRequest, pk: int) -> JsonResponse:
+    """What the sweep page polls while points run: the sweep's status and each point's.
+
+    ``{"id", "status", "finished", "finished_points", "counts": {status: n},
+    "points": [{"run", "status", "progress"}]}`` (only the runs the user may view)."""
+    sweep = viewable_sweep(request, pk)
+    runs = list(sweep.runs.visible_to(request.user).order_by("pk").values("pk", "status", "progress"))
+    counts = {status: sum(1 for r in runs if r["status"] == status) for status in Status.values}
+    response = JsonResponse({
+        "id": sweep.pk, "status": sweep.status, "finished": sweep.status in FINISHED,
+        "finished_points": sum(1 for r in runs if r["status"] in FINISHED), "counts": counts,
+        "points": [{"run": r["pk"], "status": r["status"], "progress": r["progress"]} for r in runs],
+    })
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+# --- Starting a sweep from the browser ------------------------------------------------------------
+
+def _sweep_scenario(request: HttpRequest) -> Scenario | None:
+    """The scenario named by ``?scenario=`` if the user may view it (404 otherwise); None when
+    no scenario is named."""
+    raw = request.GET.get("scenario", "").strip()
+    if not raw:
+        return None
+    try:
+        pk = int(raw)
+    except ValueError:
+        raise Http404("scenario must be a scenario number") from None
+    return get_object_or_404(Scenario.objects.visible_to(request.user), pk=pk)
+
+
+def _validated(scenario: Scenario, user):
+    """The engine's scenario of a saved one (defaults filled in), or None if it no longer validates."""
+    from gridweb.scenarios.validation import validate_spec
+
+    try:
+        return validate_spec(scenario.spec, user)
+    except SpecInvalid:
+        return None
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def sweep_new(request: HttpRequest) -> HttpResponse:
+    """``/sweeps/new/?scenario=<id>``: the form that starts a sweep of a scenario the user may
+    view (without ``scenario``: pick one). POST creates the sweep through
+    ``services.create_sweep`` and opens its page; errors are shown beside the row or field
+    they concern, with status 400, and nothing is created."""
+    scenario = _sweep_scenario(request)
+    if scenario is None:
+        if request.method == "POST":
+            raise Http404("Name the scenario to sweep: /sweeps/new/?scenario=<id>.")
+        scenarios = (Scenario.objects.visible_to(request.user).select_related("owner").defer("spec")
+                     .order_by("-updated")[:200])
+        return render(request, "runs/sweep_pick.html", {"scenarios": scenarios})
+
+    user = request.user
+    own = scenario.owner_id == user.pk
+    errors: dict[str, list[str]] = {}
+    if request.method == "POST":
+        form = sweep_form.SweepForm(request.POST, user=user)
+        rows = sweep_form.parameter_rows(request.POST)
+        errors = sweep_form.check_rows(rows)
+        if not form.is_valid():
+            for name, found in form.errors.items():
+                errors.setdefault(name if name != "__all__" else "", []).extend(str(m) for m in found)
+        if not errors:
+            from .services import create_sweep  # the runs backend; imported when used
+
+            data = form.cleaned_data
+            overrides = form.overrides()
+            try:
+                sweep = create_sweep(user, sweep_form.with_overrides(scenario.spec, overrides),
+                                     sweep_form.grid_of(rows), name=data["name"].strip(),
+                                     visibility=data["visibility"], group=data["group"], tags=data["tags"],
+                                     scenario=scenario)
+            except SpecInvalid as exc:
+                errors = sweep_form.place_errors(exc.errors, rows, set(overrides))
+            else:
+                messages.success(request, f"Sweep “{sweep.name}” started: {sweep.runs.count()} points.")
+                return redirect("runs:sweep", pk=sweep.pk)
+    else:
+        group = scenario.group if own and scenario.group is not None else default_group(user)
+        form = sweep_form.SweepForm(user=user, initial={
+            "name": f"{scenario.name} sweep"[:200], "tags": ", ".join(scenario.tags),
+            "visibility": Visibility.PRIVATE, "group": group.pk if group else None})
+        rows = []
+    if not rows:
+        rows = [sweep_form.ParameterRow(0)]
+    for row in rows:
+        row.errors = list(dict.fromkeys([*row.errors, *errors.get(row.key, [])]))
+    engine_scenario = _validated(scenario, user)
+    parameters = sweep_form.sweepable_parameters(engine_scenario)
+    replications = engine_scenario.run.replications if engine_scenario is not None else None
+    points = 1
+    for row in rows:
+        points *= len(row.values)
+    context = {
+        "scenario": scenario, "form": form, "rows": rows, "errors": {
+            **{key: found for key, found in errors.items() if key and not key.startswith("param-")},
+            "general": errors.get("", [])},
+        "error_count": sum(len(found) for found in errors.values()),
+        "suggestions": parameters,
+        "scenario_replications": replications,
+        "points": points if all(row.values for row in rows) else None,
+        "config": {"suggestions": {p["path"]: p for p in parameters}, "maxPoints": sweep_form.MAX_SWEEP_POINTS,
+                   "scenarioReplications": replications, "nextRow": max(row.index for row in rows) + 1},
+    }
+    return render(request, "runs/sweep_form.html", context, status=400 if errors else 200)

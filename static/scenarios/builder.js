@@ -1049,6 +1049,8 @@
     document.getElementById("form-run").action = urls.run;
     document.getElementById("form-duplicate").action = urls.duplicate;
     document.getElementById("form-delete").action = urls.delete;
+    const sweepLink = document.getElementById("link-sweep");
+    sweepLink.href = sweepLink.dataset.hrefBase + saved.id;
   }
 
   document.getElementById("btn-save").addEventListener("click", save);
@@ -1060,6 +1062,12 @@
   document.getElementById("btn-run").addEventListener("click", async () => {
     if ((state.dirty || !state.scenario) && !(await save())) return;
     document.getElementById("form-run").submit();
+  });
+  document.getElementById("link-sweep").addEventListener("click", async (event) => {
+    // The sweep starts from the saved scenario: save unsaved changes first.
+    if (!state.dirty) return;
+    event.preventDefault();
+    if (await save()) window.location.href = document.getElementById("link-sweep").href;
   });
   document.getElementById("form-delete").addEventListener("submit", (event) => {
     if (!window.confirm("Delete this scenario? Its runs are kept.")) event.preventDefault();
@@ -1148,10 +1156,15 @@
         (skipped.length ? `; not previewed (fix their errors): ${skipped.map((i) => `stream ${i + 1}`).join(", ")}` : "");
     }
     const balanced = data.streams.some((s) => s.routing === "balanced");
+    const coallocated = data.streams.some((s) => s.routing === "worst-fit");
     load.replaceChildren(...(data.clusters.length && data.streams.length
       ? [h("h3", {}, "Offered load per cluster"), loadChart(data.clusters),
         h("p", { class: "muted", hidden: !balanced },
-          "Grid jobs of a policy that decides during the run are spread in proportion to capacity.")]
+          "Grid jobs of a policy that decides during the run are spread in proportion to capacity."),
+        h("p", { class: "muted", id: "preview-coallocation-note", hidden: !coallocated },
+          "Co-allocated jobs count every component (components × component size × runtime). Worst-Fit " +
+          "places them during the run, on the clusters with the most idle processors; on average that " +
+          "evens out the load, so their work is spread in proportion to capacity.")]
       : []));
     streams.replaceChildren(...data.streams.map((s) => h("div", { class: "preview-stream", id: `preview-stream-${s.index}`, "data-jobs": s.jobs },
       h("h3", {}, `${s.name} → ${s.target}`),
@@ -1159,7 +1172,10 @@
         (s.offered_load !== null ? `; offered load ${s.offered_load.toFixed(3)}` : "") +
         (s.expected_load !== null ? ` (expected ${s.expected_load.toFixed(3)})` : "")),
       h("div", { class: "histograms" },
-        h("figure", {}, h("figcaption", {}, `Job size (processors), mean ${fmt(s.sizes.mean ?? 0)}`), histogramSvg(s.sizes, "sizes", "job sizes")),
+        s.components ? h("figure", {}, h("figcaption", {}, `Components per job, mean ${fmt(s.components.mean ?? 0)}`),
+          histogramSvg(s.components, "components", "components per job")) : null,
+        h("figure", {}, h("figcaption", {}, s.components ? `Component size (processors), mean ${fmt(s.sizes.mean ?? 0)}`
+          : `Job size (processors), mean ${fmt(s.sizes.mean ?? 0)}`), histogramSvg(s.sizes, "sizes", "job sizes")),
         h("figure", {}, h("figcaption", {}, `Runtime (s), mean ${fmt(s.runtimes.mean ?? 0)}`), histogramSvg(s.runtimes, "runtimes", "runtimes"))))));
   }
 
