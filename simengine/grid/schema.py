@@ -494,6 +494,22 @@ def koala_problems(s: Any, check_policy) -> list[tuple[tuple, str]]:
                                                                  f"'{c.name}' (KOALA needs every pair)"))
         if st.arrival.target_load is not None and not st.expected_work() > 0:
             found.append(((*pre, "arrival", "target_load"), "needs jobs with positive expected work"))
+    g = s.grid
+    never = (g.deadline_policy is None or g.deadline_policy.params.get("max_place_tries") is None) \
+        and s.run.stop.horizon is None
+    for i, st in enumerate(s.workload.streams):
+        if isinstance(st, KoalaJobs) and never:
+            if st.shapes:
+                top = max(sh.components * sh.size for sh in st.shapes)
+            elif st.size is not None:
+                nc = 1 if st.request == "flexible" or st.components is None else processor_count_max(st.components)
+                top = nc * processor_count_max(st.size)
+            else:
+                continue
+            if top > sum(procs.values()):
+                found.append((("workload", "streams", i), f"jobs of up to {top:g} processors are larger than the "
+                                                          "whole platform and would wait forever: give "
+                                                          "run.stop.horizon or max_place_tries"))
     if backgrounds > 1:
         found.append((("workload", "streams"), "give the background band on one KOALA stream only"))
     for k, c in enumerate(clusters):
@@ -514,7 +530,6 @@ def koala_problems(s: Any, check_policy) -> list[tuple[tuple, str]]:
                                                         "run.warmup.time"))
     if run.enforce_walltime:
         found.append((("run", "enforce_walltime"), "not modelled by KOALA runs"))
-    g = s.grid
     for field, registry, default in (("placement", GRID_PLACEMENT, "worst-fit"),
                                      ("deadline_policy", DEADLINE_POLICY, "koala")):
         ref = getattr(g, field)
