@@ -16,6 +16,8 @@ RECIPES: dict[str, str] = {
     "zikos": "simengine.reproductions.zikos",
     "klein": "simengine.reproductions.klein",
     "ballier": "simengine.reproductions.ballier",
+    "koala-w30": "simengine.reproductions.koala_w30",
+    "koala-w50": "simengine.reproductions.koala_w50",
 }
 
 

@@ -1,0 +1,287 @@
+"""Mohamed's thesis (seed 004), §5.1: KOALA's placement and claiming with workloads W30 and W50.
+
+MODELS.md §4; the model and its options are in docs/grid.md (KOALA). DAS-2 as at the
+start of the experiments (thesis Table 5.1: 144, 56, 56, 64, 64 processors, preset
+``das2-w30``); 200 KOALA jobs, all of high priority, arriving as a Poisson process at the
+rate that makes their work 30% (W30) or 50% (W50) of the system; 1, 2 or 4 components of
+8 or 16 processors (6 shapes equally likely), runtime 192 s (size 8) or 90 s (size 16);
+one input file of 2, 4 or 6 GB per job, at one random site or replicated on 3 random
+sites; background load kept between 30% and 40% per cluster by the band controller; scan
+interval 60 s, L = 0.75, T = 1, history table H with every pair, no limits on tries.
+Placement by Close-to-Files (CF) and Worst-Fit (WF), each without and with replication.
+
+What the thesis does not give, and we decide (scenario parameters, visible in the CSVs):
+the file sites are the five clusters; the wide-area bandwidths are the matrix
+:data:`BANDWIDTH` (MB/s, between 50 and 125: the DAS-2 sites shared 1 Gbit/s links);
+background jobs have sizes uniform on 1..16 and exponential runtimes of mean 600 s.
+Each configuration runs ``replications`` times (seeds 1.., common random numbers: CF and
+WF see the same jobs and the same background draws). ``--quick``: 3 replications.
+"""
+from __future__ import annotations
+
+import csv
+import math
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from simengine.reproductions import Claim
+from simengine.results import Metric, percentile_linear
+
+SITES = ("vu", "leiden", "uva", "delft", "utrecht")
+#: Our decision (the thesis gives no bandwidths): MB/s between the DAS-2 sites, read both ways.
+BANDWIDTH = {"vu": {"leiden": 100.0, "uva": 125.0, "delft": 60.0, "utrecht": 80.0},
+             "leiden": {"uva": 80.0, "delft": 100.0, "utrecht": 60.0},
+             "uva": {"delft": 50.0, "utrecht": 100.0},
+             "delft": {"utrecht": 70.0}}
+SHAPES = tuple((c, s) for c in (1, 2, 4) for s in (8, 16))
+CONFIGS = (("CF", "close-to-files", 1), ("CF+rep", "close-to-files", 3), ("WF", "worst-fit", 1),
+           ("WF+rep", "worst-fit", 3))
+FULL = {"replications": 20}
+QUICK = {"replications": 3}
+
+
+def scenario(load: float, placement: str, replicas: int, seed: int = 1) -> dict:
+    """The W30 (load 0.3) or W50 (0.5) scenario with one placement policy and replica count."""
+    return {
+        "name": f"koala-w{round(load * 100)}-{placement}-{replicas}",
+        "platform": {"preset": "das2-w30", "bandwidth": BANDWIDTH},
+        "workload": {"streams": [{
+            "kind": "koala", "name": "koala", "count": 200, "priority": "high",
+            "arrival": {"target_load": load},
+            "shapes": [{"components": c, "size": s, "runtime": 192.0 if s == 8 else 90.0} for c, s in SHAPES],
+            "file": {"size": {"kind": "choice", "values": [2048, 4096, 6144]}, "replicas": replicas},
+            "background": {"low": 0.3, "high": 0.4, "interval": 60.0,
+                           "size": {"kind": "uniform", "low": 1, "high": 16, "integer": True},
+                           "runtime": {"kind": "exponential", "mean": 600.0}}}]},
+        "grid": {"placement": {"name": placement},
+                 "deadline_policy": {"name": "koala", "params": {"scan_interval": 60.0, "L": 0.75,
+                                                                 "threshold": 1.0}}},
+        "run": {"seed": seed, "replications": 1},
+    }
+
+
+UTIL = ("background_load", "koala_load", "pwt_utilisation", "pgt_utilisation", "total_load")
+PER_SHAPE = ("placement_time", "ftt", "placement_tries", "claiming_tries")
+LABEL = {"background_load": "background", "koala_load": "KOALA load", "pwt_utilisation": "PWT",
+         "pgt_utilisation": "PGT", "total_load": "total", "placement_time": "mean placement time (s)",
+         "ftt": "mean FTT (s)", "placement_tries": "placement tries", "claiming_tries": "claiming tries",
+         "max_placement_queue": "largest placement queue", "makespan": "time of the last completion (s)",
+         "last_arrival": "last arrival (s)", "mean_ftt": "mean FTT (s)", "mean_claiming_tries": "claiming tries",
+         "p25": "25th percentile", "median": "median", "mean": "mean", "p75": "75th percentile",
+         "p90": "90th percentile"}
+
+
+def measure(load: float, replications: int, log) -> dict:
+    """Per configuration: the replications' metrics and per-shape job statistics."""
+    from simengine.grid.koala_run import simulate_koala_replication
+    from simengine.scenario import load_scenario
+
+    res = {}
+    for label, placement, replicas in CONFIGS:
+        s = load_scenario(scenario(load, placement, replicas))
+        mets, shape = [], defaultdict(lambda: defaultdict(list))
+        queue = None
+        for r in range(replications):
+            out = simulate_koala_replication(s, r, False, False)
+            mets.append(out.metrics)
+            for k in out.outcome.jobs:
+                if k.state != "done":
+                    continue
+                key = f"{len(k.job.sizes)}x{k.job.sizes[0]}"
+                shape[key]["placement_time"].append(k.placement_time)
+                shape[key]["ftt"].append(k.ftt)
+                shape[key]["placement_tries"].append(k.place_tries)
+                shape[key]["claiming_tries"].append(k.claim_tries)
+            if r == 0:
+                queue = out.outcome.queue_trace
+        names = sorted({k for m in mets for k in m})
+        res[label] = {"metrics": {k: Metric.from_values(k, [m.get(k, math.nan) for m in mets]) for k in names},
+                      "shape": shape, "queue": queue}
+        m = res[label]["metrics"]
+        log(f"  W{round(load * 100)} {label}: KOALA load {m['koala_load'].mean:.1%}, total {m['total_load'].mean:.1%}, "
+            f"PWT {m['pwt_utilisation'].mean:.1%}, PGT {m['pgt_utilisation'].mean:.1%}, claiming tries "
+            f"{m['mean_claiming_tries'].mean:.2f}, FTT {m['mean_ftt'].mean:.0f} s, placement queue up to "
+            f"{m['max_placement_queue'].mean:.0f}")
+    return res
+
+
+def _figures(w: int, res: dict) -> list[dict]:
+    figs = []
+    rows = [(label, LABEL[k], k, res[label]["metrics"][k]) for label in res for k in UTIL]
+    figs.append({"id": f"w{w}-utilisation", "title": f"Figure 5.{1 if w == 30 else 5}. Utilisations, W{w}",
+                 "x": "policy", "rows": rows, "percent": True})
+    rows = []
+    for label in res:
+        for shape in (f"{c}x{s}" for c, s in SHAPES):
+            for k in PER_SHAPE:
+                v = res[label]["shape"][shape][k]
+                rows.append((shape, label, k, Metric.from_values(k, [float(np.mean(v))] if v else [])))
+    figs.append({"id": f"w{w}-per-shape", "title": f"Figures 5.{2 if w == 30 else 6} and 5.{4 if w == 30 else 7}. "
+                 f"FTT, placement time and tries per job shape (C x S), W{w}", "x": "job shape", "rows": rows})
+    if w == 30:
+        rows = []
+        for label in res:
+            for shape in (f"{c}x{s}" for c, s in SHAPES):
+                v = np.asarray(res[label]["shape"][shape]["placement_time"], float)
+                for name, val in (("p25", percentile_linear(v, 25) if len(v) else math.nan),
+                                  ("median", percentile_linear(v, 50) if len(v) else math.nan),
+                                  ("mean", float(v.mean()) if len(v) else math.nan),
+                                  ("p90", percentile_linear(v, 90) if len(v) else math.nan)):
+                    rows.append((shape, label, name, Metric.from_values(name, [val])))
+        figs.append({"id": "w30-placement-time-statistics", "title": "Figure 5.3. Placement time statistics "
+                     "(s, all replications pooled), W30", "x": "job shape", "rows": rows})
+    rows = []
+    for label in res:
+        for k in ("last_arrival", "makespan", "max_placement_queue"):
+            rows.append((label, LABEL[k], k, res[label]["metrics"][k]))
+    figs.append({"id": f"w{w}-stability", "title": f"Stability, W{w}: last arrival, last completion, largest "
+                 "placement queue", "x": "policy", "rows": rows})
+    return figs
+
+
+def _write_csv(fig: dict, path: Path) -> None:
+    pct = fig.get("percent", False)
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow([fig["x"], "series", "metric", "mean", "ci95_half_width", "replications"])
+        for x, series, metric, m in fig["rows"]:
+            scale = 100.0 if pct else 1.0
+            hw = m.half_width
+            w.writerow([x, series, metric, "" if math.isnan(m.mean) else f"{m.mean * scale:.6g}",
+                        "" if hw is None else f"{hw * scale:.4g}", sum(1 for v in m.values if not math.isnan(v))])
+
+
+_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b")
+
+
+def _write_html(fig: dict, path: Path) -> None:
+    from bokeh.embed import file_html
+    from bokeh.layouts import column
+    from bokeh.models import ColumnDataSource, Whisker
+    from bokeh.plotting import figure
+    from bokeh.resources import INLINE
+
+    pct = 100.0 if fig.get("percent") else 1.0
+    panels = []
+    xs = list(dict.fromkeys(r[0] for r in fig["rows"]))
+    for metric in dict.fromkeys(r[2] for r in fig["rows"]):
+        title = LABEL.get(metric, metric) + (" (%)" if pct > 1 else "")
+        p = figure(title=f"{fig['title']}: {title}", x_range=xs, width=900, height=360, x_axis_label=fig["x"],
+                   y_axis_label=title, tools="pan,wheel_zoom,box_zoom,hover,save,reset")
+        for k, series in enumerate(dict.fromkeys(r[1] for r in fig["rows"] if r[2] == metric)):
+            pts = [(x, m) for x, s, mm, m in fig["rows"] if s == series and mm == metric and not math.isnan(m.mean)]
+            src = ColumnDataSource({"x": [x for x, _ in pts], "y": [m.mean * pct for _, m in pts],
+                                    "lo": [(m.ci_low if m.ci_low is not None else m.mean) * pct for _, m in pts],
+                                    "hi": [(m.ci_high if m.ci_high is not None else m.mean) * pct for _, m in pts],
+                                    "series": [series] * len(pts)})
+            colour = _COLOURS[k % len(_COLOURS)]
+            p.scatter("x", "y", source=src, size=9, color=colour, legend_label=series)
+            p.add_layout(Whisker(source=src, base="x", lower="lo", upper="hi", line_color=colour))
+        p.hover.tooltips = [("series", "@series"), (fig["x"], "@x"), ("mean", "@y{0.000}"),
+                            ("95% CI", "@lo{0.000} .. @hi{0.000}")]
+        p.legend.click_policy = "hide"
+        p.add_layout(p.legend[0], "right")
+        panels.append(p)
+    path.write_text(file_html(column(*panels), INLINE, fig["title"]))
+
+
+def _m(res, label, k):
+    return res[label]["metrics"][k].mean
+
+
+def _claims(w: int, res: dict) -> list[Claim]:
+    labels = [c[0] for c in CONFIGS]
+    span = ", ".join(f"{lab} {_m(res, lab, 'koala_load'):.1%}" for lab in labels)
+
+    def rng(k, fmt="{:.1%}"):
+        v = [_m(res, lab, k) for lab in labels]
+        return min(v), max(v), f"{fmt.format(min(v))} .. {fmt.format(max(v))}"
+
+    claims = []
+    if w == 30:
+        lo, hi, txt = rng("koala_load")
+        claims.append(Claim("W30: KOALA (co-allocation) load about 30% for CF and WF, with and without replication",
+                            "about 30%", span, 0.25 <= lo and hi <= 0.35))
+        lo, hi, txt = rng("total_load")
+        claims.append(Claim("W30: total utilisation about 70%", "about 70%", txt, 0.62 <= lo and hi <= 0.78))
+        lo, hi, txt = rng("pwt_utilisation")
+        claims.append(Claim("W30: PWT utilisation about 2%", "about 2%", txt, hi <= 0.035))
+        lo, hi, txt = rng("pgt_utilisation")
+        claims.append(Claim("W30: PGT utilisation 6-9%", "6% .. 9%", txt, 0.06 <= lo and hi <= 0.09))
+        ratio = [_m(res, lab, "pgt_utilisation") / _m(res, lab, "pwt_utilisation") for lab in labels]
+        claims.append(Claim("W30: with about 1 claiming try, PGT utilisation is three times PWT utilisation",
+                            "PGT / PWT = 3", f"{min(ratio):.2f} .. {max(ratio):.2f}", 2.0 <= min(ratio) and
+                            max(ratio) <= 4.0))
+        lo, hi, txt = rng("mean_claiming_tries", "{:.2f}")
+        claims.append(Claim("W30: claiming tries about 1", "around 1", txt, hi <= 1.5))
+        ftt = {lab: _m(res, lab, "mean_ftt") for lab in labels}
+        best = min(ftt, key=ftt.get)
+        claims.append(Claim("W30: CF with replication gives the lowest mean FTT", "CF+rep lowest",
+                            ", ".join(f"{k} {v:.0f} s" for k, v in ftt.items()), best == "CF+rep"))
+        claims.append(Claim("W30: CF has a lower mean FTT than WF, with and without replication", "CF < WF",
+                            f"CF {ftt['CF']:.0f} vs WF {ftt['WF']:.0f}; CF+rep {ftt['CF+rep']:.0f} vs WF+rep "
+                            f"{ftt['WF+rep']:.0f} s", ftt["CF"] < ftt["WF"] and ftt["CF+rep"] < ftt["WF+rep"]))
+        late = [_m(res, lab, "makespan") - _m(res, lab, "last_arrival") for lab in labels]
+        claims.append(Claim("W30: stable, the experiments finish shortly after the last arrival",
+                            "shortly after", f"{min(late):.0f} .. {max(late):.0f} s after the last arrival",
+                            max(late) <= 1200.0))
+        small = [np.mean(res[lab]["shape"]["1x8"]["placement_time"]) for lab in labels]
+        big = [np.mean(res[lab]["shape"]["4x16"]["placement_time"]) for lab in labels]
+        claims.append(Claim("W30: placement time grows with the number and size of components",
+                            "4x16 > 1x8", f"1x8 {min(small):.0f} .. {max(small):.0f} s; 4x16 {min(big):.0f} .. "
+                            f"{max(big):.0f} s", min(b - s for b, s in zip(big, small)) > 0))
+    else:
+        lo, hi, txt = rng("koala_load")
+        claims.append(Claim("W50: KOALA load well below 40%", "< 40%", span, hi < 0.40))
+        lo, hi, txt = rng("total_load")
+        claims.append(Claim("W50: total utilisation between 70% and 80%", "70% .. 80%", txt,
+                            0.68 <= lo and hi <= 0.82))
+        q = [_m(res, lab, "max_placement_queue") for lab in labels]
+        claims.append(Claim("W50: saturated, the placement queue grows (up to 30 in the thesis)", "up to 30",
+                            f"largest queue {min(q):.0f} .. {max(q):.0f} jobs", min(q) >= 15))
+        late = [_m(res, lab, "makespan") - _m(res, lab, "last_arrival") for lab in labels]
+        claims.append(Claim("W50: the experiments finish long after the last arrival", "long after",
+                            f"{min(late):.0f} .. {max(late):.0f} s after the last arrival", min(late) >= 1800.0))
+        lo, hi, txt = rng("mean_claiming_tries", "{:.2f}")
+        claims.append(Claim("W50: claiming tries still low (between 1 and 3)", "1 .. 3", txt, hi <= 3.0))
+    return claims
+
+
+def recipe_for(w: int) -> Callable:
+    def recipe(out: Path, quick: bool = False, log: Callable[[str], None] = print, workers: int | None = None
+               ) -> list[Claim]:
+        """Run the reproduction; write one CSV and one standalone HTML page per figure and claims.csv."""
+        out = Path(out)
+        out.mkdir(parents=True, exist_ok=True)
+        size = QUICK if quick else FULL
+        t0 = time.perf_counter()
+        log(f"Mohamed thesis §5.1, workload W{w}: {len(CONFIGS)} configurations x {size['replications']} "
+            f"replications ({'quick' if quick else 'full'})")
+        res = measure(w / 100.0, size["replications"], log)
+        for fig in _figures(w, res):
+            _write_csv(fig, out / f"{fig['id']}.csv")
+            _write_html(fig, out / f"{fig['id']}.html")
+        if w == 50:  # the placement queue of replication 0 over time
+            with open(out / "w50-placement-queue.csv", "w", newline="") as f:
+                wr = csv.writer(f)
+                wr.writerow(["time", "series", "placement_queue"])
+                for label in res:
+                    for t, n in res[label]["queue"]:
+                        wr.writerow([f"{t:g}", label, n])
+        claims = _claims(w, res)
+        with open(out / "claims.csv", "w", newline="") as f:
+            wr = csv.writer(f)
+            wr.writerow(["claim", "paper", "measured", "verdict"])
+            for c in claims:
+                wr.writerow([c.claim, c.paper, c.measured, c.verdict])
+        log(f"done in {time.perf_counter() - t0:.1f} s -> {out}")
+        return claims
+
+    return recipe
+
+
+__all__ = ["recipe_for", "measure", "scenario", "CONFIGS", "BANDWIDTH", "FULL", "QUICK"]

@@ -1,0 +1,4 @@
+"""``python -m simengine reproduce koala-w30``: see :mod:`simengine.reproductions.koala`."""
+from simengine.reproductions.koala import recipe_for
+
+recipe = recipe_for(30)
