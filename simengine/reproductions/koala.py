@@ -189,6 +189,22 @@ def _write_html(fig: dict, path: Path) -> None:
     path.write_text(file_html(column(*panels), INLINE, fig["title"]))
 
 
+def _write_queue_html(res: dict, path: Path) -> None:
+    from bokeh.embed import file_html
+    from bokeh.plotting import figure
+    from bokeh.resources import INLINE
+
+    p = figure(title="W50: placement queue length over time (replication 0)", width=900, height=380,
+               x_axis_label="time (s)", y_axis_label="jobs in the placement queue",
+               tools="pan,wheel_zoom,box_zoom,hover,save,reset")
+    for k, label in enumerate(res):
+        q = res[label]["queue"] or [(0.0, 0)]
+        p.step([t for t, _ in q], [n for _, n in q], mode="after", line_width=2,
+               color=_COLOURS[k % len(_COLOURS)], legend_label=label)
+    p.legend.click_policy = "hide"
+    path.write_text(file_html(p, INLINE, "W50 placement queue"))
+
+
 def _m(res, label, k):
     return res[label]["metrics"][k].mean
 
@@ -272,6 +288,7 @@ def recipe_for(w: int) -> Callable:
                 for label in res:
                     for t, n in res[label]["queue"]:
                         wr.writerow([f"{t:g}", label, n])
+            _write_queue_html(res, out / "w50-placement-queue.html")
         claims = _claims(w, res)
         with open(out / "claims.csv", "w", newline="") as f:
             wr = csv.writer(f)

@@ -1,0 +1,59 @@
+"""``python -m simengine reproduce koala-w30 / koala-w50 --quick``: files, figures and the thesis's claims."""
+from __future__ import annotations
+
+import csv
+
+import pytest
+
+from simengine import reproductions
+from simengine.reproductions.koala import CONFIGS, SHAPES
+
+
+@pytest.fixture(scope="module", params=["koala-w30", "koala-w50"])
+def quick(request, tmp_path_factory):
+    out = tmp_path_factory.mktemp(request.param)
+    claims = reproductions.get(request.param)(out, quick=True, log=lambda _: None)
+    return request.param, out, claims
+
+
+def rows(out, name):
+    return list(csv.DictReader(open(out / f"{name}.csv")))
+
+
+def test_every_figure_has_its_data_and_a_standalone_page(quick):
+    name, out, claims = quick
+    w = name[-2:]
+    figs = {f"w{w}-utilisation": len(CONFIGS) * 5, f"w{w}-per-shape": len(CONFIGS) * len(SHAPES) * 4,
+            f"w{w}-stability": len(CONFIGS) * 3}
+    if w == "30":
+        figs["w30-placement-time-statistics"] = len(CONFIGS) * len(SHAPES) * 4
+    else:
+        figs["w50-placement-queue"] = None
+    for fig, n in figs.items():
+        r = rows(out, fig)
+        assert n is None or len(r) == n, fig
+        html = (out / f"{fig}.html").read_text()
+        assert "<html" in html.lower() and "cdn.bokeh.org" not in html  # standalone (inline resources)
+    assert [r["claim"] for r in rows(out, "claims")] == [c.claim for c in claims]
+
+
+def test_utilisations_add_up_and_koala_load_follows_the_workload(quick):
+    name, out, _ = quick
+    w = int(name[-2:])
+    u = {(r["policy"], r["metric"]): float(r["mean"]) for r in rows(out, f"w{w}-utilisation")}
+    for label, _, _ in CONFIGS:
+        parts = u[(label, "background_load")] + u[(label, "koala_load")] + u[(label, "pwt_utilisation")]
+        assert parts == pytest.approx(u[(label, "total_load")], rel=1e-3)
+        assert 30 <= u[(label, "background_load")] <= 40  # the band controller keeps it in [30%, 40%]
+        if w == 30:
+            assert 25 <= u[(label, "koala_load")] <= 35   # W30 offers 30% and is stable
+
+
+def test_w30_claims_that_the_model_reproduces(quick):
+    name, _, claims = quick
+    if name != "koala-w30":
+        pytest.skip("W30 only")
+    verdict = {c.claim.split(": ", 1)[1]: c.passed for c in claims}
+    assert verdict["claiming tries about 1"]
+    assert verdict["CF with replication gives the lowest mean FTT"]
+    assert verdict["with about 1 claiming try, PGT utilisation is three times PWT utilisation"]
