@@ -274,3 +274,57 @@ def test_run_returns_a_result_with_components_sharing_their_job_id():
     m = r.metrics
     assert m["total_load"].mean == pytest.approx(m["koala_load"].mean + m["background_load"].mean
                                                  + m["pwt_utilisation"].mean)
+
+
+def test_icp_re_places_a_component_elsewhere_when_its_file_arrives_in_time():
+    # file at a far site (10 MB/s everywhere) and at a site located at c2; WF puts the two
+    # components on c0 and c1 (ties: lowest index), FTT = 1000 / 10 = 100: JPT 60, JCT_0 135, JST 160.
+    # A local job takes c0 at 100. At 135 (T = 0.5): c1 can start, F = 1/2; c0's component is
+    # re-placed by WF on c2, where the file is: 135 + 0 < 160, so both are claimed at 135.
+    files = Files([-1, 2], np.full((2, 3), 10.0), ["far", "near"])
+    job = KoalaJob(5.0, 50.0, [4, 4], file_size=1000.0, file_sites=[0, 1])
+    local = (np.array([100.0]), np.array([10000.0]), np.array([4]), np.array([0]))
+    k = simulate_koala([4, 4, 4], [job], KoalaPolicy(T=0.5), files, local).jobs[0]
+    assert [c[1] for c in k.comps] == [2, 1] and k.claim_tries == 1 and k.start == 160.0
+    # all or nothing: tries at 135, 153.75, 158.4375 fail, back to placement; the scan at 180 finds
+    # c1 and c2 free (WF: c1 first), FTT = max(100, 0): JPT 180, L = 0.5, JCT 230, JST 280
+    k = simulate_koala([4, 4, 4], [job], KoalaPolicy(T=1.0), files, local).jobs[0]
+    assert (k.claim_tries, k.L, k.jpt, k.jct, k.start) == (4, 0.5, 180.0, 230.0, 280.0)
+    assert sorted(c[1] for c in k.comps) == [1, 2]
+
+
+def test_promotion_after_p_tries_and_failure_after_max_place_tries():
+    # a local job holds the only 4 processors from 1 to 500; a low job (submitted at 5) is tried
+    # at the scans 60, 120, ...; with P = 2 it moves to high after 2 tries and to super-high after 4;
+    # the scan at 540 places it (no file: it starts at once)
+    local = (np.array([1.0]), np.array([499.0]), np.array([4]), np.array([0]))
+    job = KoalaJob(5.0, 10.0, [4], priority=2)
+    k = simulate_koala([4], [job], KoalaPolicy(promote_after=2), None, local).jobs[0]
+    assert (k.prio, k.place_tries, k.start) == (0, 9, 540.0)
+    k = simulate_koala([4], [job], KoalaPolicy(), None, local).jobs[0]
+    assert k.prio == 2 and k.start == 540.0  # P = infinity: never promoted
+    k = simulate_koala([4], [job], KoalaPolicy(max_place_tries=3), None, local).jobs[0]
+    assert k.state == "failed" and k.place_tries == 3
+
+
+@pytest.mark.parametrize("request_type, extra", [
+    ("semi-fixed", {"clusters": ["c1", None]}),
+    ("fixed", {"clusters": ["c0", "c1"]}),
+    ("flexible", {"size": {"kind": "uniform", "low": 4, "high": 20, "integer": True}, "components": None}),
+])
+def test_request_types_run_and_keep_their_clusters(request_type, extra):
+    d = _koala_scenario()
+    d["workload"]["streams"][0].update(request=request_type, **extra)
+    d["grid"]["placement"] = {"name": "flexible-cluster-minimization" if request_type == "flexible" else "worst-fit"}
+    r = simengine.run(load_scenario(d))
+    j = r.jobs
+    k = j["stream"] == 0
+    assert (j["status"][k] == 0).all()
+    if request_type != "flexible":
+        first = k & (j["component"] == 0)
+        want = 1 if request_type == "semi-fixed" else 0  # c1 is index 1, c0 index 0
+        assert (j["cluster"][first] == want).all()
+    else:
+        for jid in np.unique(j["job_id"][k]):
+            rows = k & (j["job_id"] == jid)
+            assert 4 <= j["processors"][rows].sum() <= 20
