@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from simengine.distributions import (
@@ -262,6 +262,14 @@ class KoalaJobs(BaseModel):
     file: KoalaFile | None = None
     background: KoalaBackground | None = Field(None, description="the background band controller (one per "
                                                                  "scenario; every cluster)")
+
+    @field_validator("runtime")
+    @classmethod
+    def _non_negative(cls, v):
+        # replaces SyntheticStream's check of the same name: runtime may be null (shapes give it)
+        if v is not None and v.min_value() < 0:
+            raise ValueError(f"runtimes must not be negative (this distribution can draw {v.min_value():g})")
+        return v
 
     def expected_work(self) -> float:
         """E[total processors x runtime] of a job."""

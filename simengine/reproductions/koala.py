@@ -40,6 +40,10 @@ BANDWIDTH = {"vu": {"leiden": 100.0, "uva": 125.0, "delft": 60.0, "utrecht": 80.
 SHAPES = tuple((c, s) for c in (1, 2, 4) for s in (8, 16))
 CONFIGS = (("CF", "close-to-files", 1), ("CF+rep", "close-to-files", 3), ("WF", "worst-fit", 1),
            ("WF+rep", "worst-fit", 3))
+#: thesis §5.1.7: the job-spread workload (2 or 4 components of 4, 8, 16 or 24, one 2 GB file, 30%);
+#: runtimes are not given: we keep the work of a component constant, runtime = 1536 s / size
+#: (8 -> 192 s as in W30; 16 -> 96 s, W30's is 90 s)
+SPREAD_SHAPES = tuple((c, s) for c in (2, 4) for s in (4, 8, 16, 24))
 FULL = {"replications": 20}
 QUICK = {"replications": 3}
 
@@ -64,6 +68,35 @@ def scenario(load: float, placement: str, replicas: int, seed: int = 1) -> dict:
     }
 
 
+def spread_scenario(placement: str, replicas: int) -> dict:
+    """The §5.1.7 workload: job spread and the fraction of jobs using co-allocation."""
+    d = scenario(0.3, placement, replicas)
+    st = d["workload"]["streams"][0]
+    st["shapes"] = [{"components": c, "size": s, "runtime": 1536.0 / s} for c, s in SPREAD_SHAPES]
+    st["file"]["size"] = {"kind": "constant", "value": 2048}
+    d["name"] = f"koala-spread-{placement}-{replicas}"
+    return d
+
+
+def measure_spread(replications: int) -> dict:
+    from simengine.grid.koala_run import simulate_koala_replication
+    from simengine.scenario import load_scenario
+
+    res = {}
+    for label, placement, replicas in CONFIGS:
+        s = load_scenario(spread_scenario(placement, replicas))
+        per = defaultdict(lambda: defaultdict(list))
+        for r in range(replications):
+            for k in simulate_koala_replication(s, r, False, False).outcome.jobs:
+                if k.state == "done":
+                    key = f"{len(k.job.sizes)}x{k.job.sizes[0]}"
+                    n = len({c[1] for c in k.comps})
+                    per[key]["job_spread"].append(n / len(k.comps))
+                    per[key]["coallocated"].append(float(n > 1))
+        res[label] = per
+    return res
+
+
 UTIL = ("background_load", "koala_load", "pwt_utilisation", "pgt_utilisation", "total_load")
 PER_SHAPE = ("placement_time", "ftt", "placement_tries", "claiming_tries")
 LABEL = {"background_load": "background", "koala_load": "KOALA load", "pwt_utilisation": "PWT",
@@ -72,7 +105,8 @@ LABEL = {"background_load": "background", "koala_load": "KOALA load", "pwt_utili
          "max_placement_queue": "largest placement queue", "makespan": "time of the last completion (s)",
          "last_arrival": "last arrival (s)", "mean_ftt": "mean FTT (s)", "mean_claiming_tries": "claiming tries",
          "p25": "25th percentile", "median": "median", "mean": "mean", "p75": "75th percentile",
-         "p90": "90th percentile"}
+         "p90": "90th percentile", "job_spread": "mean job spread (%)",
+         "coallocated": "jobs using co-allocation (%)"}
 
 
 def measure(load: float, replications: int, log) -> dict:
@@ -189,6 +223,30 @@ def _write_html(fig: dict, path: Path) -> None:
     path.write_text(file_html(column(*panels), INLINE, fig["title"]))
 
 
+def _spread_claims(spread: dict) -> list[Claim]:
+    def avg(label, k, shapes=None):
+        v = [x for key, d in spread[label].items() if shapes is None or key in shapes for x in d[k]]
+        return float(np.mean(v)) if v else math.nan
+
+    cf_rep = min(avg("CF+rep", "job_spread", {f"{c}x{s}"}) for c, s in SPREAD_SHAPES)
+    wf = (avg("WF", "job_spread"), avg("WF+rep", "job_spread"))
+    two = avg("WF", "coallocated", {f"2x{s}" for s in (4, 8, 16, 24)})
+    four = avg("WF", "coallocated", {f"4x{s}" for s in (4, 8, 16, 24)})
+    cf2, cf4 = (avg("CF", "coallocated", {f"{c}x{s}" for s in (4, 8, 16, 24)}) for c in (2, 4))
+    return [
+        Claim("W30 spread: CF with replication places at least half of the components on separate clusters",
+              "job spread >= 50% for every shape", f"smallest {cf_rep:.0%}", cf_rep >= 0.5),
+        Claim("W30 spread: WF's job spread is not affected by replication", "about equal",
+              f"WF {wf[0]:.0%}, WF+rep {wf[1]:.0%}", abs(wf[0] - wf[1]) <= 0.05),
+        Claim("W30 spread: CF with replication uses co-allocation more than WF; without replication the opposite",
+              "CF+rep > WF > CF", f"CF+rep {avg('CF+rep', 'coallocated'):.0%}, WF {avg('WF', 'coallocated'):.0%}, "
+              f"CF {avg('CF', 'coallocated'):.0%}",
+              avg("CF+rep", "coallocated") > avg("WF", "coallocated") > avg("CF", "coallocated")),
+        Claim("W30 spread: more components, more jobs using co-allocation", "4 components > 2",
+              f"WF {two:.0%} -> {four:.0%}; CF {cf2:.0%} -> {cf4:.0%}", four > two and cf4 > cf2),
+    ]
+
+
 def _write_queue_html(res: dict, path: Path) -> None:
     from bokeh.embed import file_html
     from bokeh.plotting import figure
@@ -281,6 +339,17 @@ def recipe_for(w: int) -> Callable:
         for fig in _figures(w, res):
             _write_csv(fig, out / f"{fig['id']}.csv")
             _write_html(fig, out / f"{fig['id']}.html")
+        claims = _claims(w, res)
+        if w == 30:  # thesis §5.1.7, Figure 5.8
+            spread = measure_spread(size["replications"])
+            rows = [(f"{c}x{sz}", label, k, Metric.from_values(k, [100.0 * float(np.mean(v))]
+                                                                if (v := spread[label][f"{c}x{sz}"][k]) else []))
+                    for label in spread for c, sz in SPREAD_SHAPES for k in ("job_spread", "coallocated")]
+            fig = {"id": "w30-job-spread", "title": "Figure 5.8. Job spread and jobs using co-allocation (%), "
+                   "2 or 4 components of 4..24, 2 GB files, 30%", "x": "job shape", "rows": rows}
+            _write_csv(fig, out / "w30-job-spread.csv")
+            _write_html(fig, out / "w30-job-spread.html")
+            claims += _spread_claims(spread)
         if w == 50:  # the placement queue of replication 0 over time
             with open(out / "w50-placement-queue.csv", "w", newline="") as f:
                 wr = csv.writer(f)
@@ -289,7 +358,6 @@ def recipe_for(w: int) -> Callable:
                     for t, n in res[label]["queue"]:
                         wr.writerow([f"{t:g}", label, n])
             _write_queue_html(res, out / "w50-placement-queue.html")
-        claims = _claims(w, res)
         with open(out / "claims.csv", "w", newline="") as f:
             wr = csv.writer(f)
             wr.writerow(["claim", "paper", "measured", "verdict"])

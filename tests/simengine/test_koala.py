@@ -328,3 +328,14 @@ def test_request_types_run_and_keep_their_clusters(request_type, extra):
         for jid in np.unique(j["job_id"][k]):
             rows = k & (j["job_id"] == jid)
             assert 4 <= j["processors"][rows].sum() <= 20
+
+
+def test_validated_scenario_loads_again_with_the_same_hash():
+    from simengine.scenario import scenario_hash
+
+    d = _koala_scenario()
+    d["workload"]["streams"][0].pop("size")
+    d["workload"]["streams"][0].pop("runtime")
+    d["workload"]["streams"][0]["shapes"] = [{"components": 2, "size": 4, "runtime": 50.0}]
+    s = load_scenario(d)
+    assert scenario_hash(load_scenario(s.model_dump(mode="json"))) == scenario_hash(s)

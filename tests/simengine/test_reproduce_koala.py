@@ -6,7 +6,7 @@ import csv
 import pytest
 
 from simengine import reproductions
-from simengine.reproductions.koala import CONFIGS, SHAPES
+from simengine.reproductions.koala import CONFIGS, SHAPES, SPREAD_SHAPES
 
 
 @pytest.fixture(scope="module", params=["koala-w30", "koala-w50"])
@@ -27,6 +27,7 @@ def test_every_figure_has_its_data_and_a_standalone_page(quick):
             f"w{w}-stability": len(CONFIGS) * 3}
     if w == "30":
         figs["w30-placement-time-statistics"] = len(CONFIGS) * len(SHAPES) * 4
+        figs["w30-job-spread"] = len(CONFIGS) * len(SPREAD_SHAPES) * 2  # spread, co-allocated fraction
     else:
         figs["w50-placement-queue"] = None
     for fig, n in figs.items():
@@ -57,3 +58,15 @@ def test_w30_claims_that_the_model_reproduces(quick):
     assert verdict["claiming tries about 1"]
     assert verdict["CF with replication gives the lowest mean FTT"]
     assert verdict["with about 1 claiming try, PGT utilisation is three times PWT utilisation"]
+
+
+def test_w30_job_spread_is_between_one_cluster_and_one_per_component(quick):
+    name, out, _ = quick
+    if name != "koala-w30":
+        pytest.skip("W30 only")
+    for r in rows(out, "w30-job-spread"):
+        c = int(r["job shape"].split("x")[0])
+        if r["metric"] == "job_spread":
+            assert 100 / c - 1e-6 <= float(r["mean"]) <= 100 + 1e-6
+        else:
+            assert 0 <= float(r["mean"]) <= 100
