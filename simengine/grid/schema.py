@@ -320,7 +320,7 @@ class KoalaParams(BaseModel):
     scan_interval: float = Field(60.0, gt=0, description="time between scans of the placement queues (s); "
                                                          "each scan takes one queue in the weighted round-robin")
     first_scan: float = Field(0.0, ge=0, description="time of the first scan; a job waits for the next scan")
-    weights: KoalaQueueWeights = Field(default_factory=KoalaQueueWeights)
+    weights: KoalaQueueWeights = Field(KoalaQueueWeights(), description="N_h, N_l, n1..n4 of the weighted round-robin")
     promote_after: int | None = Field(None, ge=1, description="P: a high or low job moves one level up after P "
                                                               "failed placement tries; null: never")
     max_place_tries: int | None = Field(None, ge=1, description="MAX_PLACE_TRIES: the job fails after this many "

@@ -254,6 +254,10 @@ def test_bad_inputs_name_their_field():
     for L in (-0.1, 1.5):
         assert "grid.deadline_policy.params.L" in problems(_koala_scenario(L=L))
     assert "grid.deadline_policy.params.threshold" in problems(_koala_scenario(threshold=0))
+    assert "N_l" in problems(_koala_scenario(weights={"N_h": 1, "N_l": 2}))["grid.deadline_policy.params.weights.N_h"]
+    d = _koala_scenario()
+    d["workload"]["streams"][0].update(request="fixed", clusters=["c0", None])
+    assert "every component" in problems(d)["workload.streams.0.clusters.1"]
     d = _koala_scenario()
     d["platform"]["clusters"].append({"name": "c2", "processors": 8})
     assert "no bandwidth" in problems(d)["platform.bandwidth"]
