@@ -26,6 +26,7 @@ from simengine.gantt import KIND_CLAIMED, KIND_KILLED, KIND_RUN, KIND_TRANSFER, 
 from simengine.generate import generate_stream
 from simengine.grid.koala import Band, Files, KoalaJob, KoalaOutcome, KoalaPolicy, simulate_koala
 from simengine.grid.schema import KOALA_PRIORITIES, KoalaJobs, bandwidth, file_sites
+from simengine.streaming import ChunkEmitter
 from simengine.results import BOUNDED_SLOWDOWN_TAU, SERIES_POINTS, Metric, Result, percentile_linear
 from simengine.workload import STATUS_COMPLETED, STATUS_FAILED, STATUS_KILLED, STATUS_UNFINISHED
 
@@ -417,11 +418,10 @@ def simulate_koala_replication(scenario, replication: int, with_rows: bool = Tru
 
 def run_koala(scenario, on_progress: Callable[[dict[str, Any]], None] | None = None) -> Result:
     """Simulate a scenario with KOALA streams (see :func:`simengine.run`)."""
-    from simengine.grid.run import _Emitter
     from simengine.scenario import scenario_hash
 
     R = scenario.run.replications
-    emit = _Emitter(on_progress)
+    emit = ChunkEmitter(on_progress)
     t0 = time.perf_counter()
     outs = []
     keep = getattr(scenario.run, "keep_jobs", "all") == "all"
@@ -429,8 +429,8 @@ def run_koala(scenario, on_progress: Callable[[dict[str, Any]], None] | None = N
         out = simulate_koala_replication(scenario, r, r == 0 or keep, r == 0)
         outs.append(out)
         if r == 0:
-            emit.segments(out.segments)
-        emit.send({"kind": "progress", "fraction": (r + 1) / R, "sim_time": float(out.outcome.t_end)})
+            emit.segments(out.segments, out.jobs)
+        emit.progress((r + 1) / R, float(out.outcome.t_end))
     first = outs[0]
     kept = [o.jobs for o in outs if o.jobs is not None]
     jobs = kept[0] if len(kept) == 1 else {k: np.concatenate([j[k] for j in kept]) for k in first.jobs}
@@ -444,5 +444,5 @@ def run_koala(scenario, on_progress: Callable[[dict[str, Any]], None] | None = N
         metrics=metrics, series=first.series, replications=R,
         notes=list(dict.fromkeys(n for o in outs for n in o.notes)))
     result.engine_seconds = time.perf_counter() - t0
-    emit.send({"kind": "metrics", "metrics": {k: m.as_dict() for k, m in metrics.items()}, "fraction": 1.0})
+    emit.metrics(metrics)
     return result

@@ -402,9 +402,6 @@ def simulate_replication(scenario: Scenario, replication: int, with_rows: bool =
 
 # ---- the run ------------------------------------------------------------------------------------
 
-_Emitter = ChunkEmitter  # kept for simengine.grid.koala_run until it imports ChunkEmitter
-
-
 def run_grid(scenario: Scenario, on_progress: Callable[[dict[str, Any]], None] | None = None, *,
              workers: int | None = None) -> Result:
     """Simulate a scenario with co-allocated streams (see :func:`simengine.run`)."""

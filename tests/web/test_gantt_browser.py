@@ -253,7 +253,7 @@ LIVE_SPEC = {
         "size": {"kind": "uniform", "low": 1, "high": 32, "integer": True},
         "runtime": {"kind": "exponential", "mean": 600}}]},
     # more than 5,000 segments (several chunks), and replications after the Gantt is out
-    "run": {"seed": 2, "replications": 4, "stop": {"completions": 15000}},
+    "run": {"seed": 2, "replications": 40, "stop": {"completions": 15000}},
 }
 
 

@@ -167,8 +167,9 @@ def test_cancel_of_a_queued_run_ends_it_at_once_and_it_never_runs(alice, bob):
 
 
 def test_cancel_of_a_running_run_stops_it_before_the_end(alice):
-    # Replication 0's Gantt is streamed first; then 40 more replications keep the run going.
-    run = create_run(alice, small_spec(replications=40, completions=3000))
+    # Replication 0's Gantt is streamed first; then 150 more replications keep the run going
+    # (several seconds even on a fast machine, so the cancel lands mid-run).
+    run = create_run(alice, small_spec(replications=150, completions=8000))
     deadline = time.monotonic() + 60
     while not RunChunk.objects.filter(run=run).exists():
         assert time.monotonic() < deadline, "no chunk arrived"
