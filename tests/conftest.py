@@ -222,6 +222,13 @@ def _recreate_database(admin_url: str, name: str) -> str:
     return admin_url.rsplit("/", 1)[0] + "/" + name
 
 
+def _drop_database(admin_url: str, name: str) -> None:
+    import psycopg
+
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
 def _wait_until(check, timeout: float, what: str, site: FullStackSite) -> None:
     import time
 
@@ -251,7 +258,9 @@ def full_stack_site(test_database_url: str, test_redis_url: str, tmp_path_factor
 
     import redis
 
-    database_url = _recreate_database(test_database_url, E2E_DATABASE)
+    # One database per test process: two test sessions on one machine never drop each other's.
+    database_name = f"{E2E_DATABASE}_{os.getpid()}"
+    database_url = _recreate_database(test_database_url, database_name)
     redis_url = test_redis_url.rsplit("/", 1)[0] + f"/{E2E_REDIS_DB}"
     redis.Redis.from_url(redis_url).flushdb()
     data_dir = tmp_path_factory.mktemp("e2e-data")
@@ -280,6 +289,7 @@ def full_stack_site(test_database_url: str, test_redis_url: str, tmp_path_factor
         yield site
     finally:
         site.stop()
+        _drop_database(test_database_url, database_name)
 
 
 @pytest.fixture(scope="session", autouse=True)
