@@ -21,6 +21,7 @@ from gridweb.runs.models import Run, Status
 from gridweb.scenarios.models import Scenario, TraceFile
 from gridweb.sharing import Visibility
 from simengine.registry import LOCAL_SCHEDULERS, Entry
+from tests.web.conftest import client_for
 
 pytestmark = pytest.mark.django_db
 
@@ -45,42 +46,10 @@ def small_spec(**changes) -> dict:
     return spec
 
 
-@pytest.fixture
-def lab(db) -> Group:
-    return Group.objects.create(name="lab")
-
-
-@pytest.fixture
-def alice(django_user_model, lab):
-    user = django_user_model.objects.create_user("alice", password="pw-alice-123")
-    user.groups.add(lab)
-    return user
-
-
-@pytest.fixture
-def carol(django_user_model, lab):
-    """In alice's research group."""
-    user = django_user_model.objects.create_user("carol", password="pw-carol-123")
-    user.groups.add(lab)
-    return user
-
-
-@pytest.fixture
-def bob(django_user_model):
-    """An outsider: in no group."""
-    return django_user_model.objects.create_user("bob", password="pw-bob-123")
-
-
 def make_scenario(owner, visibility=Visibility.PRIVATE, group=None, **changes) -> Scenario:
     spec = small_spec(**changes)
     return Scenario.objects.create(owner=owner, visibility=visibility, group=group, name=spec["name"], spec=spec,
                                    tags=["test"])
-
-
-def client_for(user, **kwargs) -> Client:
-    client = Client(**kwargs)
-    client.force_login(user)
-    return client
 
 
 def post_json(client: Client, url: str, body, **extra):
@@ -220,7 +189,7 @@ def test_list_shows_what_the_user_may_view_and_searches(alice, bob, carol, lab):
 
 def test_csrf_is_enforced_on_every_post(alice):
     scenario = make_scenario(alice)
-    client = client_for(alice, enforce_csrf_checks=True)
+    client = client_for(alice, csrf=True)
     pk = scenario.pk
     posts = [
         (reverse("scenarios:new"), save_body(small_spec(name="New one"))),

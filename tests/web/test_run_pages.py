@@ -12,8 +12,6 @@ import re
 
 import numpy as np
 import pytest
-from django.contrib.auth.models import Group
-from django.test import Client
 from django.urls import reverse
 from scipy import stats
 
@@ -23,6 +21,7 @@ from gridweb.runs.models import Comment, Run, Status, Sweep
 from gridweb.runs.services import create_run, create_sweep
 from gridweb.sharing import Visibility
 from simengine.traces import read_swf
+from tests.web.conftest import client_for
 
 pytestmark = pytest.mark.django_db
 
@@ -39,39 +38,6 @@ def small_spec(processors: int = 16, seed: int = 3, replications: int = 3, name:
             "runtime": {"kind": "exponential", "mean": 100}, "count": 300}]},
         "run": {"seed": seed, "replications": replications, "warmup": {"completions": 20}},
     }
-
-
-@pytest.fixture
-def lab():
-    return Group.objects.create(name="lab")
-
-
-@pytest.fixture
-def alice(django_user_model, lab):
-    user = django_user_model.objects.create_user("alice", password="pw-alice-123")
-    user.groups.add(lab)
-    return user
-
-
-@pytest.fixture
-def carol(django_user_model, lab):
-    """In alice's research group."""
-    user = django_user_model.objects.create_user("carol", password="pw-carol-123")
-    user.groups.add(lab)
-    return user
-
-
-@pytest.fixture
-def bob(django_user_model):
-    """An outsider."""
-    return django_user_model.objects.create_user("bob", password="pw-bob-123")
-
-
-def client_for(user=None, csrf: bool = False) -> Client:
-    client = Client(enforce_csrf_checks=csrf)
-    if user is not None:
-        client.force_login(user)
-    return client
 
 
 def queued_run(owner, visibility=Visibility.PRIVATE, **kwargs) -> Run:

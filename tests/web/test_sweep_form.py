@@ -31,6 +31,7 @@ from gridweb.scenarios.models import Scenario
 from gridweb.sharing import Visibility
 from simengine.registry import LOCAL_SCHEDULERS
 from tests.conftest import ROOT
+from tests.web.conftest import client_for
 
 LOAD = "workload.streams.0.arrival.target_load"
 SCHEDULER = "platform.clusters.0.scheduler.name"
@@ -53,39 +54,6 @@ def small_spec(name: str = "one cluster", completions: int = 600) -> dict:
 def make_scenario(owner, visibility=Visibility.PRIVATE, group=None, **spec_changes) -> Scenario:
     spec = small_spec(**spec_changes)
     return Scenario.objects.create(owner=owner, name=spec["name"], spec=spec, visibility=visibility, group=group)
-
-
-@pytest.fixture
-def lab(db) -> Group:
-    return Group.objects.create(name="lab")
-
-
-@pytest.fixture
-def alice(django_user_model, lab):
-    user = django_user_model.objects.create_user("alice", password="pw-alice-123")
-    user.groups.add(lab)
-    return user
-
-
-@pytest.fixture
-def carol(django_user_model, lab):
-    """In alice's research group."""
-    user = django_user_model.objects.create_user("carol", password="pw-carol-123")
-    user.groups.add(lab)
-    return user
-
-
-@pytest.fixture
-def bob(django_user_model):
-    """An outsider."""
-    return django_user_model.objects.create_user("bob", password="pw-bob-123")
-
-
-def client_for(user=None, csrf: bool = False) -> Client:
-    client = Client(enforce_csrf_checks=csrf)
-    if user is not None:
-        client.force_login(user)
-    return client
 
 
 def form_url(scenario: Scenario) -> str:
