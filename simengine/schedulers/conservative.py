@@ -4,14 +4,21 @@ when its reservation comes (MODELS.md §2).
 
 When a job ends before its requested time, the schedule is compressed: queued jobs,
 in arrival order, move their reservations to the earliest time they now fit (one
-pass, as Mu'alem & Feitelson describe). Compression looks only near processor time
-freed since a job was last placed, instead of rescanning the profile for every
-queued job; that is exact, because a reservation sat at its earliest fit when it
-was last placed and only freed processor time can make an earlier fit.
+pass, as Mu'alem & Feitelson describe).
 
 When a running job outlives its requested time (walltime not enforced), its plan
 is extended (see ``BackfillParams.overrun_step``); reservations the extension
 collides with are placed again, in arrival order, after all the others.
+
+How compression stays cheap (docs/performance.md): for a job whose reservation
+[s, s + d) holds p processors, counting its own processors as free, a start before
+s fits iff either (a) at least p processors are free just before s -- then it can
+*slide* back to where that free run begins -- or (b) a window of d seconds with p
+free lies wholly before s -- a *jump*, whose earliest place is the earliest fit of
+(p, d) on the profile as it is. (Past s the job's own processors make room.) The
+new start is the earlier of the two. (a) is read from the node before the job's
+start node in the linked profile (``_linked_profile``); (b) is skipped unless the
+job's class bound (a time before which no such window begins) is below the start.
 """
 from __future__ import annotations
 
@@ -20,65 +27,76 @@ import math
 import numpy as np
 from numba import njit
 
-from simengine.profile import prof_add, prof_advance, prof_find_start, prof_index
 from simengine.registry import LOCAL_SCHEDULERS
 from simengine.schedulers._heap import heap_pop, heap_push
+from simengine.schedulers._linked_profile import (
+    DLO, HEAD, LB, NEXT, PREV, REF, SIZE, group_durations, lp_activate, lp_add, lp_advance, lp_at, lp_at_back,
+    lp_bound_node, lp_deactivate, lp_fit, lp_lower_bounds, lp_new, lp_release, lp_seek, lp_set_bound,
+    lp_take,
+)
 from simengine.schedulers.base import BackfillParams, ClusterSchedule, check_inputs, compact_queue, planned_end
 
 QUEUED, RUNNING, DONE = 1, 2, 3
+# Durations within this factor of a class's shortest share its class (and bound).
+CLASS_RATIO = 1.25
 
 
 @njit(cache=True)
-def _region_range(times, free, lo, n, a, b):
-    """(min, max) free count over the profile steps that overlap [a, b)."""
-    i = prof_index(times, lo, n, a)
-    low = high = free[i]
-    i += 1
-    while i < n and times[i] < b:
-        low = min(low, free[i])
-        high = max(high, free[i])
-        i += 1
-    return low, high
+def _place(j, s, x, d, p, pstart, pend, snode, enode, nt, nf, L, fs, S):
+    """Reserve p processors for job j on [s, s + d); x is the node containing s."""
+    sn = lp_at(x, s, nt, nf, L, fs, S)
+    L[REF, sn] += 1
+    snode[j] = sn
+    e = s + d
+    if e > s:
+        en = lp_take(sn, e, -p, nt, nf, L, fs, S)
+        L[REF, en] += 1
+        enode[j] = en
+    else:
+        enode[j] = -1  # a zero-length reservation holds nothing
+    pstart[j] = s
+    pend[j] = e
 
 
 @njit(cache=True)
-def _rebuild_start_heap(sk, sv, queue, qn, pstart):
-    sn = 0
-    for q in range(qn):
-        if queue[q] >= 0:
-            sn = heap_push(sk, sv, sn, pstart[queue[q]], queue[q])
-    return sn
-
-
-@njit(cache=True)
-def conservative_kernel(submit, runtime, estimate, size, processors, horizon, overrun_step):
+def conservative_kernel(submit, runtime, estimate, size, processors, horizon, overrun_step, cls, csize, cdlo):
+    """Start times of jobs sorted by submit time; ``cls`` is each job's class (classes
+    sorted by size, ``csize``/``cdlo`` their size and shortest requested time)."""
     n = submit.shape[0]
+    nclass = csize.shape[0]
     start = np.full(n, np.nan)
     pstart = np.full(n, math.inf)  # reserved start of queued jobs
     pend = np.full(n, math.inf)  # reservation end (queued) or planned end (running)
     state = np.zeros(n, np.int8)
-    times = np.empty(64, np.float64)
-    free = np.empty(64, np.int64)
-    times[0] = submit[0] if n > 0 else 0.0
-    free[0] = processors
-    lo, pn = 0, 1
+    # nodes: each job holds at most two, each class one, plus the head and a split in flight
+    nt, nf, L, fs, S = lp_new(2 * n + nclass + 8, submit[0] if n > 0 else 0.0, processors)
+    snode = np.full(n, -1, np.int64)  # a queued job's start node
+    enode = np.full(n, -1, np.int64)  # its end node; a running job's planned end
+    CI = np.full((nclass, 7), -1, np.int64)
+    CF = np.empty((nclass, 2))
+    for c in range(nclass):
+        CI[c, SIZE] = csize[c]
+        CF[c, DLO] = cdlo[c]
+        CF[c, LB] = -math.inf
+    ccount = np.zeros(nclass, np.int64)  # queued jobs per class
+    act = np.empty(nclass, np.int64)  # classes with queued jobs, sorted
+    nact = 0
     ck, cv = np.empty(n + 1), np.empty(n + 1, np.int64)  # completions (actual end)
-    # reservation starts, and planned ends of running jobs (overrun checks); both lazily
-    # invalidated: an entry counts only while it matches the job's current plan
-    sk, sv = np.empty(4 * n + 16), np.empty(4 * n + 16, np.int64)
+    # planned ends of running jobs (overrun checks); lazily invalidated: an entry counts
+    # only while it matches the job's current plan
     ok_, ov = np.empty(4 * n + 16), np.empty(4 * n + 16, np.int64)
-    cn = sn = on = 0
+    cn = on = 0
+    next_start = math.inf  # earliest reservation of a queued job
     queue = np.empty(n, np.int64)
     qpos = np.empty(n, np.int64)
     qn = 0
     removed = 0
     arrived = 0
     actual_free = processors
-    carry_lo, carry_hi = math.inf, -math.inf
     evicted = np.empty(n, np.int64)
+    ev_lo = np.empty(n)
+    ev_hi = np.empty(n)
     while True:
-        while sn > 0 and (state[sv[0]] != QUEUED or pstart[sv[0]] != sk[0]):
-            sn = heap_pop(sk, sv, sn)
         while on > 0 and (state[ov[0]] != RUNNING or pend[ov[0]] != ok_[0]):
             on = heap_pop(ok_, ov, on)
         t = math.inf
@@ -86,13 +104,14 @@ def conservative_kernel(submit, runtime, estimate, size, processors, horizon, ov
             t = submit[arrived]
         if cn > 0 and ck[0] < t:
             t = ck[0]
-        if sn > 0 and sk[0] < t:
-            t = sk[0]
+        if next_start < t:
+            t = next_start
         if on > 0 and ok_[0] < t:
             t = ok_[0]
         if t == math.inf or t > horizon:
             break
-        env_lo, env_hi = math.inf, -math.inf  # span of processor time freed at t
+        lp_advance(t, nt, L, fs, S)
+        h = S[HEAD]
         early_completion = False
         # 1. completions: give back the unused rest of each reservation
         while cn > 0 and ck[0] <= t:
@@ -102,10 +121,12 @@ def conservative_kernel(submit, runtime, estimate, size, processors, horizon, ov
             if runtime[j] > 0:
                 actual_free += size[j]
             if pend[j] > t:
-                times, free, lo, pn = prof_add(times, free, lo, pn, t, pend[j], size[j])
-                env_lo = min(env_lo, t)
-                env_hi = max(env_hi, pend[j])
+                lp_add(h, pend[j], size[j], nt, nf, L)
+                lp_lower_bounds(h, t, pend[j], size[j], t, act, nact, CI, CF, nt, nf, L, fs, S)
                 early_completion = True
+            if enode[j] >= 0:
+                lp_release(enode[j], nt, nf, L, fs, S)
+                enode[j] = -1
         # 2. overruns: a running job outlived its plan, so its plan is extended
         ext_hi = -math.inf
         while on > 0 and ok_[0] <= t:
@@ -114,110 +135,174 @@ def conservative_kernel(submit, runtime, estimate, size, processors, horizon, ov
             if state[j] != RUNNING or pend[j] != t:
                 continue
             new_end = planned_end(start[j], estimate[j], t, overrun_step, True)
-            times, free, lo, pn = prof_add(times, free, lo, pn, t, new_end, -size[j])
+            e2 = lp_take(h, new_end, -size[j], nt, nf, L, fs, S)
+            L[REF, e2] += 1
+            if enode[j] >= 0:
+                lp_release(enode[j], nt, nf, L, fs, S)
+            enode[j] = e2
             pend[j] = new_end
             on = heap_push(ok_, ov, on, new_end, j)
             ext_hi = max(ext_hi, new_end)
-        lo = prof_advance(times, lo, pn, t)
         repaired = False
-        if ext_hi > t and _region_range(times, free, lo, pn, t, ext_hi)[0] < 0:
-            # the extension overlaps reservations: those starting before ext_hi are
-            # placed again, in arrival order, after the others
-            m = 0
-            for q in range(qn):
-                j = queue[q]
-                if j >= 0 and pstart[j] < ext_hi:
-                    times, free, lo, pn = prof_add(times, free, lo, pn, pstart[j], pend[j], size[j])
-                    carry_lo = min(carry_lo, pstart[j])
-                    carry_hi = max(carry_hi, pend[j])
-                    evicted[m] = j
-                    m += 1
-            for k in range(m):
-                j = evicted[k]
-                s = prof_find_start(times, free, lo, pn, t, estimate[j], size[j], math.inf, 0.0, 0.0, 0)
-                times, free, lo, pn = prof_add(times, free, lo, pn, s, s + estimate[j], -size[j])
-                pstart[j] = s
-                pend[j] = s + estimate[j]
-                sn = heap_push(sk, sv, sn, s, j)
-            if sn > 3 * n + 8:
-                sn = _rebuild_start_heap(sk, sv, queue, qn, pstart)
-            repaired = True
+        if ext_hi > t:
+            low = nf[h]
+            x = L[NEXT, h]
+            while x >= 0 and nt[x] < ext_hi:
+                low = min(low, nf[x])
+                x = L[NEXT, x]
+            if low < 0:
+                # the extension overlaps reservations: those starting before ext_hi are
+                # placed again, in arrival order, after the others
+                m = 0
+                for q in range(qn):
+                    j = queue[q]
+                    if j >= 0 and pstart[j] < ext_hi:
+                        if enode[j] >= 0:
+                            lp_add(snode[j], pend[j], size[j], nt, nf, L)
+                            lp_release(enode[j], nt, nf, L, fs, S)
+                            enode[j] = -1
+                        lp_release(snode[j], nt, nf, L, fs, S)
+                        evicted[m] = j
+                        ev_lo[m] = pstart[j]
+                        ev_hi[m] = pend[j]
+                        m += 1
+                for k in range(m):
+                    j = evicted[k]
+                    s, x = lp_fit(h, t, estimate[j], size[j], math.inf, nt, nf, L)
+                    _place(j, s, x, estimate[j], size[j], pstart, pend, snode, enode, nt, nf, L, fs, S)
+                for k in range(m):  # the evictions freed processor time
+                    if ev_hi[k] > ev_lo[k]:
+                        x = lp_seek(h, ev_lo[k], nt, L)
+                        lp_lower_bounds(x, ev_lo[k], ev_hi[k], processors + 1, t, act, nact, CI, CF, nt, nf, L, fs, S)
+                next_start = math.inf
+                for q in range(qn):
+                    j = queue[q]
+                    if j >= 0 and pstart[j] < next_start:
+                        next_start = pstart[j]
+                repaired = True
         if early_completion or repaired:
             # 3. compression: one pass in arrival order, each reservation moved to the
-            # earliest time it fits now. A reservation already sat at its earliest fit when
-            # it was last looked at, so only starts whose window touches processor time
-            # freed since then can be new: the freed envelope [env_lo, env_hi), which
-            # includes what moves behind it in the previous pass freed (carry_*).
-            env_lo = min(env_lo, carry_lo)
-            env_hi = max(env_hi, carry_hi)
-            env_max = _region_range(times, free, lo, pn, max(env_lo, t), env_hi)[1]
-            carry_lo, carry_hi = math.inf, -math.inf
+            # earliest time it fits now (see the module docstring)
             for q in range(qn):
                 j = queue[q]
-                if j < 0 or pstart[j] <= t:
+                if j < 0:
                     continue
                 s_old = pstart[j]
-                d = estimate[j]
-                sz = size[j]
-                a = max(t, env_lo - d)
-                b = min(env_hi, s_old)
-                if a >= b:
+                if s_old <= t:
                     continue
-                if env_max < sz and not (s_old < env_hi and s_old + d > env_lo):
-                    continue
-                best = prof_find_start(times, free, lo, pn, a, d, sz, b, s_old, s_old + d, sz)
+                p = size[j]
+                u = snode[j]
+                v = L[PREV, u]
+                best = s_old
+                bn = u
+                if nf[v] >= p:  # slide back to the start of the free run before s_old
+                    while v != h and nf[L[PREV, v]] >= p:
+                        v = L[PREV, v]
+                    best = nt[v]
+                    bn = v
+                c = cls[j]
+                stale = -1
+                if CF[c, LB] < best:  # a window of the class may begin before best: search
+                    after, x = lp_bound_node(c, t, CI, CF, nt, L, S)
+                    dlo = CF[c, DLO]
+                    e, k = lp_fit(x, after, dlo, p, best, nt, nf, L)
+                    stale = lp_set_bound(c, e, k, CI, CF, nt, nf, L, fs, S)
+                    if e < best:
+                        d = estimate[j]
+                        if d != dlo:
+                            e, k = lp_fit(k, e, d, p, best, nt, nf, L)
+                        if e < best:
+                            best = e
+                            bn = k
                 if best < s_old:
-                    times, free, lo, pn = prof_add(times, free, lo, pn, s_old, s_old + d, sz)
-                    times, free, lo, pn = prof_add(times, free, lo, pn, best, best + d, -sz)
+                    # move the reservation to [best, e_new) (written out here: as a
+                    # function taking all these arrays the call cost more than the move)
+                    e_old = pend[j]
+                    oe = enode[j]
+                    e_new = best + estimate[j]
+                    sn = lp_at(bn, best, nt, nf, L, fs, S)
+                    L[REF, sn] += 1
+                    en = -1
+                    if e_new >= s_old and oe >= 0:
+                        # the windows overlap (a slide): p more are taken on [best, s_old)
+                        # and given back on [e_new, e_old); nothing changes in between
+                        lp_add(sn, s_old, -p, nt, nf, L)
+                        en = lp_at_back(oe, e_new, nt, nf, L, fs, S)
+                        L[REF, en] += 1
+                        lp_add(en, e_old, p, nt, nf, L)
+                        lp_lower_bounds(en, e_new, e_old, p, t, act, nact, CI, CF, nt, nf, L, fs, S)
+                    elif e_new > best and oe >= 0:  # disjoint windows (a jump)
+                        en = lp_take(sn, e_new, -p, nt, nf, L, fs, S)
+                        L[REF, en] += 1
+                        lp_add(u, e_old, p, nt, nf, L)
+                        lp_lower_bounds(u, s_old, e_old, p, t, act, nact, CI, CF, nt, nf, L, fs, S)
+                    else:  # an empty window (zero requested time) on either side
+                        if oe >= 0:
+                            lp_add(u, e_old, p, nt, nf, L)
+                        if e_new > best:
+                            en = lp_take(sn, e_new, -p, nt, nf, L, fs, S)
+                            L[REF, en] += 1
+                        if oe >= 0:
+                            lp_lower_bounds(u, s_old, e_old, p, t, act, nact, CI, CF, nt, nf, L, fs, S)
+                    lp_release(u, nt, nf, L, fs, S)
+                    if oe >= 0:
+                        lp_release(oe, nt, nf, L, fs, S)
+                    snode[j] = sn
+                    enode[j] = en
                     pstart[j] = best
-                    pend[j] = best + d
-                    sn = heap_push(sk, sv, sn, best, j)
-                    if sn > 3 * n + 8:
-                        sn = _rebuild_start_heap(sk, sv, queue, qn, pstart)
-                    if d > 0:
-                        # later jobs in this pass may use the old window; earlier ones
-                        # will look at it in the next compression
-                        env_max = max(env_max, _region_range(times, free, lo, pn, s_old, s_old + d)[1])
-                        env_lo = min(env_lo, s_old)
-                        env_hi = max(env_hi, s_old + d)
-                        carry_lo = min(carry_lo, s_old)
-                        carry_hi = max(carry_hi, s_old + d)
+                    pend[j] = e_new
+                    if best < next_start:
+                        next_start = best
+                if stale >= 0:  # released only now: bn may have been that node
+                    lp_release(stale, nt, nf, L, fs, S)
         # 4. arrivals get the earliest reservation that fits
         while arrived < n and submit[arrived] <= t:
             j = arrived
             arrived += 1
-            s = prof_find_start(times, free, lo, pn, t, estimate[j], size[j], math.inf, 0.0, 0.0, 0)
-            times, free, lo, pn = prof_add(times, free, lo, pn, s, s + estimate[j], -size[j])
-            pstart[j] = s
-            pend[j] = s + estimate[j]
+            s, x = lp_fit(h, t, estimate[j], size[j], math.inf, nt, nf, L)
+            _place(j, s, x, estimate[j], size[j], pstart, pend, snode, enode, nt, nf, L, fs, S)
             state[j] = QUEUED
             queue[qn] = j
             qpos[j] = qn
             qn += 1
-            sn = heap_push(sk, sv, sn, s, j)
+            c = cls[j]
+            ccount[c] += 1
+            if ccount[c] == 1:  # bounds are not kept for classes without queued jobs
+                CF[c, LB] = -math.inf
+                nact = lp_activate(c, act, nact)
+            if s < next_start:
+                next_start = s
         # 5. jobs whose reservation has come start now
-        while sn > 0 and sk[0] <= t:
-            j = sv[0]
-            key = sk[0]
-            sn = heap_pop(sk, sv, sn)
-            if state[j] != QUEUED or pstart[j] != key:
-                continue
-            state[j] = RUNNING
-            start[j] = t
-            if runtime[j] > 0:  # a zero-length job holds its processors for no time at all
-                actual_free -= size[j]
-                if actual_free < 0:
-                    raise RuntimeError("conservative backfilling over-committed processors")
-            cn = heap_push(ck, cv, cn, t + runtime[j], j)
-            on = heap_push(ok_, ov, on, pend[j], j)
-            queue[qpos[j]] = -1
-            removed += 1
+        if next_start <= t:
+            next_start = math.inf
+            for q in range(qn):
+                j = queue[q]
+                if j < 0:
+                    continue
+                if pstart[j] > t:
+                    if pstart[j] < next_start:
+                        next_start = pstart[j]
+                    continue
+                state[j] = RUNNING
+                start[j] = t
+                lp_release(snode[j], nt, nf, L, fs, S)
+                snode[j] = -1
+                c = cls[j]
+                ccount[c] -= 1
+                if ccount[c] == 0:
+                    nact = lp_deactivate(c, act, nact)
+                if runtime[j] > 0:  # a zero-length job holds its processors for no time at all
+                    actual_free -= size[j]
+                    if actual_free < 0:
+                        raise RuntimeError("conservative backfilling over-committed processors")
+                cn = heap_push(ck, cv, cn, t + runtime[j], j)
+                on = heap_push(ok_, ov, on, pend[j], j)
+                queue[q] = -1
+                removed += 1
         if removed > 64 and 2 * removed > qn:
             qn = compact_queue(queue, qn, qpos)
             removed = 0
-        # heaps only grow by lazy entries; rebuild them if they get too big
-        if sn > 3 * n + 8:
-            sn = _rebuild_start_heap(sk, sv, queue, qn, pstart)
+        # the overrun heap only grows by lazy entries; rebuild it if it gets too big
         if on > 3 * n + 8:
             on = 0
             for j in range(n):
@@ -226,12 +311,21 @@ def conservative_kernel(submit, runtime, estimate, size, processors, horizon, ov
     return start
 
 
+def job_classes(size: np.ndarray, plan: np.ndarray, ratio: float = CLASS_RATIO):
+    """(class of each job, class sizes, class shortest requested times); classes sorted by size."""
+    pairs, inverse = np.unique(np.stack([size.astype(np.float64), plan]), axis=1, return_inverse=True)
+    pcls, csize, cdlo = group_durations(pairs[0].astype(np.int64), pairs[1].copy(), float(ratio))
+    return pcls[np.asarray(inverse).reshape(-1)], csize, cdlo
+
+
 @LOCAL_SCHEDULERS.register("conservative", BackfillParams,
                            "Conservative backfilling (a reservation for every queued job)")
 def schedule(submit, runtime, estimate, size, processors, params, horizon=math.inf) -> ClusterSchedule:
     check_inputs(submit, size, processors)
     # A zero-length reservation holds nothing, so a job that asks for no time but runs
     # is planned as asking for one overrun step (traces only give 0 for 0-runtime jobs).
-    plan = np.where((estimate == 0) & (runtime > 0), float(params.overrun_step), estimate)
+    plan = np.where((estimate == 0) & (runtime > 0), float(params.overrun_step), estimate).astype(np.float64)
+    size = np.asarray(size, np.int64)
+    cls, csize, cdlo = job_classes(size, plan)
     return ClusterSchedule(conservative_kernel(submit, runtime, plan, size, processors, horizon,
-                                               float(params.overrun_step)))
+                                               float(params.overrun_step), cls, csize, cdlo))
