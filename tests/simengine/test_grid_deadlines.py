@@ -87,6 +87,18 @@ def test_lp_fails_at_the_deadline_instead_of_killing():
     assert o.local_state[0] == K.L_DONE and o.local_end[0] == 1000.0 and len(o.kills["job"]) == 0
 
 
+
+def test_lp_with_later_tries_succeeds_where_a_single_failed_try_would_fail_the_job():
+    # (docs/reproductions.md, Ballier fig 4 under LP.) The local job holds all 4 processors until 60.
+    # Default (M_p = 10 + the deadline attempt): PT_0 = 0 + 0.5 * 100 = 50 is busy, PT_1 = 75 is idle:
+    # claimed at 75, started at D = 100. The single-try reading (M_p = 1, no final attempt) fails
+    # the job at PT_0 = 50 although the cluster is idle from 60 on.
+    jobs, g = local((0, 60, 4, 0)), glob((0, 10, 2, 1, 100))
+    o = simulate([4], jobs, g, GridPolicy(lp=0.5, priority="LP"))
+    assert o.global_state[0] == K.G_DONE and o.global_hold[0] == 75.0 and o.global_tries[0] == 2
+    o = simulate([4], jobs, g, GridPolicy(lp=0.5, priority="LP", mp=1, final_attempt=False))
+    assert o.global_state[0] == K.G_FAILED and o.global_decided[0] == 50.0 and o.global_tries[0] == 1
+
 # ---- Wait-X ----------------------------------------------------------------------------------------
 
 def _wait_case(wait_x, priority="GP"):
