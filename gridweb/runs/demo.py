@@ -10,10 +10,12 @@ not exist yet (found again by its name):
 * each trace replayed with EASY backfilling on a cluster of the trace's own size (its
   ``MaxProcs``, as in ``examples/das2-replay.yaml`` and docs/traces.md);
 * the reproduction recipes (:data:`RECIPES`), each a modest run of one setting of a paper's
-  experiments — Zikos & Karatza's Random and SB-Deferred site allocation at high load, and
-  Ballier et al.'s co-allocation with start deadlines under Wait-10 and under pure RPP. Each
-  description names the paper, the figure or claim the run illustrates and the
-  ``python -m simengine reproduce NAME`` command that runs the full reproduction.
+  experiments — Zikos & Karatza's Random and SB-Deferred site allocation at high load;
+  Ballier et al.'s co-allocation with start deadlines under Wait-10 and under pure RPP; KOALA's
+  Close-to-Files placement with incremental claiming in the W30 experiment of Mohamed's thesis
+  (the setting of ``examples/koala-w30.yaml``). Each description names the paper, the figure or
+  claim the run illustrates and the ``python -m simengine reproduce NAME`` command that runs the
+  full reproduction.
 
 Provenance of the traces: ``gridweb/demo/PROVENANCE.txt``.
 """
@@ -111,6 +113,22 @@ BALLIER_SETTING = ("4 FCFS clusters of 32 processors, each with local jobs (RSD(
 BALLIER_SIZE = ("This run: 5 replications of 200,000 s (the first 10,000 s warm-up) — a tenth of the paper's "
                 "run length. The full reproduction (194 configurations, Figures 1-9 and the stated outcomes with "
                 "PASS/FAIL) is python -m simengine reproduce ballier (docs/reproductions.md).")
+KOALA_THESIS = ("Mohamed, The Design and Implementation of the KOALA Grid Resource Management System (PhD "
+                "thesis, TU Delft, 2007; MODELS.md §4), §5.1, the W30 experiment")
+KOALA_SETTING = ("DAS-2 as at the start of the experiments (144, 56, 56, 64 and 64 processors); 200 KOALA jobs "
+                 "of 1, 2 or 4 components of 8 or 16 processors (runtime 192 s or 90 s) at 30% of the system, "
+                 "each with one input file of 2, 4 or 6 GB at one random site (the five clusters; wide-area "
+                 "bandwidths of 50-125 MB/s, our decision as the thesis gives none); background jobs keep every "
+                 "cluster 30-40% busy. Close-to-Files (CF) placement, incremental claiming with L 0.75, all or "
+                 "nothing (T 1), a scan every 60 s. ")
+KOALA_GANTT = ("The Gantt shows, per KOALA component, the input file's transfer (transfer segments: the "
+               "processors are not held yet, local jobs may use them), then the processors claimed but idle "
+               "until the job start time (claimed segments: the processor wasted time, PWT), then the run; "
+               "around them the background jobs of the band controller. ")
+KOALA_SIZE = ("This run: 5 replications of the W30 workload with CF (the Gantt shows the first), as "
+              "examples/koala-w30.yaml. The full reproduction (CF and Worst-Fit, with and without replicated "
+              "files, 20 replications, figures 5.1-5.4 and 5.8 and the stated outcomes with PASS/FAIL) is "
+              "python -m simengine reproduce koala-w30 (docs/reproductions.md).")
 
 
 @dataclass(frozen=True)
@@ -144,6 +162,16 @@ def ballier_recipe_spec(wait_x: float | None) -> dict[str, Any]:
     return spec
 
 
+def koala_recipe_spec() -> dict[str, Any]:
+    """The reproduction's W30 scenario with Close-to-Files and one file replica (the setting of
+    ``examples/koala-w30.yaml``), 5 replications: a run takes well under a second."""
+    from simengine.reproductions.koala import scenario
+
+    spec = scenario(0.3, "close-to-files", 1)
+    spec["run"]["replications"] = 5
+    return spec
+
+
 RECIPES = (
     Recipe("Zikos & Karatza: Random site allocation, high load", lambda: zikos_recipe_spec("random"),
            f"{ZIKOS_PAPER}. {ZIKOS_SETTING}Random sends each job to site k with probability c_k/80. Compare it "
@@ -170,6 +198,11 @@ RECIPES = (
            "too early wastes processor time (claimed but idle processors: the 'claimed' segments of the Gantt) "
            f"and Figure 5's lower success rate than Wait-10 (compare the Wait-10 run). {BALLIER_SIZE}",
            ("demo", "reproduction", "ballier", "coallocation")),
+    Recipe("KOALA W30: Close-to-Files placement and incremental claiming", koala_recipe_spec,
+           f"{KOALA_THESIS}. {KOALA_SETTING}{KOALA_GANTT}It illustrates Figure 5.1's claims for W30: KOALA's "
+           "load about 30%, claimed-but-idle processors (PWT) about 2% of the system, about one claiming try "
+           f"per job. {KOALA_SIZE}",
+           ("demo", "reproduction", "koala", "coallocation", "close-to-files")),
 )
 
 

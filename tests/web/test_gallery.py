@@ -8,6 +8,7 @@ import re
 import time
 from datetime import datetime, timedelta
 from datetime import timezone as tz
+from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import Group
@@ -198,11 +199,15 @@ def test_demo_runs_are_curated_public_replays_of_the_shipped_traces(transactiona
     assert all(f'data-run="{run.pk}"' in curated_section for run in runs)
 
 
+#: the paper's tag on a recipe run -> the ``python -m simengine reproduce`` name its description gives
+REPRODUCE_COMMAND = {"zikos": "zikos", "ballier": "ballier", "koala": "koala-w30"}
+
+
 def recipe_runs() -> dict[str, list[Run]]:
     """The curated reproduction runs of the demo user, by the paper's tag."""
     from gridweb.runs.demo import DEMO_USER
 
-    found: dict[str, list[Run]] = {"zikos": [], "ballier": []}
+    found: dict[str, list[Run]] = {paper: [] for paper in REPRODUCE_COMMAND}
     for run in Run.objects.filter(owner__username=DEMO_USER, curated=True).order_by("pk"):
         for paper in found:
             if paper in run.tags:
@@ -218,12 +223,13 @@ def test_demo_has_curated_reproduction_runs_that_name_their_paper_and_reproduce_
 
     call_command("gridweb_demo", stdout=io.StringIO())
     recipes = recipe_runs()
-    assert len(recipes["zikos"]) == 2 and len(recipes["ballier"]) == 2
+    assert len(recipes["zikos"]) == 2 and len(recipes["ballier"]) == 2 and len(recipes["koala"]) == 1
     for paper, runs in recipes.items():
-        assert paper in ENGINE_RECIPES  # the command the descriptions name exists
+        command = REPRODUCE_COMMAND[paper]
+        assert command in ENGINE_RECIPES  # the command the descriptions name exists
         for run in runs:
             assert run.curated and run.visibility == Visibility.PUBLIC and "reproduction" in run.tags
-            assert f"python -m simengine reproduce {paper}" in run.description
+            assert f"python -m simengine reproduce {command}" in run.description
             assert re.search(r"(figure|claim|conclusion)", run.description, re.IGNORECASE)
             load_scenario(run.spec)  # a valid scenario of the current engine
             # modest runs: the full reproduction is the command, not the demo
@@ -246,6 +252,19 @@ def test_demo_has_curated_reproduction_runs_that_name_their_paper_and_reproduce_
     waits = sorted(str(run.spec["grid"]["deadline_policy"]["params"]["wait_x"]) for run in recipes["ballier"])
     assert waits == ["10", "None"]
 
+    # KOALA: the W30 setting of examples/koala-w30.yaml (Close-to-Files), described as such
+    (koala,) = recipes["koala"]
+    scenario = load_scenario(koala.spec)
+    example = load_scenario(Path(__file__).resolve().parents[2] / "examples" / "koala-w30.yaml")
+    assert [c.processors for c in scenario.platform.clusters] == [144, 56, 56, 64, 64]
+    for part in ("workload", "grid"):
+        assert getattr(scenario, part).model_dump(mode="json") == getattr(example, part).model_dump(mode="json")
+    assert scenario.platform.bandwidth == example.platform.bandwidth
+    assert koala.spec["grid"]["placement"]["name"] == "close-to-files"
+    assert "Mohamed" in koala.description and "W30" in koala.description
+    for shown in ("transfer", "claimed", "background"):  # what the Gantt shows, in the description's words
+        assert shown in koala.description
+
 
 @pytest.mark.slow
 def test_the_curated_reproduction_runs_show_the_claims_they_describe(transactional_db):
@@ -261,6 +280,11 @@ def test_the_curated_reproduction_runs_show_the_claims_they_describe(transaction
         assert execute_run(run.pk) == Status.DONE, run.error
         assert time.monotonic() - started < 60  # modest: gridweb_demo --run-now stays quick
         run.refresh_from_db()
+    (koala,) = recipes["koala"]
+    started = time.monotonic()
+    assert execute_run(koala.pk) == Status.DONE, koala.error
+    assert time.monotonic() - started < 15  # a few seconds of gridweb_demo --run-now
+    koala.refresh_from_db()
 
     def metric(run: Run, name: str) -> dict:
         return run.summary["metrics"][name]
@@ -272,3 +296,13 @@ def test_the_curated_reproduction_runs_show_the_claims_they_describe(transaction
     wait10, pure = by_wait[10], by_wait[None]
     assert metric(wait10, "global_success_rate")["ci_low"] > metric(pure, "global_success_rate")["ci_high"]
     assert metric(pure, "processor_wasted_time")["mean"] > 10 * metric(wait10, "processor_wasted_time")["mean"]
+
+    # KOALA: the Gantt has the file transfers and the claimed-but-idle processors before the runs,
+    # and the background jobs of the band (stream -1) beside them
+    from gridweb.runs.exports import result_of, segments_columns
+
+    kinds = set(segments_columns(koala)["kind_name"])
+    assert {"transfer", "claimed", "run"} <= kinds
+    jobs = result_of(koala).jobs
+    assert (jobs["stream"] == -1).any() and (jobs["stream"] == 0).any()
+    assert 0 < metric(koala, "pwt_utilisation")["mean"] < metric(koala, "koala_load")["mean"]
