@@ -12,6 +12,15 @@ during the simulation by Worst-Fit (each component to the cluster with the most 
 processors), which on average evens out the load: the preview spreads their work over the
 clusters in proportion to their capacity (``routing: "worst-fit"``).
 
+A KOALA stream (``kind: koala``, Mohamed's thesis, docs/grid.md "KOALA") is drawn with the
+engine's own KOALA workload builder (``simengine.grid.koala_run.build_koala_workload``: shapes,
+components, sizes and runtimes exactly as a run draws them). Every component counts towards the
+load (a job's work is the sum of its components' processors x its runtime). KOALA places the
+components during the simulation (Worst-Fit, Close-to-Files, cluster minimization, ...), so
+the preview approximates: their work is spread in proportion to capacity (``routing:
+"koala"``), and the background band adds its lower bound ``low`` to every cluster's load (the
+band keeps each cluster's local load between ``low`` and ``high``). A note says so.
+
 The preview works on documents that are still being edited: each stream is checked on its
 own (with the platform), so one broken stream, or a missing stop rule, does not hide the
 others. Problems are returned as ``errors`` (dotted path -> messages), like validation.
@@ -28,12 +37,14 @@ from pydantic import ValidationError
 from simengine.distributions import processor_counts
 from simengine.errors import ScenarioError, SimEngineError
 from simengine.generate import generate_stream
+from simengine.grid.koala_run import build_koala_workload
 from simengine.registry import SITE_ALLOCATION
 from simengine.runner import load_trace_stream
 from simengine.scenario import (
     GRID_TARGET,
     CoallocatedStream,
     Grid,
+    KoalaStream,
     Platform,
     Scenario,
     SyntheticStream,
@@ -48,6 +59,10 @@ from .validation import materialize_traces, trace_dir
 #: Jobs drawn per synthetic stream: enough for smooth histograms, fast enough to redraw while typing.
 PREVIEW_JOBS = 4000
 HISTOGRAM_BINS = 30
+#: What the preview of a KOALA stream leaves to the simulation.
+KOALA_NOTE = ("KOALA streams: every component counts (component size x runtime); KOALA places the components "
+              "during the run, so their work is spread in proportion to capacity, and the background band adds "
+              "its lower bound (low) to every cluster's load.")
 #: Integer values spanning at most this many whole numbers get one bar per value.
 DISCRETE_BARS = 64
 #: A range wider than this ratio (max / min) is binned on a log scale (heavy tails).
@@ -185,6 +200,17 @@ def preview(spec: Any, user=None, *, jobs_per_stream: int = PREVIEW_JOBS) -> dic
             continue
         stream = scenario.workload.streams[0]
         rng = np.random.default_rng([seed, index])
+        if isinstance(stream, KoalaStream):
+            try:
+                entry = _koala_preview(spec, raw, stream, platform, seed, jobs_per_stream, work)
+            except (ValueError, SimEngineError) as exc:
+                result["errors"].setdefault(path, []).append(f"cannot sample this stream: {exc}")
+                continue
+            entry["index"] = index
+            result["streams"].append(entry)
+            if KOALA_NOTE not in result["notes"]:
+                result["notes"].append(KOALA_NOTE)
+            continue
         try:
             if isinstance(stream, SyntheticStream):
                 jobs = generate_stream(stream, platform, rng, n=jobs_per_stream, stream_index=index)
@@ -284,4 +310,44 @@ def _coallocated_preview(stream, platform, jobs: JobTable, window: float, rng, w
     if window > 0 and math.isfinite(window):
         entry["offered_load"] = float(demand.sum() / (window * capacities.sum()))
         work += capacities / capacities.sum() * (demand.sum() / window)
+    return entry
+
+
+def _koala_preview(spec: dict[str, Any], raw: dict[str, Any], stream, platform, seed: int, jobs_per_stream: int,
+                   work: np.ndarray) -> dict[str, Any]:
+    """A KOALA stream: ``jobs_per_stream`` jobs drawn by the engine's KOALA workload builder.
+
+    ``sizes`` counts every component (a flexible job: its total size), ``runtimes`` and
+    ``components`` one value per job. The components' work is spread in proportion to capacity
+    and the background band adds ``low`` of every cluster (see :data:`KOALA_NOTE`).
+    """
+    # The stream alone with a job count and no horizon: the builder draws the whole sample
+    # (the one-stream scenario's 1 s stop rule would cut it to the first second).
+    sample = load_scenario(
+        {"name": "preview", "platform": spec.get("platform"),
+         "workload": {"streams": [{**raw, "count": jobs_per_stream}]}, "run": {"seed": seed}},
+        base_dir=str(trace_dir()),
+    )
+    jobs = build_koala_workload(sample, 0).jobs
+    capacities = np.array([c.processors * c.speed for c in platform.clusters], dtype=np.float64)
+    components = np.array([len(job.sizes) for job in jobs], dtype=np.int64)
+    sizes = np.array([size for job in jobs for size in job.sizes], dtype=np.int64)
+    runtimes = np.array([job.runtime for job in jobs], dtype=np.float64)
+    demand = np.array([sum(job.sizes) * job.runtime for job in jobs], dtype=np.float64)
+    window = float(jobs[-1].submit) if jobs else 0.0  # arrivals start at time 0
+    entry: dict[str, Any] = {
+        "name": stream.name, "kind": stream.kind, "target": stream.target, "jobs": len(jobs),
+        "sizes": histogram(sizes, discrete=True), "runtimes": histogram(runtimes),
+        "components": histogram(components, discrete=True), "routing": "koala", "offered_load": None,
+        # the load the arrival rate is solved for: lambda E[total size x runtime] / all processors
+        "expected_load": float(stream.arrival_rate(platform) * stream.expected_work()
+                               / sum(c.processors for c in platform.clusters)),
+        "background": None,
+    }
+    if window > 0 and math.isfinite(window):
+        entry["offered_load"] = float(demand.sum() / (window * capacities.sum()))
+        work += capacities / capacities.sum() * (demand.sum() / window)
+    if stream.background is not None:
+        entry["background"] = {"low": stream.background.low, "high": stream.background.high}
+        work += stream.background.low * capacities
     return entry

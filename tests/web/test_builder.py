@@ -519,6 +519,47 @@ def test_import_shows_the_documents_errors_and_refuses_what_is_not_a_scenario(al
     assert Scenario.objects.count() == 0
 
 
+def test_imported_koala_example_validates_and_previews_every_component(alice):
+    """examples/koala-w30.yaml (a ``kind: koala`` stream with job shapes, files and a background
+    band) imported as JSON: the builder takes it without errors, and the preview draws its jobs
+    as KOALA does — 1, 2 or 4 components of 8 or 16 processors — at the stream's 30% load, with
+    the band's 30% floor on every cluster."""
+    from pathlib import Path
+
+    import yaml
+
+    example = yaml.safe_load((Path(__file__).resolve().parents[2] / "examples" / "koala-w30.yaml").read_text())
+    client = client_for(alice)
+    upload = SimpleUploadedFile("koala-w30.json", json.dumps(example).encode(), content_type="application/json")
+    imported = client.post(reverse("scenarios:import"), {"file": upload})
+    assert imported.status_code == 200
+    config = builder_config(imported)
+    assert config["errors"] == {} and config["document"] == example
+    assert post_json(client, reverse("scenarios:validate"), {"spec": config["document"]}).json()["valid"] is True
+
+    response = post_json(client, reverse("scenarios:preview"), {"spec": config["document"]})
+    assert response.status_code == 200
+    data = response.json()
+    assert data["errors"] == {}
+    (koala,) = data["streams"]
+    assert koala["kind"] == "koala" and koala["jobs"] > 0
+    centres = lambda hist: [round((lo + hi) / 2) for lo, hi, n in zip(hist["edges"], hist["edges"][1:],  # noqa: E731
+                                                                        hist["counts"]) if n]
+    assert centres(koala["components"]) == [1, 2, 4] and koala["components"]["total"] == koala["jobs"]
+    # every component has a size: as many sizes as components, mean components per job 7/3
+    assert koala["sizes"]["total"] == pytest.approx(koala["jobs"] * 7 / 3, rel=0.05)
+    assert centres(koala["sizes"]) == [8, 16]
+    assert (koala["runtimes"]["min"], koala["runtimes"]["max"]) == (90, 192)  # the shapes' two runtimes
+    stated = example["workload"]["streams"][0]["arrival"]["target_load"]
+    band_low = example["workload"]["streams"][0]["background"]["low"]
+    assert koala["expected_load"] == pytest.approx(stated, rel=1e-9)
+    assert koala["offered_load"] == pytest.approx(stated, rel=0.1)
+    for cluster in data["clusters"]:
+        assert cluster["offered_load"] == pytest.approx(band_low + stated, rel=0.1)
+    assert any("KOALA" in note for note in data["notes"])  # the preview says how it approximates
+    assert Scenario.objects.count() == 0  # importing and previewing save nothing
+
+
 # --- fork, duplicate, delete, run --------------------------------------------------------------------
 
 
