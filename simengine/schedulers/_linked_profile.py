@@ -45,6 +45,7 @@ HEAD, NFREE = 0, 1  # entries of S
 # columns of CI (int) and CF (float) for each job class
 SIZE, LBNODE, LBGEN, DIPL, DIPLGEN, DIPR, DIPRGEN = 0, 1, 2, 3, 4, 5, 6
 DLO, LB = 0, 1
+CI_COLUMNS, CF_COLUMNS = 7, 2
 
 
 @njit(cache=True)

@@ -30,7 +30,7 @@ from numba import njit
 from simengine.registry import LOCAL_SCHEDULERS
 from simengine.schedulers._heap import heap_pop, heap_push
 from simengine.schedulers._linked_profile import (
-    DLO, HEAD, LB, NEXT, PREV, REF, SIZE, group_durations, lp_activate, lp_add, lp_advance, lp_at, lp_at_back,
+    CF_COLUMNS, CI_COLUMNS, DLO, HEAD, LB, NEXT, PREV, REF, SIZE, group_durations, lp_activate, lp_add, lp_advance, lp_at, lp_at_back,
     lp_bound_node, lp_deactivate, lp_fit, lp_lower_bounds, lp_new, lp_release, lp_seek, lp_set_bound,
     lp_take,
 )
@@ -72,8 +72,8 @@ def conservative_kernel(submit, runtime, estimate, size, processors, horizon, ov
     nt, nf, L, fs, S = lp_new(2 * n + nclass + 8, submit[0] if n > 0 else 0.0, processors)
     snode = np.full(n, -1, np.int64)  # a queued job's start node
     enode = np.full(n, -1, np.int64)  # its end node; a running job's planned end
-    CI = np.full((nclass, 7), -1, np.int64)
-    CF = np.empty((nclass, 2))
+    CI = np.full((nclass, CI_COLUMNS), -1, np.int64)
+    CF = np.empty((nclass, CF_COLUMNS))
     for c in range(nclass):
         CI[c, SIZE] = csize[c]
         CF[c, DLO] = cdlo[c]
