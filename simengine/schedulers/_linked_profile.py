@@ -72,6 +72,8 @@ def lp_new(capacity, origin, processors):
 @njit(cache=True)
 def _insert_after(x, time, nt, nf, L, fs, S):
     """A new node at ``time`` right after x, with x's free count; no reference yet."""
+    if S[NFREE] == 0:
+        raise RuntimeError("linked profile: node pool exhausted")
     S[NFREE] -= 1
     y = fs[S[NFREE]]
     nx = L[NEXT, x]

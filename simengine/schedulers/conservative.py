@@ -10,15 +10,17 @@ When a running job outlives its requested time (walltime not enforced), its plan
 is extended (see ``BackfillParams.overrun_step``); reservations the extension
 collides with are placed again, in arrival order, after all the others.
 
-How compression stays cheap (docs/performance.md): for a job whose reservation
-[s, s + d) holds p processors, counting its own processors as free, a start before
-s fits iff either (a) at least p processors are free just before s -- then it can
-*slide* back to where that free run begins -- or (b) a window of d seconds with p
-free lies wholly before s -- a *jump*, whose earliest place is the earliest fit of
-(p, d) on the profile as it is. (Past s the job's own processors make room.) The
-new start is the earlier of the two. (a) is read from the node before the job's
-start node in the linked profile (``_linked_profile``); (b) is skipped unless the
-job's class bound (a time before which no such window begins) is below the start.
+How compression stays cheap (docs/performance.md): take a queued job whose
+reservation [s, s + d) holds p processors, and count its own processors as free.
+A start before s fits iff (a) at least p processors are free just before s -- the
+job then *slides* back to where that free run begins (or to now) -- or (b) a window
+of d seconds with p free lies wholly before s -- a *jump*, whose earliest place is
+the earliest fit of (p, d) on the profile as it stands (past s its own processors
+make room). The new start is the earlier of the two. (a) is read off the node just
+before the job's start node in the linked profile (``_linked_profile``); (b) needs
+a search only when the job's class bound -- a time before which no window of the
+class begins -- is below the start. Both are exact, so the schedules are those of
+searching every reservation's earliest fit.
 """
 from __future__ import annotations
 
@@ -30,9 +32,9 @@ from numba import njit
 from simengine.registry import LOCAL_SCHEDULERS
 from simengine.schedulers._heap import heap_pop, heap_push
 from simengine.schedulers._linked_profile import (
-    CF_COLUMNS, CI_COLUMNS, DLO, HEAD, LB, NEXT, PREV, REF, SIZE, group_durations, lp_activate, lp_add, lp_advance, lp_at, lp_at_back,
-    lp_bound_node, lp_deactivate, lp_fit, lp_lower_bounds, lp_new, lp_release, lp_seek, lp_set_bound,
-    lp_take,
+    CF_COLUMNS, CI_COLUMNS, DLO, HEAD, LB, NEXT, PREV, REF, SIZE, group_durations, lp_activate, lp_add,
+    lp_advance, lp_at, lp_at_back, lp_bound_node, lp_deactivate, lp_fit, lp_lower_bounds, lp_new,
+    lp_release, lp_seek, lp_set_bound, lp_take,
 )
 from simengine.schedulers.base import BackfillParams, ClusterSchedule, check_inputs, compact_queue, planned_end
 
@@ -173,7 +175,8 @@ def conservative_kernel(submit, runtime, estimate, size, processors, horizon, ov
                 for k in range(m):  # the evictions freed processor time
                     if ev_hi[k] > ev_lo[k]:
                         x = lp_seek(h, ev_lo[k], nt, L)
-                        lp_lower_bounds(x, ev_lo[k], ev_hi[k], processors + 1, t, act, nact, CI, CF, nt, nf, L, fs, S)
+                        lp_lower_bounds(x, ev_lo[k], ev_hi[k], processors + 1, t, act, nact, CI, CF,
+                                        nt, nf, L, fs, S)
                 next_start = math.inf
                 for q in range(qn):
                     j = queue[q]
