@@ -146,7 +146,10 @@ def fit(bt, bv, m, d, n, nmax, limit, t_start, move_first, hold):
         if i > 0:
             dp = d[i - 1]
             teas = s - limit * dp  # earliest allowed start of the previous stage
-            if teas > t0[i] - dp:  # the previous stage would exceed the stretch limit
+            # the paper compares with t0 - d(i-1), the previous stage's start ts[i-1]. With real-valued
+            # times (ts + d) - d can round an ulp off ts and the search would creep by ulps (or never
+            # advance): a stretch within 1e-12 (relative) of the limit is accepted
+            if teas > ts[i - 1] + 1e-12 * max(1.0, abs(s)):  # the previous stage would exceed the limit
                 i -= 1
                 ts[i] = teas
                 continue
@@ -164,7 +167,8 @@ def fit(bt, bv, m, d, n, nmax, limit, t_start, move_first, hold):
         hold[k] = ts[k]
     hold[N] = ts[N - 1] + d[N - 1]
     if move_first and N > 1:
-        hold[0] = ts[1] - d[0]
+        # max(): with real-valued times, ts[1] - d[0] may round below the placement that was checked
+        hold[0] = max(ts[0], ts[1] - d[0])
     return True
 
 
@@ -201,8 +205,16 @@ def compact(bt, bv, m, d, n, nmax, limit, move_first, hold, rbt, rbv, rhold):
         return
     if rhold[N] > C:
         return
+    tol = 1e-13 * max(1.0, C)
     for k in range(N + 1):
-        hold[N - k] = C - rhold[k]
+        x = C - rhold[k]
+        # C - (C - b) need not round back to b: snap to the real breakpoint it came from, so the
+        # stage meets its neighbours in the resource EP exactly
+        j = ep_index(bt, m, x)
+        for q in (j, j + 1):
+            if q < m and abs(bt[q] - x) <= tol:
+                x = bt[q]
+        hold[N - k] = x
 
 
 @njit(cache=True)

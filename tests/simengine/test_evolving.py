@@ -8,7 +8,10 @@ workloads and compare the compiled fit with a literal, recursive transcription o
 """
 from __future__ import annotations
 
+import json
 import math
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -30,6 +33,7 @@ from simengine.evolving.kernels import compact, ep_add, fit
 from simengine.evolving.mapping import node_sets
 from simengine.evolving.metrics import app_values, per_test_metrics
 from simengine.gantt import KIND_RUN, KIND_STRETCHED
+from tests.conftest import ROOT
 
 ALGS = tuple(ALGORITHMS)
 B = [[5, 2], [5, 2], [5, 6]]  # small, small, big
@@ -429,3 +433,42 @@ def test_options_override_the_algorithm():
     s = load_evolving({"algorithm": "nos", "stretch_limit": "inf", "compact": True, "applications": [[[1, 1]]]})
     assert (s.policy.stretch_limit, s.policy.compact) == (math.inf, True)
     assert load_evolving({"algorithm": "mic+c", "applications": [[[1, 1]]]}).policy.stretch_limit == 2
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(1, 12).flatmap(lambda n_max: st.tuples(st.just(n_max), st.lists(st.lists(
+    st.tuples(st.floats(0.001, 50, allow_nan=False, allow_infinity=False), st.integers(1, n_max)),
+    min_size=1, max_size=4), min_size=1, max_size=5))), st.sampled_from(ALGS))
+def test_real_valued_durations_keep_the_invariants(wl, alg):
+    n_max, apps = wl
+    _, s = holds([[list(x) for x in app] for app in apps], alg, n_max=n_max)
+    assert s.resource_profile()[1].max() <= n_max
+    if alg != "cbf":
+        limit = ALGORITHMS[alg].stretch_limit
+        for a, app in enumerate(apps):
+            held, d = np.diff(s.holds[a]), np.array([x for x, _ in app])
+            eps = 1e-11 * max(1.0, s.end(a))  # held = difference of absolute times: rounding of the times
+            assert np.all(held >= d - eps) and np.all(held <= limit * d + eps)
+            assert np.all(np.diff(s.holds[a]) > 0)
+
+
+def test_real_valued_times_do_not_stall_the_search():
+    # (s - l d) + d can round an ulp off s: before the fit compared the earliest allowed start with the
+    # previous stage's start through t0 - d, these inputs looped forever (found by a random search)
+    cases = [
+        {"n_max": 4, "algorithm": "mic", "applications": [
+            [[8.74129984505722, 4]], [[50.0, 4]],
+            [[32.27148333815394, 1], [12.319178957545446, 1], [21.499621095670978, 2], [0.001, 3]],
+            [[0.001, 2], [50.0, 2], [1.0, 4]], [[26.700984760457708, 2], [46.887947868930695, 2]]]},
+        {"n_max": 9, "algorithm": "nos", "applications": [
+            [[43.96181543252016, 8], [13.203081919023056, 4]],
+            [[50.0, 5], [25.28629094412286, 9], [9.683973905801867, 3], [2.0, 6]],
+            [[23.522598036931974, 2], [3.0, 7], [3.0, 4]], [[0.001, 6], [32.13386561479233, 9]],
+            [[3.0, 9], [23.562064003925382, 6], [22.67252949149158, 1], [29.71997788772615, 3]]]},
+    ]
+    code = ("import json, sys; from simengine.evolving import schedule\n"
+            "for c in json.loads(sys.argv[1]): print(schedule(c).makespan)")
+    out = subprocess.run([sys.executable, "-c", code, json.dumps(cases)], cwd=ROOT, capture_output=True, text=True,
+                         timeout=300)  # a regression hangs: the subprocess keeps the test from hanging too
+    assert out.returncode == 0, out.stderr
+    assert len(out.stdout.split()) == 2
