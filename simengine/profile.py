@@ -2,9 +2,10 @@
 
 Stored as two parallel numpy arrays of breakpoints -- ``times[i]`` and ``free[i]``,
 the free processor count on ``[times[i], times[i+1])``; the last step lasts forever.
-The compiled ``prof_*`` functions below do the work so the conservative-backfilling
-kernel can call them inside its event loop; :class:`AvailabilityProfile` wraps them
-for Python callers (reservations, claims and tests).
+The compiled ``prof_*`` functions below do the work so compiled code can call them;
+:class:`AvailabilityProfile` wraps them for Python callers (reservations, claims and
+tests). Conservative backfilling keeps its own linked profile instead
+(``simengine/schedulers/_linked_profile.py``), whose moves are local edits.
 """
 from __future__ import annotations
 
