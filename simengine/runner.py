@@ -558,6 +558,10 @@ def run(scenario: Any, on_progress: ProgressCallback | None = None, *, workers: 
         from simengine.grid.run import run_grid
 
         return run_grid(scenario, on_progress, workers=workers)
+    from simengine.evolving.run import is_evolving, run_evolving
+
+    if is_evolving(scenario):  # rigid and evolving applications scheduled offline (docs/evolving.md)
+        return run_evolving(scenario, on_progress)
     R = scenario.run.replications
     emit = ChunkEmitter(on_progress)
     # Traces are read (and kernels compiled) before the clock starts: engine_seconds is

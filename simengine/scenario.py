@@ -40,6 +40,8 @@ from pydantic_core import PydanticCustomError
 
 import simengine.schedulers  # noqa: F401  (registers the local schedulers)
 import simengine.site_allocation  # noqa: F401  (registers the site-allocation policies)
+from simengine.evolving.models import Application
+from simengine.evolving.scheduler import EVOLVING_SCHEDULER
 from simengine.distributions import Distribution, processor_count_max, processor_count_mean
 from simengine.errors import FieldError, ScenarioError
 from simengine.grid.schema import CoallocatedJobs, KoalaJobs, grid_problems
@@ -59,6 +61,7 @@ __all__ = [
     "TraceStream",
     "CoallocatedStream",
     "KoalaStream",
+    "EvolvingStream",
     "Workload",
     "Grid",
     "Stop",
@@ -380,7 +383,49 @@ class KoalaStream(KoalaJobs, SyntheticStream):
     """KOALA jobs placed and claimed by KOALA's policies (fields: simengine.grid.schema)."""
 
 
-Stream = Annotated[Union[SyntheticStream, TraceStream, CoallocatedStream, KoalaStream], Field(discriminator="kind")]
+_Range = Annotated[list[Annotated[int, Field(ge=1)]], Field(min_length=2, max_length=2)]
+
+
+class EvolvingGenerate(_Model):
+    """Klein & Perez's generator: inclusive [low, high] integer ranges (docs/evolving.md)."""
+
+    applications: _Range = [15, 20]
+    stages: _Range = [1, 10]
+    duration: _Range = [500, 3600]
+    nodes: _Range = [1, 75]
+
+    @model_validator(mode="after")
+    def _ordered(self):
+        found = [((k,), f"low must not exceed high (got {v[0]} > {v[1]})")
+                 for k in ("applications", "stages", "duration", "nodes") if (v := getattr(self, k))[0] > v[1]]
+        if found:
+            raise _problems(found)
+        return self
+
+
+class EvolvingStream(_Model):
+    """Rigid and evolving applications (Klein & Perez), all given at time 0 to one cluster whose
+    scheduler is ``evolving``: the ``applications`` themselves, or ``generate`` ranges drawn per
+    replication (docs/evolving.md)."""
+
+    kind: Literal["evolving"] = "evolving"
+    name: str = Field(min_length=1)
+    target: str
+    applications: list[Application] | None = None
+    generate: EvolvingGenerate | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self):
+        if (self.applications is None) == (self.generate is None):
+            got = "both" if self.applications is not None else "neither"
+            raise _problems([(("applications",), f"give exactly one of applications or generate (got {got})")])
+        if self.applications is not None and not self.applications:
+            raise _problems([(("applications",), "must have at least one application")])
+        return self
+
+
+Stream = Annotated[Union[SyntheticStream, TraceStream, CoallocatedStream, KoalaStream, EvolvingStream],
+                   Field(discriminator="kind")]
 
 
 class Workload(_Model):
@@ -497,10 +542,13 @@ def _cross_check(s: Scenario) -> list[tuple[tuple, str]]:
     largest = max(c.processors for c in clusters)
     known = ", ".join([GRID_TARGET, *by_name])
     endless = []
+    found += _evolving_problems(s)
     for i, st in enumerate(s.workload.streams):
         pre = ("workload", "streams", i)
         if st.target != GRID_TARGET and st.target not in by_name:
             found.append(((*pre, "target"), f"unknown cluster '{st.target}'; known: {known}"))
+            continue
+        if isinstance(st, EvolvingStream):  # checked by _evolving_problems
             continue
         if isinstance(st, (CoallocatedStream, KoalaStream)):  # checked by grid_problems below
             continue
@@ -582,6 +630,51 @@ def _cross_check(s: Scenario) -> list[tuple[tuple, str]]:
     if stop.horizon is not None and warm.time >= stop.horizon:
         found.append((("run", "warmup", "time"), f"must be less than run.stop.horizon ({stop.horizon:g})"))
     return found + grid_problems(s, _check_policy)
+
+
+def _evolving_problems(s: Scenario) -> list[tuple[tuple, str]]:
+    """An evolving stream is alone in its scenario and targets one cluster scheduled by
+    ``evolving``, whose processors (n_max) bound every stage; an evolving cluster takes
+    only evolving streams."""
+    found: list[tuple[tuple, str]] = []
+    by_name = {c.name: c for c in s.platform.clusters}
+    evolving = [c.name for c in s.platform.clusters if c.scheduler.name == EVOLVING_SCHEDULER]
+    streams = s.workload.streams
+    first = next((i for i, st in enumerate(streams) if isinstance(st, EvolvingStream)), None)
+    for i, st in enumerate(streams):
+        pre = ("workload", "streams", i)
+        if not isinstance(st, EvolvingStream):
+            if first is not None:
+                found.append(((*pre, "kind"), f"a scenario with an evolving stream (streams.{first}) takes no "
+                                              "other stream"))
+            elif st.target in evolving or (st.target == GRID_TARGET and evolving):
+                where = st.target if st.target in evolving else evolving[0]
+                found.append(((*pre, "target"), f"cluster '{where}' uses the evolving scheduler, which takes "
+                                                "only evolving streams"))
+            continue
+        if i != first:
+            found.append(((*pre, "kind"), f"a scenario takes one evolving stream (another: streams.{first})"))
+            continue
+        if st.target == GRID_TARGET:
+            found.append(((*pre, "target"), "an evolving stream targets one cluster (by name), not the grid"))
+            continue
+        cluster = by_name.get(st.target)
+        if cluster is None:
+            continue  # reported as an unknown cluster
+        if cluster.scheduler.name != EVOLVING_SCHEDULER:
+            found.append(((*pre, "target"), f"cluster '{cluster.name}' uses the {cluster.scheduler.name} "
+                                            f"scheduler; evolving streams need scheduler '{EVOLVING_SCHEDULER}'"))
+        n_max = cluster.processors
+        for a, app in enumerate(st.applications or []):
+            for k, stage in enumerate(app.stages):
+                if stage.nodes > n_max:
+                    found.append(((*pre, "applications", a, "stages", k, "nodes"),
+                                  f"must be at most n_max ({n_max}, the processors of cluster "
+                                  f"'{cluster.name}'); got {stage.nodes}"))
+        if st.generate is not None and st.generate.nodes[1] > n_max:
+            found.append(((*pre, "generate", "nodes"), f"must be at most n_max ({n_max}, the processors of "
+                                                       f"cluster '{cluster.name}'); got {st.generate.nodes[1]}"))
+    return found
 
 
 # --- errors: pydantic locations -> dotted field paths ---------------------------------------------
@@ -804,7 +897,8 @@ def load_scenario(source: Any, *, base_dir: str | os.PathLike | None = None) -> 
         raise ScenarioError(
             f"a scenario must be a mapping of fields, not {type(data).__name__}", source=label
         )
-    context = {"base_dir": str(base_dir) if base_dir is not None else os.getcwd()}
+    # n_max: evolving stages are bounded by their target cluster's processors in _cross_check
+    context = {"base_dir": str(base_dir) if base_dir is not None else os.getcwd(), "n_max": math.inf}
     try:
         return Scenario.model_validate(data, context=context)
     except ValidationError as e:

@@ -1,0 +1,133 @@
+"""Run a scenario whose workload is one evolving stream (``simengine.run`` dispatches here).
+
+Per replication the stream's applications (given, or drawn from that replication's
+SeedSequence child with the ``generate`` ranges) are scheduled offline on the target
+cluster (n_max = its processors) with the cluster's ``evolving`` algorithm. The Result
+has one job row per application (submit 0, start = first hold, end = completion,
+processors = largest stage), the Gantt segments of Algorithm 1's node mapping (kinds
+``run`` and ``stretched``, component = stage index) and the metrics of
+:mod:`simengine.evolving.metrics` next to the usual ones, with 95% CIs over replications.
+"""
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from simengine import __version__
+from simengine.evolving.generate import FlatWorkload
+from simengine.evolving.metrics import app_values, per_test_metrics
+from simengine.evolving.models import ALGORITHMS
+from simengine.evolving.schedule import schedule, schedule_flat
+from simengine.results import JOB_DTYPES, Metric, Result
+from simengine.scenario import EvolvingStream, Scenario, scenario_hash
+from simengine.streaming import ChunkEmitter, ProgressCallback
+from simengine.workload import STATUS_COMPLETED
+
+#: metrics of simengine.evolving.metrics, as named in the Result (per-job ones averaged)
+_NAMES = {"waste": "waste_pct", "reservation": "reservation_vs_cbf", "utilisation": "utilisation_pct",
+          "makespan": "makespan_vs_cbf", "jct": "jct_vs_cbf", "jwt": "jwt_vs_cbf", "stretches": "stretches_pct",
+          "job_stretch": "mean_job_stretch_pct", "job_waste": "mean_job_waste_pct"}
+
+
+def is_evolving(scenario: Scenario) -> bool:
+    return any(isinstance(s, EvolvingStream) for s in scenario.workload.streams)
+
+
+def applications(scenario: Scenario, replication: int) -> list[list[tuple[float, int]]]:
+    """The stream's applications as (duration, nodes) stages, drawn per replication when generated."""
+    index, stream = next((i, s) for i, s in enumerate(scenario.workload.streams) if isinstance(s, EvolvingStream))
+    if stream.applications is not None:
+        return [[(st.duration, st.nodes) for st in app.stages] for app in stream.applications]
+    g = stream.generate
+    # SeedSequence(seed).spawn(R)[r], then one child per stream (as simengine.runner does)
+    child = np.random.SeedSequence(scenario.run.seed, spawn_key=(replication,))
+    rng = np.random.default_rng(child.spawn(len(scenario.workload.streams) + 1)[index])
+    apps = int(rng.integers(g.applications[0], g.applications[1], endpoint=True))
+    stages = rng.integers(g.stages[0], g.stages[1], size=apps, endpoint=True)
+    total = int(stages.sum())
+    d = rng.integers(g.duration[0], g.duration[1], size=total, endpoint=True)
+    n = rng.integers(g.nodes[0], g.nodes[1], size=total, endpoint=True)
+    off = np.concatenate([[0], np.cumsum(stages)])
+    return [[(float(d[k]), int(n[k])) for k in range(off[a], off[a + 1])] for a in range(apps)]
+
+
+def _replication(scenario: Scenario, r: int, with_segments: bool):
+    index, stream = next((i, s) for i, s in enumerate(scenario.workload.streams) if isinstance(s, EvolvingStream))
+    c = scenario.platform.cluster_index(stream.target)
+    cluster = scenario.platform.clusters[c]
+    params = cluster.scheduler.params
+    n_max = cluster.processors
+    requested = applications(scenario, r)
+    names = [a.name for a in stream.applications] if stream.applications is not None else [None] * len(requested)
+    sched = schedule({"n_max": n_max, "algorithm": params["algorithm"],
+                      "move_first_stage": params["move_first_stage"], "release": params["release"],
+                      "applications": [{"name": nm, "stages": [list(s) for s in app]}
+                                       for nm, app in zip(names, requested)]})
+    A = len(requested)
+    start = np.array([sched.start(a) for a in range(A)])
+    end = np.array([sched.end(a) for a in range(A)])
+    runtime = end - start
+    jobs = {
+        "job_id": np.arange(A, dtype=np.int64), "replication": np.full(A, r, np.int32),
+        "stream": np.full(A, index, np.int32), "cluster": np.full(A, c, np.int32),
+        "submit": np.zeros(A), "start": start, "end": end,
+        "processors": np.array([max(n for _, n in app) for app in requested], np.int64),
+        "runtime": runtime, "estimate": np.array([sum(d for d, _ in app) for app in requested]),
+        "wait": start.copy(), "response": end.copy(),
+        "slowdown": np.where(runtime > 0, end / np.where(runtime > 0, runtime, 1), np.nan),
+        "bounded_slowdown": np.maximum(1.0, end / np.maximum(runtime, 10.0)),
+        "status": np.full(A, STATUS_COMPLETED, np.int8), "warmup": np.zeros(A, bool),
+    }
+    jobs = {k: np.asarray(v, JOB_DTYPES[k]) for k, v in jobs.items()}
+
+    w = FlatWorkload.from_tests([requested])
+    alg = ALGORITHMS[params["algorithm"]]
+    mine = app_values(w, schedule_flat(w, alg, n_max, params["move_first_stage"]), alg.rigid)
+    cbf = app_values(w, schedule_flat(w, "cbf", n_max), True)
+    metrics = {_NAMES[k]: float(np.mean(v)) for k, v in per_test_metrics(w, mine, cbf, n_max).items()}
+    makespan = float(end.max())
+    used = float(mine.used.sum())
+    metrics.update({
+        "jobs_measured": float(A), "mean_wait": float(start.mean()), "mean_response": float(end.mean()),
+        "mean_slowdown": float(np.nanmean(jobs["slowdown"])),
+        "mean_bounded_slowdown": float(jobs["bounded_slowdown"].mean()), "max_response": makespan,
+        "makespan": makespan, "utilisation": used / (n_max * makespan) if makespan > 0 else math.nan,
+        f"utilisation.{cluster.name}": used / (n_max * makespan) if makespan > 0 else math.nan,
+        "throughput": A / makespan if makespan > 0 else math.nan,
+    })
+    seg = None
+    if with_segments:
+        seg = sched.segments()
+        seg["cluster"][:] = c
+    return jobs, seg, metrics
+
+
+def run_evolving(scenario: Scenario, on_progress: ProgressCallback | None = None) -> Result:
+    """The Result of a scenario with an evolving stream (see the module docstring)."""
+    emit = ChunkEmitter(on_progress)
+    R = scenario.run.replications
+    t0 = time.perf_counter()
+    kept, values, segments = [], [], None
+    for r in range(R):
+        jobs, seg, metrics = _replication(scenario, r, with_segments=r == 0)
+        if r == 0:
+            segments = seg
+            emit.segments(seg, jobs)
+        if scenario.run.keep_jobs == "all" or r == 0:
+            kept.append(jobs)
+        values.append(metrics)
+        emit.progress((r + 1) / R, float(jobs["end"].max(initial=0.0)) if r == 0 else 0.0)
+    jobs = kept[0] if len(kept) == 1 else {k: np.concatenate([j[k] for j in kept]) for k in kept[0]}
+    names = list(dict.fromkeys(k for m in values for k in m))
+    metrics = {k: Metric.from_values(k, [m.get(k, math.nan) for m in values]) for k in names}
+    result = Result(
+        scenario=scenario.model_dump(mode="json"), scenario_hash=scenario_hash(scenario),
+        seed=scenario.run.seed, engine_version=__version__,
+        cluster_names=[c.name for c in scenario.platform.clusters],
+        cluster_processors=[c.processors for c in scenario.platform.clusters],
+        jobs=jobs, segments=segments, metrics=metrics, series={}, replications=R)
+    result.engine_seconds = time.perf_counter() - t0
+    emit.metrics(result.metrics)
+    return result
