@@ -111,6 +111,29 @@ def kth_smallest_end(start: np.ndarray, runtime: np.ndarray, limit: float, k: in
     return _kth(ends, k), len(ends), float(largest)
 
 
+def order_job_rows(cols: dict[str, np.ndarray], replication: int,
+                   warmup_time: float) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Job rows of an event-driven model (grid layer, KOALA) in submit order (stable), with the
+    columns every job table derives: replication, estimate (= runtime: these models plan with
+    exact run times), wait, response, slowdown, bounded slowdown and the warm-up flag.
+    Returns the rows and ``position`` (``position[i]`` is the new row of input row ``i``)."""
+    order = np.argsort(cols["submit"], kind="stable")
+    cols = {k: v[order] for k, v in cols.items()}
+    total = len(order)
+    cols["replication"] = np.full(total, replication, np.int32)
+    cols["estimate"] = cols["runtime"].copy()
+    cols["wait"] = cols["start"] - cols["submit"]
+    cols["response"] = cols["end"] - cols["submit"]
+    r = cols["runtime"]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cols["slowdown"] = np.where(r > 0, cols["response"] / r, np.nan)
+    cols["bounded_slowdown"] = np.maximum(cols["response"] / np.maximum(r, BOUNDED_SLOWDOWN_TAU), 1.0)
+    cols["warmup"] = cols["submit"] < warmup_time
+    position = np.empty(total, np.int64)
+    position[order] = np.arange(total)
+    return cols, position
+
+
 def percentile_linear(x: np.ndarray, q: float) -> float:
     """``float(np.percentile(x, q))`` (method "linear") for a non-empty ``x`` without NaN,
     computed the way numpy computes it (same order statistics, same interpolation), from

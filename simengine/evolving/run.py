@@ -20,7 +20,7 @@ from simengine.evolving.generate import FlatWorkload
 from simengine.evolving.metrics import app_values, per_test_metrics
 from simengine.evolving.models import ALGORITHMS
 from simengine.evolving.schedule import schedule, schedule_flat
-from simengine.results import JOB_DTYPES, Metric, Result
+from simengine.results import BOUNDED_SLOWDOWN_TAU, JOB_DTYPES, Metric, Result
 from simengine.scenario import EvolvingStream, Scenario, scenario_hash
 from simengine.streaming import ChunkEmitter, ProgressCallback
 from simengine.workload import STATUS_COMPLETED
@@ -77,7 +77,7 @@ def _replication(scenario: Scenario, r: int, with_segments: bool):
         "runtime": runtime, "estimate": np.array([sum(d for d, _ in app) for app in requested]),
         "wait": start.copy(), "response": end.copy(),
         "slowdown": np.where(runtime > 0, end / np.where(runtime > 0, runtime, 1), np.nan),
-        "bounded_slowdown": np.maximum(1.0, end / np.maximum(runtime, 10.0)),
+        "bounded_slowdown": np.maximum(1.0, end / np.maximum(runtime, BOUNDED_SLOWDOWN_TAU)),
         "status": np.full(A, STATUS_COMPLETED, np.int8), "warmup": np.zeros(A, bool),
     }
     jobs = {k: np.asarray(v, JOB_DTYPES[k]) for k, v in jobs.items()}

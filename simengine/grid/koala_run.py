@@ -27,7 +27,7 @@ from simengine.generate import generate_stream
 from simengine.grid.koala import Band, Files, KoalaJob, KoalaOutcome, KoalaPolicy, simulate_koala
 from simengine.grid.schema import KOALA_PRIORITIES, KoalaJobs, bandwidth, file_sites
 from simengine.streaming import ChunkEmitter
-from simengine.results import BOUNDED_SLOWDOWN_TAU, SERIES_POINTS, Metric, Result, percentile_linear
+from simengine.results import SERIES_POINTS, Metric, Result, order_job_rows, percentile_linear
 from simengine.workload import STATUS_COMPLETED, STATUS_FAILED, STATUS_KILLED, STATUS_UNFINISHED
 
 __all__ = ["KoalaWorkload", "build_koala_workload", "koala_policy", "koala_files", "simulate_koala_replication",
@@ -296,20 +296,7 @@ def _rows(scenario, w: KoalaWorkload, o: KoalaOutcome, replication: int):
         a = cols[key] if key in cols else extra[key]
         dt = np.int16 if key == "component" else JOB_DTYPES.get(key, np.asarray(a).dtype)
         out[key] = np.concatenate([np.asarray(a), np.asarray(g[key])]).astype(dt)
-    order = np.argsort(out["submit"], kind="stable")
-    out = {k: v[order] for k, v in out.items()}
-    total = len(order)
-    out["replication"] = np.full(total, replication, np.int32)
-    out["estimate"] = out["runtime"].copy()
-    out["wait"] = out["start"] - out["submit"]
-    out["response"] = out["end"] - out["submit"]
-    r = out["runtime"]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out["slowdown"] = np.where(r > 0, out["response"] / r, np.nan)
-    out["bounded_slowdown"] = np.maximum(out["response"] / np.maximum(r, BOUNDED_SLOWDOWN_TAU), 1.0)
-    out["warmup"] = out["submit"] < scenario.run.warmup.time
-    position = np.empty(total, np.int64)
-    position[order] = np.arange(total)
+    out, position = order_job_rows(out, replication, scenario.run.warmup.time)
     row_of = {("L", i): int(position[i]) for i in range(n)}
     for r_, (j, ci) in enumerate(owner):
         row_of[("K", j, ci)] = int(position[n + r_])

@@ -30,7 +30,7 @@ from simengine.generate import generate_stream
 from simengine.grid import kernel as K
 from simengine.grid.schema import is_koala
 from simengine.grid.model import GlobalJobs, GridOutcome, GridPolicy, LocalJobs, simulate, warm_up
-from simengine.results import BOUNDED_SLOWDOWN_TAU, SERIES_POINTS, Metric, Result, percentile_linear
+from simengine.results import BOUNDED_SLOWDOWN_TAU, SERIES_POINTS, Metric, Result, order_job_rows, percentile_linear
 from simengine.scenario import CoallocatedStream, Scenario, TraceStream, scenario_hash
 from simengine.streaming import ChunkEmitter
 from simengine.workload import STATUS_COMPLETED, STATUS_FAILED, STATUS_KILLED, STATUS_REJECTED, STATUS_UNFINISHED
@@ -272,21 +272,7 @@ def _rows(scenario: Scenario, w: GridWorkload, o: GridOutcome, replication: int)
         "kills": np.concatenate([o.local_kills, o.global_kills[rep]]).astype(np.int32),
     }
     cols["cluster"][:n][w.local_rejected] = -1
-    order = np.argsort(cols["submit"], kind="stable")
-    cols = {k: v[order] for k, v in cols.items()}
-    total = len(order)
-    cols["replication"] = np.full(total, replication, np.int32)
-    cols["estimate"] = cols["runtime"].copy()
-    cols["wait"] = cols["start"] - cols["submit"]
-    cols["response"] = cols["end"] - cols["submit"]
-    r = cols["runtime"]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        cols["slowdown"] = np.where(r > 0, cols["response"] / r, np.nan)
-    cols["bounded_slowdown"] = np.maximum(cols["response"] / np.maximum(r, BOUNDED_SLOWDOWN_TAU), 1.0)
-    cols["warmup"] = cols["submit"] < scenario.run.warmup.time
-    position = np.empty(total, np.int64)
-    position[order] = np.arange(total)
-    return cols, position
+    return order_job_rows(cols, replication, scenario.run.warmup.time)
 
 
 def _holdings(w: GridWorkload, o: GridOutcome, t_end: float):
