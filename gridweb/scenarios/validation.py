@@ -7,6 +7,8 @@ rule for traces: a trace stream's ``path`` must name an uploaded trace the user 
 
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -60,9 +62,11 @@ def materialize_traces(spec: Any, user=None) -> dict[str, list[str]]:
             continue
         target = directory / name
         if not target.is_file() or target.stat().st_size != trace.size:
-            tmp = target.with_name(f".{name}.tmp")
-            tmp.write_bytes(bytes(trace.content))
-            tmp.replace(target)
+            # A temporary file of its own per writer: concurrent requests (validate and preview
+            # of one edit) may write the same trace at once; each replace is atomic.
+            with tempfile.NamedTemporaryFile(dir=directory, prefix=f".{name}.", delete=False) as tmp:
+                tmp.write(bytes(trace.content))
+            os.replace(tmp.name, target)
     return errors
 
 
