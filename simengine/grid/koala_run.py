@@ -20,14 +20,13 @@ from typing import Any, Callable
 
 import numpy as np
 
-from simengine import __version__
 from simengine.distributions import processor_counts
 from simengine.gantt import KIND_CLAIMED, KIND_KILLED, KIND_RUN, KIND_TRANSFER, SEGMENT_COLUMNS, assign_processors
 from simengine.generate import generate_stream
 from simengine.grid.koala import Band, Files, KoalaJob, KoalaOutcome, KoalaPolicy, simulate_koala
 from simengine.grid.schema import KOALA_PRIORITIES, KoalaJobs, bandwidth, file_sites
 from simengine.streaming import ChunkEmitter
-from simengine.results import SERIES_POINTS, Metric, Result, order_job_rows, percentile_linear
+from simengine.results import SERIES_POINTS, Result, order_job_rows, percentile_linear
 from simengine.workload import STATUS_COMPLETED, STATUS_FAILED, STATUS_KILLED, STATUS_UNFINISHED
 
 __all__ = ["KoalaWorkload", "build_koala_workload", "koala_policy", "koala_files", "simulate_koala_replication",
@@ -405,7 +404,6 @@ def simulate_koala_replication(scenario, replication: int, with_rows: bool = Tru
 
 def run_koala(scenario, on_progress: Callable[[dict[str, Any]], None] | None = None) -> Result:
     """Simulate a scenario with KOALA streams (see :func:`simengine.run`)."""
-    from simengine.scenario import scenario_hash
 
     R = scenario.run.replications
     emit = ChunkEmitter(on_progress)
@@ -418,18 +416,9 @@ def run_koala(scenario, on_progress: Callable[[dict[str, Any]], None] | None = N
         if r == 0:
             emit.segments(out.segments, out.jobs)
         emit.progress((r + 1) / R, float(out.outcome.t_end))
-    first = outs[0]
-    kept = [o.jobs for o in outs if o.jobs is not None]
-    jobs = kept[0] if len(kept) == 1 else {k: np.concatenate([j[k] for j in kept]) for k in first.jobs}
-    names = sorted({k for o in outs for k in o.metrics})
-    metrics = {k: Metric.from_values(k, [o.metrics.get(k, math.nan) for o in outs]) for k in names}
-    clusters = scenario.platform.clusters
-    result = Result(
-        scenario=scenario.model_dump(mode="json"), scenario_hash=scenario_hash(scenario), seed=scenario.run.seed,
-        engine_version=__version__, cluster_names=[c.name for c in clusters],
-        cluster_processors=[c.processors for c in clusters], jobs=jobs, segments=first.segments,
-        metrics=metrics, series=first.series, replications=R,
-        notes=list(dict.fromkeys(n for o in outs for n in o.notes)))
+    from simengine.grid.run import assemble_result  # run.py dispatches here: import on use
+
+    result = assemble_result(scenario, outs)
     result.engine_seconds = time.perf_counter() - t0
-    emit.metrics(metrics)
+    emit.metrics(result.metrics)
     return result

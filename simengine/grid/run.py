@@ -388,6 +388,23 @@ def simulate_replication(scenario: Scenario, replication: int, with_rows: bool =
 
 # ---- the run ------------------------------------------------------------------------------------
 
+def assemble_result(scenario: Scenario, outcomes: list) -> Result:
+    """One Result from replications that each carry ``jobs`` (None when not kept), ``metrics``,
+    ``segments``, ``series`` and ``notes`` (the grid layer's and KOALA's replications)."""
+    first = outcomes[0]
+    kept = [o.jobs for o in outcomes if o.jobs is not None]
+    jobs = kept[0] if len(kept) == 1 else {k: np.concatenate([j[k] for j in kept]) for k in first.jobs}
+    names = sorted({k for o in outcomes for k in o.metrics})
+    metrics = {k: Metric.from_values(k, [o.metrics.get(k, math.nan) for o in outcomes]) for k in names}
+    clusters = scenario.platform.clusters
+    return Result(
+        scenario=scenario.model_dump(mode="json"), scenario_hash=scenario_hash(scenario), seed=scenario.run.seed,
+        engine_version=__version__, cluster_names=[c.name for c in clusters],
+        cluster_processors=[c.processors for c in clusters], jobs=jobs, segments=first.segments,
+        metrics=metrics, series=first.series, replications=len(outcomes),
+        notes=list(dict.fromkeys(n for o in outcomes for n in o.notes)))
+
+
 def run_grid(scenario: Scenario, on_progress: Callable[[dict[str, Any]], None] | None = None, *,
              workers: int | None = None) -> Result:
     """Simulate a scenario with co-allocated streams (see :func:`simengine.run`)."""
@@ -411,17 +428,7 @@ def run_grid(scenario: Scenario, on_progress: Callable[[dict[str, Any]], None] |
             for k, out in enumerate(pool.map(lambda r: simulate_replication(scenario, r, keep, False), range(1, R))):
                 outcomes.append(out)
                 emit.progress((k + 2) / R, 0.0)
-    kept = [o.jobs for o in outcomes if o.jobs is not None]
-    jobs = kept[0] if len(kept) == 1 else {k: np.concatenate([j[k] for j in kept]) for k in first.jobs}
-    names = sorted({k for o in outcomes for k in o.metrics})
-    metrics = {k: Metric.from_values(k, [o.metrics.get(k, math.nan) for o in outcomes]) for k in names}
-    clusters = scenario.platform.clusters
-    result = Result(
-        scenario=scenario.model_dump(mode="json"), scenario_hash=scenario_hash(scenario), seed=scenario.run.seed,
-        engine_version=__version__, cluster_names=[c.name for c in clusters],
-        cluster_processors=[c.processors for c in clusters], jobs=jobs, segments=first.segments,
-        metrics=metrics, series=first.series, replications=R,
-        notes=list(dict.fromkeys(n for o in outcomes for n in o.notes)))
+    result = assemble_result(scenario, outcomes)
     result.engine_seconds = time.perf_counter() - t0
-    emit.metrics(metrics)
+    emit.metrics(result.metrics)
     return result
