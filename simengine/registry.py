@@ -63,6 +63,9 @@ SITE_ALLOCATION = Registry("site allocation policy")
 #: start deadlines are met (placement tries, claiming, Wait-X, GP/LP).
 GRID_PLACEMENT = Registry("placement policy")
 DEADLINE_POLICY = Registry("deadline policy")
+#: What happens to a running job another job (or an advance reservation) preempts:
+#: none, kill, requeue, suspend (simengine.preemption, docs/reservations.md).
+PREEMPTION = Registry("preemption policy")
 
 #: every registry, in the order `python -m simengine schedulers` lists them
-REGISTRIES = (LOCAL_SCHEDULERS, SITE_ALLOCATION, GRID_PLACEMENT, DEADLINE_POLICY)
+REGISTRIES = (LOCAL_SCHEDULERS, SITE_ALLOCATION, GRID_PLACEMENT, DEADLINE_POLICY, PREEMPTION)

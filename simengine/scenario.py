@@ -40,17 +40,22 @@ from pydantic_core import PydanticCustomError
 
 import simengine.schedulers  # noqa: F401  (registers the local schedulers)
 import simengine.site_allocation  # noqa: F401  (registers the site-allocation policies)
+import simengine.preemption  # noqa: F401  (registers the preemption policies)
 from simengine.evolving.models import Application
 from simengine.evolving.scheduler import EVOLVING_SCHEDULER
 from simengine.distributions import Distribution, processor_count_max, processor_count_mean
 from simengine.errors import FieldError, ScenarioError
 from simengine.grid.schema import CoallocatedJobs, KoalaJobs, grid_problems
 from simengine.presets import PLATFORMS
-from simengine.registry import DEADLINE_POLICY, GRID_PLACEMENT, LOCAL_SCHEDULERS, SITE_ALLOCATION, Registry
+from simengine.registry import (DEADLINE_POLICY, GRID_PLACEMENT, LOCAL_SCHEDULERS, PREEMPTION, SITE_ALLOCATION,
+                                Registry)
 
 __all__ = [
     "Scenario",
     "PolicyRef",
+    "Reservation",
+    "RelaxedFrame",
+    "ReservationJob",
     "Cluster",
     "FileSite",
     "Platform",
@@ -126,6 +131,12 @@ class Cluster(_Model):
     processors: int = Field(gt=0)
     speed: float = Field(1.0, gt=0)
     scheduler: PolicyRef = Field(default_factory=lambda: PolicyRef(name="fcfs"))
+    preemption: PolicyRef = Field(
+        default_factory=lambda: PolicyRef(name="none"),
+        description="What happens to a running job preempted by a higher-priority job or by an advance "
+                    "reservation it overruns into: none (default; an overrun into a reservation is killed), "
+                    "kill, requeue or suspend, the last two with params {overhead: seconds} "
+                    "(PREEMPTION registry, docs/reservations.md)")
 
     @field_validator("name")
     @classmethod
@@ -144,6 +155,22 @@ class Cluster(_Model):
         if found:
             raise _problems(found)
         return ref
+
+    @field_validator("preemption")
+    @classmethod
+    def _preemption(cls, ref: PolicyRef) -> PolicyRef:
+        found = _check_policy(ref, PREEMPTION, ())
+        if found:
+            raise _problems(found)
+        return ref
+
+    @model_serializer(mode="wrap")
+    def _leave_out_no_preemption(self, handler):
+        # the default is left out, so scenarios written before preemption keep their hash
+        data = handler(self)
+        if data.get("preemption") == {"name": "none", "params": {}}:
+            del data["preemption"]
+        return data
 
 
 class FileSite(_Model):
@@ -280,6 +307,18 @@ class SyntheticStream(_Model):
     runtime: Distribution
     estimate: Estimate = Field(default_factory=ExactEstimate)
     count: int | None = Field(None, gt=0)
+    priority: int = Field(
+        0, description="Queue priority of this stream's jobs on their cluster: higher goes first (then "
+                       "submit order); with preemption, a waiting job may preempt running jobs of strictly "
+                       "lower priority (docs/reservations.md)")
+
+    @model_serializer(mode="wrap")
+    def _leave_out_default_priority(self, handler):
+        # the default is left out, so scenarios written before priorities keep their hash
+        data = handler(self)
+        if data.get("priority") == 0:
+            del data["priority"]
+        return data
 
     @field_validator("runtime")
     @classmethod
@@ -338,8 +377,18 @@ class TraceStream(_Model):
     time_scale: float = Field(1.0, gt=0)
     target_load: float | None = Field(None, gt=0, le=1.5)
     limit: int | None = Field(None, gt=0)
+    priority: int = Field(
+        0, description="Queue priority of this stream's jobs on their cluster: higher goes first (then "
+                       "submit order); see docs/reservations.md")
 
     _resolved: str | None = PrivateAttr(None)
+
+    @model_serializer(mode="wrap")
+    def _leave_out_default_priority(self, handler):
+        data = handler(self)  # the default is left out, so older scenarios keep their hash
+        if data.get("priority") == 0:
+            del data["priority"]
+        return data
 
     @model_validator(mode="after")
     def _file(self, info: ValidationInfo):
@@ -450,6 +499,68 @@ class Workload(_Model):
         return self
 
 
+# --- advance reservations (docs/reservations.md) -------------------------------------------------
+
+
+class RelaxedFrame(_Model):
+    """The frame [earliest_start, latest_finish] a relaxed reservation may move in."""
+
+    earliest_start: float = Field(ge=0, description="EST: the window never starts before this (s)")
+    latest_finish: float = Field(gt=0, description="LFT: the window never ends after this (s)")
+
+
+class ReservationJob(_Model):
+    """The job that uses a reservation: it runs from the window's start on the reserved processors."""
+
+    runtime: float = Field(ge=0, description="Run time (s), at most the window's length")
+
+
+class Reservation(_Model):
+    """An advance reservation: ``processors`` processors of ``cluster`` over [start, end),
+    asked for at ``request_time`` and accepted or rejected then by the cluster's profile."""
+
+    name: str = Field(min_length=1, description="Unique name, shown in the job table and notes")
+    cluster: str = Field(description="Name of the cluster (its scheduler must be fcfs, easy or conservative)")
+    processors: int = Field(gt=0, description="Processors held over the whole window")
+    start: float = Field(ge=0, description="Window start (s)")
+    end: float = Field(description="Window end (s), after start; held until then even if the job ends sooner")
+    request_time: float = Field(0.0, ge=0, description="When the reservation is asked for (s), at most start")
+    relaxed: RelaxedFrame | None = Field(
+        None, description="Make it relaxed: if the window does not fit at start it takes the earliest start "
+                          "in [start, latest_finish - length] that fits; once accepted it slides earlier "
+                          "(never before earliest_start or now) whenever processors free up")
+    job: ReservationJob | None = Field(
+        None, description="The job using the reservation (a job row in the 'reservations' stream)")
+
+    @model_validator(mode="after")
+    def _window(self):
+        found: list[tuple[tuple, str]] = []
+        if self.end <= self.start:
+            found.append((("end",), f"must be after start ({self.start:g}); got {self.end:g}"))
+        if self.start < self.request_time:
+            found.append((("start",), f"must not be before request_time ({self.request_time:g}); "
+                                      f"got {self.start:g}"))
+        if self.relaxed is not None:
+            if self.relaxed.earliest_start > self.start:
+                found.append((("relaxed", "earliest_start"), f"must be at most start ({self.start:g}): the "
+                                                             f"frame must contain the window; got "
+                                                             f"{self.relaxed.earliest_start:g}"))
+            if self.relaxed.latest_finish < self.end:
+                found.append((("relaxed", "latest_finish"), f"must be at least end ({self.end:g}): the frame "
+                                                            f"must contain the window; got "
+                                                            f"{self.relaxed.latest_finish:g}"))
+        if self.job is not None and self.end > self.start and self.job.runtime > self.end - self.start:
+            found.append((("job", "runtime"), f"must fit in the window ({self.end - self.start:g} s); "
+                                              f"got {self.job.runtime:g}"))
+        if found:
+            raise _problems(found)
+        return self
+
+    @property
+    def length(self) -> float:
+        return self.end - self.start
+
+
 # --- grid and run control -----------------------------------------------------------------------
 
 
@@ -522,6 +633,17 @@ class Scenario(_Model):
     workload: Workload
     grid: Grid = Field(default_factory=Grid)
     run: RunControl = Field(default_factory=RunControl)
+    reservations: list[Reservation] = Field(
+        default_factory=list,
+        description="Advance reservations on the clusters (docs/reservations.md); each gets a job row in "
+                    "the 'reservations' stream (index = number of workload streams)")
+
+    @model_serializer(mode="wrap")
+    def _leave_out_no_reservations(self, handler):
+        data = handler(self)  # left out when empty, so older scenarios keep their hash
+        if data.get("reservations") == []:
+            del data["reservations"]
+        return data
 
     @model_validator(mode="after")
     def _cross_checks(self):
@@ -543,6 +665,7 @@ def _cross_check(s: Scenario) -> list[tuple[tuple, str]]:
     known = ", ".join([GRID_TARGET, *by_name])
     endless = []
     found += _evolving_problems(s)
+    found += _reservation_problems(s)
     for i, st in enumerate(s.workload.streams):
         pre = ("workload", "streams", i)
         if st.target != GRID_TARGET and st.target not in by_name:
@@ -630,6 +753,44 @@ def _cross_check(s: Scenario) -> list[tuple[tuple, str]]:
     if stop.horizon is not None and warm.time >= stop.horizon:
         found.append((("run", "warmup", "time"), f"must be less than run.stop.horizon ({stop.horizon:g})"))
     return found + grid_problems(s, _check_policy)
+
+
+#: local schedulers the reservation/preemption simulator (simengine.local) runs
+QUEUE_SCHEDULERS = ("fcfs", "easy", "conservative")
+
+
+def _reservation_problems(s: Scenario) -> list[tuple[tuple, str]]:
+    """Reservations name a cluster scheduled by fcfs, easy or conservative and fit in it;
+    preemption is for those schedulers too; neither goes with the grid layer's streams."""
+    found: list[tuple[tuple, str]] = []
+    by_name = {c.name: c for c in s.platform.clusters}
+    grid_kinds = [st.kind for st in s.workload.streams if st.kind in ("coallocated", "koala", "evolving")]
+    seen: dict[str, int] = {}
+    for i, r in enumerate(s.reservations):
+        pre = ("reservations", i)
+        if r.name in seen:
+            found.append(((*pre, "name"), f"duplicate reservation name '{r.name}' (also reservations.{seen[r.name]})"))
+        else:
+            seen[r.name] = i
+        cluster = by_name.get(r.cluster)
+        if cluster is None:
+            found.append(((*pre, "cluster"), f"unknown cluster '{r.cluster}'; known: {', '.join(by_name)}"))
+            continue
+        if r.processors > cluster.processors:
+            found.append(((*pre, "processors"), f"must be at most the {cluster.processors} processors of cluster "
+                                                f"'{cluster.name}'; got {r.processors}"))
+        if cluster.scheduler.name not in QUEUE_SCHEDULERS:
+            found.append(((*pre, "cluster"), f"cluster '{cluster.name}' uses the {cluster.scheduler.name} "
+                                             f"scheduler; reservations need {', '.join(QUEUE_SCHEDULERS)}"))
+    if s.reservations and grid_kinds:
+        found.append((("reservations",), f"reservations are not simulated with {grid_kinds[0]} streams "
+                                         "(only with synthetic and trace streams)"))
+    for i, c in enumerate(s.platform.clusters):
+        if c.preemption.name != "none" and c.scheduler.name not in QUEUE_SCHEDULERS:
+            found.append((("platform", "clusters", i, "preemption", "name"),
+                          f"cluster '{c.name}' uses the {c.scheduler.name} scheduler; preemption needs "
+                          f"{', '.join(QUEUE_SCHEDULERS)}"))
+    return found
 
 
 def _evolving_problems(s: Scenario) -> list[tuple[tuple, str]]:
