@@ -1,4 +1,5 @@
-"""Synthetic job streams: Poisson arrivals with sizes, runtimes and estimates drawn from distributions."""
+"""Synthetic job streams: Poisson arrivals with sizes, runtimes and estimates drawn from distributions
+(and ``kind: lublin`` streams, drawn by simengine.lublin)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import math
 import numpy as np
 
 from simengine.distributions import processor_counts
-from simengine.scenario import GRID_TARGET, FactorEstimate, Platform, SyntheticStream
+from simengine.lublin import lublin_feitelson, offered_load
+from simengine.scenario import GRID_TARGET, FactorEstimate, LublinStream, Platform, SyntheticStream
 from simengine.workload import JobTable
 
 __all__ = ["generate_stream"]
@@ -51,7 +53,9 @@ def generate_stream(
         Stored in the ``stream`` column.
 
     At least one of ``n``, ``horizon`` and ``stream.count`` must bound the stream;
-    when several are given the tightest wins.
+    when several are given the tightest wins. A ``lublin`` stream always draws its
+    ``count`` (``n`` is ignored: the runner's per-stream counts assume Poisson rates)
+    and the horizon cuts it.
 
     Returns
     -------
@@ -61,6 +65,8 @@ def generate_stream(
         ``estimate`` = runtime (exact) or runtime x factor; ``cluster`` is the target
         cluster's index, or -1 for target ``grid``.
     """
+    if isinstance(stream, LublinStream):
+        return _lublin_stream(stream, platform, rng, horizon, stream_index)
     limit = min((x for x in (n, stream.count) if x is not None), default=None)
     if limit is None and horizon is None:
         raise ValueError(
@@ -109,3 +115,26 @@ def generate_stream(
         cluster=np.full(m, cluster, dtype=np.int32),
         stream=np.full(m, stream_index, dtype=np.int32),
     )
+
+
+def _lublin_stream(stream: LublinStream, platform: Platform, rng: np.random.Generator,
+                   horizon: float | None, stream_index: int) -> JobTable:
+    """A ``kind: lublin`` stream: the model's jobs, rescaled to ``target_load`` of the target's
+    capacity (processors x speed) if given, cut at ``horizon``."""
+    seed = np.random.SeedSequence(rng.integers(0, 2**32, size=4, dtype=np.uint64).tolist())
+    model_rng, estimate_rng = (np.random.default_rng(s) for s in seed.spawn(2))
+    cluster = -1 if stream.target == GRID_TARGET else platform.cluster_index(stream.target)
+    jobs = lublin_feitelson(stream.count, model_rng, stream.model_processors(platform),
+                            job_types=stream.job_types, start_hour=stream.start_hour,
+                            time_scale=stream.time_scale, stream=stream_index, cluster=cluster)
+    if stream.target_load is not None and len(jobs):
+        targets = range(len(platform.clusters)) if cluster < 0 else [cluster]
+        capacity = sum(platform.clusters[i].processors * platform.clusters[i].speed for i in targets)
+        load = offered_load(jobs.submit, jobs.processors, jobs.runtime, capacity)
+        if 0 < load < math.inf:
+            jobs.submit = jobs.submit * (load / stream.target_load)
+    if isinstance(stream.estimate, FactorEstimate):
+        jobs.estimate = jobs.runtime * stream.estimate.factor.sample(estimate_rng, len(jobs))
+    if horizon is not None:
+        jobs = jobs.take(jobs.submit < horizon)
+    return jobs

@@ -67,6 +67,7 @@ __all__ = [
     "CoallocatedStream",
     "KoalaStream",
     "EvolvingStream",
+    "LublinStream",
     "Workload",
     "Grid",
     "Stop",
@@ -473,7 +474,44 @@ class EvolvingStream(_Model):
         return self
 
 
-Stream = Annotated[Union[SyntheticStream, TraceStream, CoallocatedStream, KoalaStream, EvolvingStream],
+class LublinStream(_Model):
+    """Rigid jobs from the Lublin-Feitelson model: sizes, runtimes and daily-cycle arrivals with
+    lublin99.c's parameters (simengine/lublin.py, docs/workloads-lublin.md)."""
+
+    kind: Literal["lublin"] = "lublin"
+    name: str = Field(min_length=1)
+    target: str
+    count: int = Field(gt=0, description="Jobs to draw (a horizon cuts them short)")
+    processors: int | None = Field(
+        None, ge=1, description="Machine size the model draws sizes for (log2 = uhi; no job is larger); "
+                                "default: the target cluster's processors (grid: the largest cluster)")
+    job_types: Literal["both", "batch", "interactive", "typeless"] = Field(
+        "both", description="both: batch and interactive arrival processes merged (lublin99.c default); "
+                            "typeless: the whole-sample fit (Cao's workloads)")
+    start_hour: float = Field(0.0, ge=0, lt=24, description="Hour of the day at time 0 (daily cycle)")
+    time_scale: float = Field(1.0, gt=0, description="Multiply submit times by this factor")
+    target_load: float | None = Field(
+        None, gt=0, description="Rescale submit times so the stream offers this load to its target "
+                                "(work over capacity x last submit)")
+    estimate: Estimate = Field(default_factory=ExactEstimate)
+
+    @model_validator(mode="after")
+    def _one_scaling(self):
+        if self.target_load is not None and self.time_scale != 1.0:
+            raise _problems([(("time_scale",), "give time_scale or target_load, not both")])
+        return self
+
+    def model_processors(self, platform: Platform) -> int:
+        """The machine size sizes are drawn for."""
+        if self.processors is not None:
+            return self.processors
+        if self.target == GRID_TARGET:
+            return max(c.processors for c in platform.clusters)
+        return platform.clusters[platform.cluster_index(self.target)].processors
+
+
+Stream = Annotated[Union[SyntheticStream, TraceStream, CoallocatedStream, KoalaStream, EvolvingStream,
+                         LublinStream],
                    Field(discriminator="kind")]
 
 
@@ -675,6 +713,9 @@ def _cross_check(s: Scenario) -> list[tuple[tuple, str]]:
             continue
         if isinstance(st, (CoallocatedStream, KoalaStream)):  # checked by grid_problems below
             continue
+        if isinstance(st, LublinStream):
+            found += _lublin_problems(st, pre, clusters, by_name)
+            continue
         if isinstance(st, TraceStream):
             for site, cname in (st.site_map or {}).items():
                 if cname not in by_name:
@@ -791,6 +832,21 @@ def _reservation_problems(s: Scenario) -> list[tuple[tuple, str]]:
                           f"cluster '{c.name}' uses the {c.scheduler.name} scheduler; preemption needs "
                           f"{', '.join(QUEUE_SCHEDULERS)}"))
     return found
+
+
+def _lublin_problems(st: LublinStream, pre: tuple, clusters, by_name) -> list[tuple[tuple, str]]:
+    """A Lublin stream's machine size fits its target; lwr clusters run serial jobs only."""
+    receivers = clusters if st.target == GRID_TARGET else [by_name[st.target]]
+    room = max(c.processors for c in receivers)
+    if st.processors is not None and st.processors > room:
+        where = "every cluster" if st.target == GRID_TARGET else f"cluster '{st.target}'"
+        return [((*pre, "processors"), f"jobs of up to {st.processors} processors are larger than {where} "
+                                       f"({room} processors)")]
+    lwr = [f"'{c.name}'" for c in receivers if c.scheduler.name == "lwr"]
+    if lwr:
+        return [((*pre, "target"), f"{', '.join(lwr)} use the lwr scheduler, which runs one-processor jobs "
+                                   "only; Lublin-Feitelson jobs are parallel")]
+    return []
 
 
 def _evolving_problems(s: Scenario) -> list[tuple[tuple, str]]:

@@ -232,3 +232,68 @@ def test_cao_table3_statistics(seed):
     # Cao's offered load ~ 4 clusters' streams against one 128-processor cluster
     assert 0.6 < s["offered_load"] < 0.9
     assert abs(combined_offered_load(cao_cluster_workloads(seed)) - cao["offered_load"]) < 0.5
+
+
+# ---- kind: lublin streams in scenarios ------------------------------------------------------
+
+def lublin_scenario(**stream):
+    return {
+        "name": "lublin",
+        "platform": {"clusters": [{"name": "c0", "processors": 128, "scheduler": {"name": "easy"}},
+                                  {"name": "c1", "processors": 64, "scheduler": {"name": "fcfs"}}]},
+        "workload": {"streams": [{"kind": "lublin", "name": "lf", "target": "c0", "count": 300,
+                                  "job_types": "typeless", **stream}]},
+        "run": {"seed": 7, "replications": 1},
+    }
+
+
+def test_scenario_with_a_lublin_stream_runs():
+    import simengine
+    from simengine.generate import generate_stream
+    from simengine.scenario import load_scenario
+
+    sc = load_scenario(lublin_scenario())
+    a = simengine.run(sc)
+    b = simengine.run(load_scenario(lublin_scenario()))
+    assert len(a.jobs["job_id"]) == 300
+    assert np.array_equal(a.jobs["start"], b.jobs["start"])  # same scenario + seed, same schedule
+    assert np.all(a.jobs["processors"] <= 128)
+    # the stream's jobs are the model's (typeless: about 24 % serial) on cluster c0
+    st = sc.workload.streams[0]
+    jobs = generate_stream(st, sc.platform, np.random.default_rng(1))
+    assert len(jobs) == 300 and set(jobs.cluster.tolist()) == {0}
+    assert 0.15 < (jobs.processors == 1).mean() < 0.35
+
+
+def test_lublin_stream_target_load_and_horizon():
+    from simengine.generate import generate_stream
+    from simengine.scenario import load_scenario
+
+    sc = load_scenario(lublin_scenario(target="grid", target_load=0.5, count=2000))
+    st = sc.workload.streams[0]
+    jobs = generate_stream(st, sc.platform, np.random.default_rng(2))
+    assert set(jobs.cluster.tolist()) == {-1}
+    # load against the grid's 192 processors x speed 1
+    assert offered_load(jobs.submit, jobs.processors, jobs.runtime, 192) == pytest.approx(0.5, rel=1e-9)
+    cut = generate_stream(st, sc.platform, np.random.default_rng(2), horizon=float(jobs.submit[999]))
+    assert len(cut) == 999 and np.array_equal(cut.submit, jobs.submit[:999])
+    # the model is drawn for the largest cluster (128 processors)
+    assert jobs.processors.max() <= 128
+
+
+def test_lublin_stream_bad_inputs():
+    from simengine.errors import ScenarioError
+    from simengine.scenario import load_scenario
+
+    with pytest.raises(ScenarioError) as e:
+        load_scenario(lublin_scenario(target="c1", processors=128))
+    assert "workload.streams.0.processors" in str(e.value) and "larger than cluster 'c1'" in str(e.value)
+    with pytest.raises(ScenarioError) as e:
+        load_scenario(lublin_scenario(time_scale=0.5, target_load=0.7))
+    assert "workload.streams.0.time_scale" in str(e.value)
+    with pytest.raises(ScenarioError) as e:
+        load_scenario(lublin_scenario(job_types="mixed"))
+    assert "workload.streams.0.job_types" in str(e.value)
+    with pytest.raises(ScenarioError) as e:
+        load_scenario(lublin_scenario(count=None))
+    assert "workload.streams.0.count" in str(e.value)
