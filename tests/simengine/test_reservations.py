@@ -127,3 +127,95 @@ def test_preemption_registry_is_listed():
     s = load_scenario(scenario(platform={"clusters": [
         {"name": "a", "processors": 10, "preemption": {"name": "suspend", "params": {"overhead": 60}}}]}))
     assert s.platform.clusters[0].preemption.params == {"overhead": 60.0}
+
+
+# ---- exact schedules (cluster level) ---------------------------------------------------------------
+
+from simengine.gantt import KIND_RESERVATION, KIND_RUN  # noqa: E402
+from simengine.local.cluster import AR_DONE, AR_REJECTED, AdvanceReservation, ClusterSim  # noqa: E402
+
+
+def four_jobs(policy):
+    """10 processors; reservation of 6 over [100, 200) asked at 0; jobs (submit, size, run = estimate):
+    A (0, 6, 150), B (1, 4, 100), C (2, 2, 50), D (3, 4, 120)."""
+    r = AdvanceReservation(0, 6, 100.0, 200.0)
+    sim = ClusterSim(10, policy, [0, 1, 2, 3], [150, 100, 50, 120], [150, 100, 50, 120], [6, 4, 2, 4],
+                     reservations=[r]).run()
+    return sim, r
+
+
+def test_easy_backfills_around_a_reservation():
+    sim, r = four_jobs("easy")
+    # A needs 6 for 150 s: from 0 it would overlap the window (only 4 left on [100, 200)), so its
+    # shadow time is 200 (after the window). B [1, 101) fits (4 free beside the window's 6 on
+    # [100, 101)); C [2, 52) fits. D needs 4 for 120 s: on [100, 101) B and the window hold all
+    # 10, so not before B ends; at 101 [101, 221) has 4 free beside the window and beside A's
+    # reservation [200, 350): D starts at 101. A starts at 200 when the window ends.
+    assert sim.first_start == [200.0, 1.0, 2.0, 101.0]
+    assert r.status == AR_DONE and (r.start, r.end) == (100.0, 200.0)
+    # at 100 B holds processors 0-3 (C's 4-5 came free at 52): the window takes 4-9
+    assert (("r", 0), 100.0, 200.0, KIND_RESERVATION, (4, 5, 6, 7, 8, 9)) in sim.pieces
+    assert (("j", 0), 200.0, 350.0, KIND_RUN, (4, 5, 6, 7, 8, 9)) in sim.pieces
+
+
+def test_fcfs_respects_a_reservation():
+    sim, r = four_jobs("fcfs")
+    # A cannot start before the window ends (it would overlap it) and FCFS does not backfill:
+    # A and B start at 200 (6 + 4), C when B ends (300), D (4) when A ends (350; C holds 2)
+    assert sim.first_start == [200.0, 200.0, 300.0, 350.0]
+    assert (("r", 0), 100.0, 200.0, KIND_RESERVATION, (0, 1, 2, 3, 4, 5)) in sim.pieces
+
+
+def test_conservative_respects_a_reservation():
+    sim, r = four_jobs("conservative")
+    # reservations at arrival: A at 200 (after the window), B at 1, C at 2, D at 101 (on
+    # [100, 101) B and the window hold everything); nobody ends early, so no compression
+    assert sim.first_start == [200.0, 1.0, 2.0, 101.0]
+
+
+@pytest.mark.parametrize("policy", ["fcfs", "easy", "conservative"])
+def test_queued_jobs_are_replanned_around_a_later_reservation(policy):
+    # X (10 processors, 100 s) runs from 0; Q (10, 50 s) queued at 1 plans [100, 150). At 5 a
+    # reservation of 4 over [120, 170) is asked: only X (until 100) counts, so it is accepted and
+    # Q moves to the first place without overlap: 170.
+    r = AdvanceReservation(0, 4, 120.0, 170.0, request_time=5.0)
+    sim = ClusterSim(10, policy, [0, 1], [100, 50], [100, 50], [10, 10], reservations=[r]).run()
+    assert r.status == AR_DONE
+    assert sim.first_start == [0.0, 170.0]
+
+
+def test_a_reservation_that_does_not_fit_is_rejected():
+    # X holds 8 of 10 processors over [0, 100) by its estimate. At 10, r0 asks for 4 over [50, 80):
+    # only 2 free -> rejected; r1 asks for 2 over the same window -> accepted, its job runs [50, 70)
+    r0 = AdvanceReservation(0, 4, 50.0, 80.0, request_time=10.0)
+    r1 = AdvanceReservation(1, 2, 50.0, 80.0, request_time=10.0, job_runtime=20.0)
+    sim = ClusterSim(10, "easy", [0], [100], [100], [8], reservations=[r0, r1]).run()
+    assert r0.status == AR_REJECTED
+    assert r0.note == "rejected at 10: 4 processors are not free over [50, 80)"
+    assert r1.status == AR_DONE
+    assert sorted(p for p in sim.pieces if p[0][0] == "r") == [
+        (("r", 1), 50.0, 70.0, KIND_RUN, (8, 9)), (("r", 1), 50.0, 80.0, KIND_RESERVATION, (8, 9))]
+
+
+def test_a_relaxed_reservation_slides_earlier_when_a_job_ends_early():
+    # X: 8 of 10 processors, estimate 100, really 40. At 10 a relaxed reservation asks for 6 over
+    # [100, 150) in the frame [20, 300]: it fits at 100 (X's planned end) and is accepted there.
+    # X ends at 40: the window slides to the earliest fit >= max(EST 20, now 40) = 40 -> [40, 90);
+    # its job (30 s) runs [40, 70).
+    r = AdvanceReservation(0, 6, 100.0, 150.0, request_time=10.0, est=20.0, lft=300.0, job_runtime=30.0)
+    sim = ClusterSim(10, "easy", [0], [40], [100], [8], reservations=[r]).run()
+    assert (r.start, r.end) == (40.0, 90.0)
+    assert (("r", 0), 40.0, 90.0, KIND_RESERVATION, (0, 1, 2, 3, 4, 5)) in sim.pieces
+    assert (("r", 0), 40.0, 70.0, KIND_RUN, (0, 1, 2, 3, 4, 5)) in sim.pieces
+
+
+def test_a_relaxed_reservation_that_does_not_fit_at_start_takes_the_earliest_later_start():
+    # X holds 8 of 10 until 100 (really); a relaxed reservation of 8 asks for [50, 100) in
+    # [0, 400] at 10: not at 50, so the earliest start >= 50 that fits: 100 -> [100, 150).
+    # Frame [0, 120] instead: the latest start is 70, none fits -> rejected.
+    r = AdvanceReservation(0, 8, 50.0, 100.0, request_time=10.0, est=0.0, lft=400.0)
+    ClusterSim(10, "fcfs", [0], [100], [100], [8], reservations=[r]).run()
+    assert (r.start, r.end, r.status) == (100.0, 150.0, AR_DONE)
+    tight = AdvanceReservation(0, 8, 50.0, 100.0, request_time=10.0, est=0.0, lft=120.0)
+    ClusterSim(10, "fcfs", [0], [100], [100], [8], reservations=[tight]).run()
+    assert tight.status == AR_REJECTED

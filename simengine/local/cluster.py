@@ -1,0 +1,682 @@
+"""One cluster, event by event: FCFS, EASY or conservative backfilling with advance
+reservations, priorities and preemption, tracking which processors every job holds
+(docs/reservations.md).
+
+Without reservations, priorities or preemption the start times are exactly those of the
+compiled kernels (simengine.schedulers), which tests/simengine/test_local_events.py checks;
+the same instants, the same tie rules:
+
+- each loop takes the next event time t and handles, in order: job completions and
+  reservation ends (conservative: the unused rest of the plan is given back), overrun
+  extensions (conservative), reservation requests (admission), relaxed reservations
+  sliding earlier (if processors came free), reservation windows starting (overrunning
+  jobs preempted), arrivals, then one scheduling pass;
+- a job with run time 0 completes at its start and frees its processors at the next
+  pass at that same instant (FCFS, EASY); in conservative it holds no processor.
+
+Scheduling passes (queue order: higher priority first, suspended before queued at equal
+priority, then submit order):
+
+- FCFS starts queue heads while they fit now: enough free processors, and -- by their
+  estimate -- no overlap with an accepted reservation window;
+- EASY does the same, then gives the blocked head a reservation at its earliest fit on the
+  profile of running jobs (until their planned end) and reservations (its shadow time),
+  and backfills later jobs that fit on that profile now;
+- conservative gives every queued job the earliest reservation that fits on the profile
+  of running jobs, reservations and earlier queued jobs; compression, overrun repair and
+  reservations re-planned around an accepted (or slid) advance reservation.
+
+Preemption: when the top waiting job cannot start now, running jobs of strictly lower
+priority are preempted (lowest priority, then newest start first; the fewest so the top
+job starts now; nobody if even all would not do), with the cluster's mode.
+"""
+from __future__ import annotations
+
+import bisect
+import heapq
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from simengine.gantt import KIND_KILLED, KIND_RESERVATION, KIND_RUN, KIND_SUSPENDED
+from simengine.local.profile import Profile, add, earliest, min_free, steps
+from simengine.preemption import PreemptionMode, choose_victims
+
+INF = math.inf
+NAN = math.nan
+
+WAITING, QUEUED, RUNNING, SUSPENDED, DONE, KILLED = range(6)
+# reservation states
+AR_PENDING, AR_ACCEPTED, AR_ACTIVE, AR_DONE, AR_REJECTED = range(5)
+# event kinds (heap entries: time, seq, kind, id, generation)
+EV_JOB_END, EV_AR_END, EV_OVERRUN = range(3)
+
+POLICIES = ("fcfs", "easy", "conservative")
+
+
+def planned_end(start: float, estimate: float, now: float, step: float, still_running: bool) -> float:
+    """When a running job is expected to end, seen at ``now`` (simengine.schedulers.base.planned_end)."""
+    end = start + estimate
+    if end > now or (end == now and not still_running):
+        return end
+    ext = step
+    while end + ext <= now:
+        end += ext
+        ext *= 2.0
+    return end + ext
+
+
+def _fits(times, free, t: float, d: float, p: int) -> bool:
+    """Do p processors stay free on [t, t + d) by plan? A job asking for no time holds
+    nothing in the plan (as in the kernels: it ends by any shadow time)."""
+    return d <= 0 or min_free(times, free, len(times), t, t + d) >= p
+
+
+@dataclass
+class AdvanceReservation:
+    """An advance reservation on one cluster, as the simulator sees it (times in seconds).
+
+    ``est``/``lft`` give a relaxed reservation's frame (None: rigid); ``job_runtime`` the
+    run time of the job using it (None: no job). After the run, ``status`` is AR_DONE (or
+    AR_ACTIVE/AR_ACCEPTED when the run stopped first) or AR_REJECTED, ``start``/``end`` the
+    granted window and ``procs`` the processors it held.
+    """
+
+    index: int
+    processors: int
+    start: float
+    end: float
+    request_time: float = 0.0
+    est: float | None = None
+    lft: float | None = None
+    job_runtime: float | None = None
+    status: int = AR_PENDING
+    procs: tuple = ()
+    note: str = ""
+    asked_start: float = field(default=NAN)
+
+    @property
+    def length(self) -> float:
+        return self.end - self.start
+
+    @property
+    def relaxed(self) -> bool:
+        return self.lft is not None
+
+
+class ClusterSim:
+    """Simulate one cluster.
+
+    Parameters
+    ----------
+    processors : int
+        Processors of the cluster.
+    policy : str
+        ``fcfs``, ``easy`` or ``conservative``.
+    submit, runtime, estimate, size : arrays
+        The cluster's jobs sorted by submit time (run times at the cluster's speed).
+    priority : array, optional
+        Queue priority per job (default all 0).
+    reservations : list of AdvanceReservation, optional
+    mode : PreemptionMode, optional
+        The cluster's preemption mode (default none).
+    overrun_step : float
+        Plan extension for jobs outliving their estimate (BackfillParams.overrun_step).
+    horizon : float
+        No event after this time is handled.
+
+    After :meth:`run`: ``first_start``, ``end``, ``state`` (DONE, KILLED, or still
+    RUNNING/QUEUED/SUSPENDED/WAITING at the horizon), ``preemptions``, ``lost`` (seconds
+    of run lost per job), ``resumes`` per job, and ``pieces``: (owner, t0, t1, kind,
+    processor ids) with owner ``("j", job)`` or ``("r", reservation index)`` and t1 NaN
+    while still open at the horizon.
+    """
+
+    def __init__(self, processors: int, policy: str, submit, runtime, estimate, size, priority=None,
+                 reservations: list[AdvanceReservation] | None = None, mode: PreemptionMode | None = None,
+                 overrun_step: float = 60.0, horizon: float = INF):
+        if policy not in POLICIES:
+            raise ValueError(f"unknown policy {policy!r}; known: {', '.join(POLICIES)}")
+        self.P = int(processors)
+        self.policy = policy
+        self.submit = [float(x) for x in submit]
+        self.runtime = [float(x) for x in runtime]
+        self.estimate = [float(x) for x in estimate]
+        self.size = [int(x) for x in size]
+        n = self.n = len(self.submit)
+        if any(self.submit[i] > self.submit[i + 1] for i in range(n - 1)):
+            raise ValueError("jobs must be sorted by submit time")
+        if n and (max(self.size) > self.P or min(self.size) < 1):
+            raise ValueError(f"job sizes must be within 1..{self.P}")
+        self.prio = [int(x) for x in priority] if priority is not None else [0] * n
+        self.ars = sorted(reservations or [], key=lambda r: (r.request_time, r.index))
+        for r in self.ars:
+            r.asked_start = r.start
+        self.mode = mode or PreemptionMode("none", False, False, False)
+        self.step = float(overrun_step)
+        self.horizon = float(horizon)
+        self.cons = policy == "conservative"
+        # planned durations: conservative plans a job asking for no time but running as one step
+        self.plan0 = [self.step if (self.cons and e == 0 and r > 0) else e
+                      for e, r in zip(self.estimate, self.runtime)]
+        self.state = [WAITING] * n
+        self.first_start = [NAN] * n
+        self.end = [NAN] * n
+        self.preemptions = [0] * n
+        self.resumes = [0] * n
+        self.lost = [0.0] * n
+        self.pieces: list[tuple] = []
+        # the current (or next) run of each job
+        self.run_start = [NAN] * n
+        self.pplan = list(self.plan0)  # planned duration
+        self.pact = list(self.runtime)  # actual duration
+        self.procs: list[tuple] = [()] * n
+        self.gen = [0] * n
+        self.susp_at = [NAN] * n
+        self.pend = [INF] * n  # conservative: queued reservation end / running planned end
+        self.rstart = [INF] * n  # conservative: queued reservation start
+        self.running: dict[int, None] = {}  # insertion-ordered set
+        self.queue: list[tuple] = []  # sorted (-priority, rank, job)
+        self.owner = np.full(self.P, -1, np.int64)  # job id, -2 - reservation index, or -1 (free)
+        self.pin = np.zeros(self.P, np.int32)  # suspended jobs keeping a checkpoint on each processor
+        self.nfree = self.P
+        self.events: list[tuple] = []
+        self.seq = 0
+        self.prof = Profile(self.P, self.submit[0] if n else 0.0) if self.cons else None
+        self.next_start = INF
+        self.early = False
+        self.repaired = False
+        self._arrived = 0
+        self._requested = 0
+
+    # ---- helpers --------------------------------------------------------------------------------
+
+    def _push(self, t: float, kind: int, ident: int, gen: int = 0) -> None:
+        heapq.heappush(self.events, (t, self.seq, kind, ident, gen))
+        self.seq += 1
+
+    def _key(self, j: int) -> tuple:
+        return (-self.prio[j], 0 if self.state[j] == SUSPENDED else 1, j)
+
+    def _enqueue(self, j: int) -> None:
+        bisect.insort(self.queue, self._key(j))
+
+    def _live_ars(self, t: float):
+        return [r for r in self.ars if r.status in (AR_ACCEPTED, AR_ACTIVE) and r.end > t]
+
+    def _run_end(self, j: int, t: float, still_running: bool) -> float:
+        if self.cons:
+            return self.pend[j]
+        return planned_end(self.run_start[j], self.pplan[j], t, self.step, still_running)
+
+    def _view(self, t: float, still_running: bool, without=(), skip_ar=None):
+        """Profile of running jobs (until their planned end) and accepted reservations."""
+        s, e, p = [], [], []
+        for j in self.running:
+            if j in without:
+                continue
+            s.append(t)
+            e.append(self._run_end(j, t, still_running))
+            p.append(self.size[j])
+        for r in self._live_ars(t):
+            if r is not skip_ar:
+                s.append(r.start)
+                e.append(r.end)
+                p.append(r.processors)
+        return steps(t, self.P, s, e, p)
+
+    def _take(self, k: int) -> tuple:
+        """The ``k`` lowest free processors, avoiding suspended jobs' checkpoints when possible."""
+        free = self.owner < 0
+        ids = np.flatnonzero(free & (self.pin == 0))
+        if len(ids) < k:
+            ids = np.concatenate([ids, np.flatnonzero(free & (self.pin > 0))])
+            ids.sort()
+        if len(ids) < k:
+            raise RuntimeError(f"{k} processors needed, {len(ids)} free")
+        return tuple(int(x) for x in ids[:k])
+
+    def _hold(self, procs: tuple, who: int) -> None:
+        self.owner[list(procs)] = who
+        self.nfree -= len(procs)
+
+    def _release(self, procs: tuple) -> None:
+        self.owner[list(procs)] = -1
+        self.nfree += len(procs)
+
+    def _procs_free(self, j: int, without=()) -> bool:
+        for p in self.procs[j]:
+            o = self.owner[p]
+            if o != -1 and o not in without:
+                return False
+        return True
+
+    # ---- starting, ending, preempting -----------------------------------------------------------
+
+    def _start(self, j: int, t: float) -> None:
+        if self.state[j] == SUSPENDED:
+            procs = self.procs[j]
+            self.pieces.append((("j", j), self.susp_at[j], t, KIND_SUSPENDED, procs))
+            self.pin[list(procs)] -= 1
+            self.resumes[j] += 1
+        elif self.cons and self.pact[j] == 0:
+            # holds nothing: drawn on the lowest free processors (or the first ones)
+            ids = np.flatnonzero(self.owner < 0)[:self.size[j]]
+            procs = tuple(int(x) for x in ids) if len(ids) == self.size[j] else tuple(range(self.size[j]))
+        else:
+            procs = self._take(self.size[j])
+        if not (self.cons and self.pact[j] == 0):
+            self._hold(procs, j)
+        self.procs[j] = procs
+        self.state[j] = RUNNING
+        self.running[j] = None
+        self.run_start[j] = t
+        if math.isnan(self.first_start[j]):
+            self.first_start[j] = t
+        self.gen[j] += 1
+        self._push(t + self.pact[j], EV_JOB_END, j, self.gen[j])
+        if self.cons:
+            self.pend[j] = t + self.pplan[j]
+            self._push(self.pend[j], EV_OVERRUN, j, self.gen[j])
+
+    def _finish(self, j: int, t: float) -> None:
+        del self.running[j]
+        self.state[j] = DONE
+        self.end[j] = t
+        self.pieces.append((("j", j), self.run_start[j], t, KIND_RUN, self.procs[j]))
+        if not (self.cons and self.pact[j] == 0):
+            self._release(self.procs[j])
+        if self.cons and self.pend[j] > t:
+            self.prof.add(t, self.pend[j], self.size[j])
+            self.early = True
+
+    def _preempt(self, j: int, t: float, mode: PreemptionMode) -> None:
+        """Stop running job j now and treat it as ``mode`` says."""
+        del self.running[j]
+        self.gen[j] += 1  # its completion event no longer counts
+        self._release(self.procs[j])
+        if self.cons and self.pend[j] > t:
+            self.prof.add(t, self.pend[j], self.size[j])
+            self.early = True
+        elapsed = t - self.run_start[j]
+        self.preemptions[j] += 1
+        if mode.resumes:
+            self.pieces.append((("j", j), self.run_start[j], t, KIND_RUN, self.procs[j]))
+            rest_plan = self.pplan[j] - elapsed
+            self.pact[j] = self.pact[j] - elapsed + mode.overhead
+            self.pplan[j] = (rest_plan if rest_plan > 0 else self.step) + mode.overhead
+            self.state[j] = SUSPENDED
+            self.susp_at[j] = t
+            self.pin[list(self.procs[j])] += 1
+            self._enqueue(j)
+            self._place_new(j, t)
+            return
+        self.pieces.append((("j", j), self.run_start[j], t, KIND_KILLED, self.procs[j]))
+        self.lost[j] += elapsed
+        if mode.restarts:
+            self.pact[j] = self.runtime[j] + mode.overhead
+            self.pplan[j] = self.plan0[j] + mode.overhead
+            self.state[j] = QUEUED
+            self._enqueue(j)
+            self._place_new(j, t)
+        else:
+            self.state[j] = KILLED
+            self.end[j] = t
+
+    def _place_new(self, j: int, t: float) -> None:
+        """Conservative: a job entering the queue gets the earliest reservation that fits."""
+        if not self.cons:
+            return
+        d, p = self.pplan[j], self.size[j]
+        after = t
+        if self.state[j] == SUSPENDED:
+            after = max(after, self._identity_free_at(j, t))
+        s = self.prof.earliest(after, d, p)
+        self._reserve(j, s)
+
+    def _reserve(self, j: int, s: float) -> None:
+        self.rstart[j] = s
+        self.pend[j] = s + self.pplan[j]
+        self.prof.add(s, self.pend[j], -self.size[j])
+        self.next_start = min(self.next_start, s)
+
+    def _unreserve(self, j: int) -> None:
+        self.prof.add(self.rstart[j], self.pend[j], self.size[j])
+
+    def _identity_free_at(self, j: int, t: float) -> float:
+        """When every processor of suspended job j is expected to be free (by plan)."""
+        at = t
+        for p in self.procs[j]:
+            o = int(self.owner[p])
+            if o >= 0:
+                at = max(at, self._run_end(o, t, True))
+            elif o <= -2:
+                at = max(at, self.ars_by_index[-2 - o].end)
+        return at
+
+    # ---- advance reservations -------------------------------------------------------------------
+
+    def _admit(self, r: AdvanceReservation, t: float) -> None:
+        times, free = self._view(t, True)
+        d = r.length
+        if not r.relaxed:
+            ok = min_free(times, free, len(times), r.start, r.end) >= r.processors
+            s = r.start if ok else INF
+        else:
+            s = earliest(times, free, r.start, d, r.processors, limit=np.nextafter(r.lft - d, INF))
+        if s == INF:
+            r.status = AR_REJECTED
+            r.note = (f"rejected at {t:g}: {r.processors} processors are not free over [{r.start:g}, {r.end:g})"
+                      if not r.relaxed else
+                      f"rejected at {t:g}: {r.processors} processors for {d:g} s do not fit in "
+                      f"[{r.start:g}, {r.lft:g}]")
+            return
+        r.status = AR_ACCEPTED
+        r.start, r.end = s, s + d
+        if self.cons:
+            self.prof.add(r.start, r.end, -r.processors)
+            self._repair(t, r.end)
+
+    def _slide(self, t: float) -> None:
+        """Relaxed reservations not yet started move to the earliest fit at or after max(EST, now)."""
+        for r in self.ars:
+            if r.status != AR_ACCEPTED or not r.relaxed or r.start <= t:
+                continue
+            times, free = self._view(t, True, skip_ar=r)
+            s = earliest(times, free, max(r.est, t), r.length, r.processors, limit=r.start)
+            if s < r.start:
+                old = (r.start, r.end)
+                r.start, r.end = s, s + r.length
+                if self.cons:
+                    self.prof.add(old[0], old[1], r.processors)
+                    self.prof.add(r.start, r.end, -r.processors)
+                    self.early = True  # its old window came free
+                    self._repair(t, r.end)
+
+    def _open_window(self, r: AdvanceReservation, t: float) -> None:
+        """Reservation r's window starts: take its processors, preempting overrunning jobs if need be."""
+        if self.nfree < r.processors:
+            mode = self.mode if self.mode.preempts else PreemptionMode("none", False, False, False)
+            need = r.processors
+            victims = choose_victims(list(self.running), lambda j: self.prio[j], lambda j: self.run_start[j],
+                                     lambda v: self.nfree + sum(self.size[j] for j in v) >= need)
+            for j in victims or []:
+                self._preempt(j, t, mode)
+        procs = self._take(r.processors)
+        self._hold(procs, -2 - r.index)
+        r.procs = procs
+        r.status = AR_ACTIVE
+        self._push(r.end, EV_AR_END, r.index)
+        if r.job_runtime is not None:
+            self.pieces.append((("r", r.index), t, t + r.job_runtime, KIND_RUN, procs))
+
+    def _close_window(self, r: AdvanceReservation, t: float) -> None:
+        self._release(r.procs)
+        r.status = AR_DONE
+        self.pieces.append((("r", r.index), r.start, r.end, KIND_RESERVATION, r.procs))
+
+    # ---- conservative bookkeeping ---------------------------------------------------------------
+
+    def _repair(self, t: float, until: float) -> None:
+        """If the profile went below zero before ``until``, queued reservations starting before
+        it are placed again, in queue order, after all the others (the kernel's overrun repair)."""
+        if until <= t or self.prof.min_free(t, until) >= 0:
+            return
+        evicted = []
+        for key in self.queue:
+            j = key[2]
+            if self.rstart[j] < until:
+                self._unreserve(j)
+                evicted.append(j)
+        for j in evicted:
+            after = t
+            if self.state[j] == SUSPENDED:
+                after = max(after, self._identity_free_at(j, t))
+            self._reserve(j, self.prof.earliest(after, self.pplan[j], self.size[j]))
+        self.next_start = min((self.rstart[k[2]] for k in self.queue), default=INF)
+        self.repaired = True
+
+    def _compress(self, t: float) -> None:
+        for key in self.queue:
+            j = key[2]
+            s_old = self.rstart[j]
+            if s_old <= t:
+                continue
+            after = t
+            if self.state[j] == SUSPENDED:
+                after = max(after, self._identity_free_at(j, t))
+                if after >= s_old:
+                    continue
+            s = self.prof.earliest(after, self.pplan[j], self.size[j], own=(s_old, self.pend[j], self.size[j]),
+                                   limit=s_old)
+            if s < s_old:
+                self._unreserve(j)
+                self._reserve(j, s)
+
+    # ---- the main loop --------------------------------------------------------------------------
+
+    def run(self) -> "ClusterSim":
+        """Simulate until nothing is left to happen or the horizon."""
+        self.ars_by_index = {r.index: r for r in self.ars}
+        n = self.n
+        while True:
+            t = self.submit[self._arrived] if self._arrived < n else INF
+            if self.events and self.events[0][0] < t:
+                t = self.events[0][0]
+            if self._requested < len(self.ars):
+                t = min(t, self.ars[self._requested].request_time)
+            for r in self.ars:
+                if r.status == AR_ACCEPTED and r.start < t:
+                    t = r.start
+            if self.cons and self.next_start < t:
+                t = self.next_start
+            if t == INF or t > self.horizon:
+                break
+            if self.cons:
+                self.prof.advance(t)
+            self.early = self.repaired = False
+            freed = False
+            ext_hi = -INF
+            # 1. completions and reservation ends; overruns (conservative)
+            overruns = []
+            while self.events and self.events[0][0] <= t:
+                _, _, kind, ident, gen = heapq.heappop(self.events)
+                if kind == EV_JOB_END:
+                    if gen == self.gen[ident] and self.state[ident] == RUNNING:
+                        self._finish(ident, t)
+                        freed = True
+                elif kind == EV_AR_END:
+                    self._close_window(self.ars_by_index[ident], t)
+                    freed = True
+                else:
+                    overruns.append((ident, gen))
+            for j, gen in overruns:
+                if gen != self.gen[j] or self.state[j] != RUNNING or self.pend[j] != t:
+                    continue
+                new_end = planned_end(self.run_start[j], self.pplan[j], t, self.step, True)
+                self.prof.add(t, new_end, -self.size[j])
+                self.pend[j] = new_end
+                self._push(new_end, EV_OVERRUN, j, gen)
+                ext_hi = max(ext_hi, new_end)
+            if ext_hi > t:
+                self._repair(t, ext_hi)
+            # 2. reservation requests
+            while self._requested < len(self.ars) and self.ars[self._requested].request_time <= t:
+                self._admit(self.ars[self._requested], t)
+                self._requested += 1
+            # 3. relaxed reservations slide earlier when processors came free
+            if freed:
+                self._slide(t)
+            # 4. reservation windows starting now
+            for r in self.ars:
+                if r.status == AR_ACCEPTED and r.start <= t:
+                    self._open_window(r, t)
+            # 5. arrivals
+            new = []
+            while self._arrived < n and self.submit[self._arrived] <= t:
+                j = self._arrived
+                self._arrived += 1
+                self.state[j] = QUEUED
+                new.append(j)
+            # 6. one scheduling pass
+            if self.cons:
+                self._pass_conservative(t, new)
+            else:
+                for j in new:
+                    self._enqueue(j)
+                self._pass_queue(t)
+        return self
+
+    # ---- FCFS and EASY --------------------------------------------------------------------------
+
+    def _can_start(self, j: int, t: float, view) -> bool:
+        if self.size[j] > self.nfree:
+            return False
+        if self.state[j] == SUSPENDED and not self._procs_free(j):
+            return False
+        if view is not None:
+            times, free = view
+            if not _fits(times, free, t, self.pplan[j], self.size[j]):
+                return False
+        return True
+
+    def _pass_queue(self, t: float) -> None:
+        q = self.queue
+        if not q:
+            return
+        guarded = bool(self._live_ars(t))
+        view = self._view(t, False) if guarded else None
+        started = set()
+        h = 0
+        while h < len(q):
+            j = q[h][2]
+            if not self._can_start(j, t, view):
+                # every job before it has started: j is the top waiting job
+                if not self._preempt_for(j, t):
+                    break
+                guarded = bool(self._live_ars(t))
+                view = self._view(t, False) if guarded else None
+                if not self._can_start(j, t, view):
+                    raise RuntimeError("preemption did not make room")
+                # the queue may have grown (requeued or suspended victims rank after j)
+                q = self.queue
+                h = q.index(self._key(j))
+            self._start(j, t)
+            started.add(j)
+            if view is not None:
+                view = add(view[0], view[1], t, t + self.pplan[j], -self.size[j])
+            h += 1
+        if self.policy == "easy" and h < len(q) and self.nfree > 0:
+            self._backfill(t, q, h, started)
+        if started:
+            self.queue = [k for k in q if k[2] not in started]
+
+    def _backfill(self, t: float, q: list, h: int, started: set) -> None:
+        head = q[h][2]
+        times, free = self._view(t, False)  # includes the jobs started in this pass
+        after = t
+        if self.state[head] == SUSPENDED:
+            after = self._identity_free_at(head, t)
+        shadow = earliest(times, free, after, self.pplan[head], self.size[head])
+        if shadow < INF:
+            # a head asking for no time still holds its processors at the shadow instant
+            # (as the kernel's extra-processors rule does)
+            hold = shadow + self.pplan[head] if self.pplan[head] > 0 else float(np.nextafter(shadow, INF))
+            times, free = add(times, free, shadow, hold, -self.size[head])
+        for k in range(h + 1, len(q)):
+            if self.nfree == 0:
+                break
+            j = q[k][2]
+            p = self.size[j]
+            if p > self.nfree:
+                continue
+            if self.state[j] == SUSPENDED and not self._procs_free(j):
+                continue
+            if not _fits(times, free, t, self.pplan[j], p):
+                continue
+            self._start(j, t)
+            started.add(j)
+            times, free = add(times, free, t, t + self.pplan[j], -p)
+
+    def _preempt_for(self, j: int, t: float) -> bool:
+        """Preempt lower-priority running jobs so that j starts now; False if that cannot be done."""
+        if not self.mode.preempts:
+            return False
+        p, d = self.size[j], self.pplan[j]
+        suspended = self.state[j] == SUSPENDED
+
+        def enough(victims) -> bool:
+            gone = set(victims)
+            if self.nfree + sum(self.size[v] for v in victims) < p:
+                return False
+            if suspended and not self._procs_free(j, gone):
+                return False
+            times, free = self._view(t, True, without=gone)
+            return _fits(times, free, t, d, p)
+
+        victims = choose_victims(list(self.running), lambda v: self.prio[v], lambda v: self.run_start[v],
+                                 enough, below=self.prio[j])
+        if not victims:
+            return False
+        for v in victims:
+            self._preempt(v, t, self.mode)
+        return True
+
+    # ---- conservative ---------------------------------------------------------------------------
+
+    def _pass_conservative(self, t: float, new: list) -> None:
+        if self.early or self.repaired:
+            self._compress(t)
+        for j in new:
+            self._enqueue(j)
+            self._reserve(j, self.prof.earliest(t, self.pplan[j], self.size[j]))
+        while True:
+            self._start_due(t)
+            if not self.queue:
+                break
+            top = self.queue[0][2]
+            if self.rstart[top] <= t:
+                break  # due but blocked (its processors): re-placed by _start_due
+            if not self._preempt_top(top, t):
+                break
+
+    def _start_due(self, t: float) -> None:
+        if self.next_start > t:
+            return
+        self.next_start = INF
+        keep = []
+        for key in self.queue:
+            j = key[2]
+            if self.rstart[j] > t:
+                keep.append(key)
+                self.next_start = min(self.next_start, self.rstart[j])
+                continue
+            if self.size[j] > self.nfree and self.pact[j] > 0 or (
+                    self.state[j] == SUSPENDED and not self._procs_free(j)):
+                # its processors are still busy (a suspended job's own, or an overrun): later
+                self._unreserve(j)
+                after = self._identity_free_at(j, t) if self.state[j] == SUSPENDED else t
+                nxt = min((e[0] for e in self.events if e[0] > t), default=t + self.step)
+                self._reserve(j, self.prof.earliest(max(after, nxt), self.pplan[j], self.size[j]))
+                keep.append(key)
+                continue
+            # the reservation becomes the running job's plan: nothing changes in the profile
+            plan_end = self.pend[j]
+            self._start(j, t)
+            self.pend[j] = plan_end
+        self.queue = keep
+        self.next_start = min((self.rstart[k[2]] for k in self.queue), default=INF)
+
+    def _preempt_top(self, j: int, t: float) -> bool:
+        if not self._preempt_for(j, t):
+            return False
+        # j starts now: its reservation moves to [t, t + plan); those it now overlaps move
+        self._unreserve(j)
+        self.queue.remove(self._key(j))
+        self._start(j, t)
+        self.prof.add(t, self.pend[j], -self.size[j])
+        self._repair(t, self.pend[j])
+        self._compress(t)
+        self.next_start = min((self.rstart[k[2]] for k in self.queue), default=INF)
+        return True
