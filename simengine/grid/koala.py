@@ -31,6 +31,8 @@ from typing import Callable
 
 import numpy as np
 
+from simengine.preemption import PreemptionMode, choose_victims, preemption_mode
+
 __all__ = ["KoalaJob", "KoalaPolicy", "Band", "Files", "KoalaOutcome", "simulate_koala",
            "PRIORITIES", "PLACEMENTS"]
 
@@ -101,7 +103,8 @@ class KoalaPolicy:
     l_floor: float = 0.0
     min_gap: float = 1.0
     T: float = 1.0
-    preempt: bool = True
+    #: what happens to a KOALA job the ICP preempts (simengine.preemption): none, kill or requeue
+    preemption: PreemptionMode = field(default_factory=lambda: preemption_mode("requeue"))
     max_claim_tries: int | None = None
 
 
@@ -203,6 +206,7 @@ class _K:
     enqueued: float = math.nan
     placements: int = 0
     preempted: int = 0
+    extra_run: float = 0.0  # requeue overhead added to the next run
     comps: list = field(default_factory=list)  # [size, cluster, site, ftt, claim time or nan]
     jpt: float = math.nan
     jct: float = math.nan
@@ -401,26 +405,35 @@ def simulate_koala(processors, jobs: list[KoalaJob], policy: KoalaPolicy, files:
                         continue
                     target = e
                 placed[cp[1]] += s
-                if policy.preempt and k.prio != 3:
+                if policy.preemption.preempts and k.prio != 3:
                     e = target
-                    victims = [(K[v].jst, v) for v in range(len(K)) if v != j and K[v].prio > k.prio
-                               and K[v].state in ("claimed", "running", "claiming")
-                               and any(c2[1] == e and not math.isnan(c2[4]) for c2 in K[v].comps)]
-                    lower = sum(c2[0] for _, v in victims for c2 in K[v].comps
-                                if c2[1] == e and not math.isnan(c2[4]))
-                    if idle[e] + lower >= s:
-                        for _, v in sorted(victims, reverse=True):
-                            if idle[e] >= s:
-                                break
-                            freed = sum(c2[0] for c2 in K[v].comps if c2[1] == e and not math.isnan(c2[4]))
-                            freed_all = [(c2[1], c2[0]) for c2 in K[v].comps if not math.isnan(c2[4])]
-                            abort(v, t, kill=True)
-                            K[v].preempted += 1
-                            for c2, s2 in freed_all:
-                                if c2 != e:
-                                    idle[c2] += s2
-                            idle[e] += freed
+
+                    def on_e(v):
+                        return sum(c2[0] for c2 in K[v].comps if c2[1] == e and not math.isnan(c2[4]))
+
+                    # lower-priority KOALA jobs holding processors on e (KOALA's prio 0 is the
+                    # highest, so the registry's "priority" is -prio); newest JST first
+                    candidates = [v for v in range(len(K)) if v != j and K[v].prio > k.prio
+                                  and K[v].state in ("claimed", "running", "claiming") and on_e(v) > 0]
+                    victims = choose_victims(candidates, priority=lambda v: -K[v].prio,
+                                             started=lambda v: K[v].jst,
+                                             enough=lambda vs: idle[e] + sum(on_e(v) for v in vs) >= s)
+                    for v in victims or ():
+                        freed = on_e(v)
+                        freed_all = [(c2[1], c2[0]) for c2 in K[v].comps if not math.isnan(c2[4])]
+                        abort(v, t, kill=True)
+                        K[v].preempted += 1
+                        for c2, s2 in freed_all:
+                            if c2 != e:
+                                idle[c2] += s2
+                        idle[e] += freed
+                        if policy.preemption.restarts:
+                            K[v].extra_run += policy.preemption.overhead
                             enqueue(v, t)
+                        else:  # kill: the job ends here, its run is lost
+                            K[v].state = "killed"
+                            undecided[0] -= 1
+                    if victims:
                         if idle[e] >= s:
                             placed[cp[1]] -= s
                             cp[1] = e
@@ -459,7 +472,7 @@ def simulate_koala(processors, jobs: list[KoalaJob], policy: KoalaPolicy, files:
     def begin(j, t):
         k = K[j]
         k.state, k.start = "running", t
-        push(t + k.job.runtime, _END, ("K", j, k.epoch))
+        push(t + k.job.runtime + k.extra_run, _END, ("K", j, k.epoch))
 
     def finish_koala(j, t):
         k = K[j]

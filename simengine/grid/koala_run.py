@@ -25,6 +25,7 @@ from simengine.gantt import KIND_CLAIMED, KIND_KILLED, KIND_RUN, KIND_TRANSFER, 
 from simengine.generate import generate_stream
 from simengine.grid.koala import Band, Files, KoalaJob, KoalaOutcome, KoalaPolicy, simulate_koala
 from simengine.grid.schema import KOALA_PRIORITIES, KoalaJobs, bandwidth, file_sites
+from simengine.preemption import preemption_mode
 from simengine.streaming import ChunkEmitter
 from simengine.results import SERIES_POINTS, Result, order_job_rows, percentile_linear
 from simengine.workload import STATUS_COMPLETED, STATUS_FAILED, STATUS_KILLED, STATUS_UNFINISHED
@@ -57,7 +58,7 @@ def koala_policy(scenario) -> KoalaPolicy:
                        first_scan=d["first_scan"], weights=(w["N_h"], w["N_l"], w["n1"], w["n2"], w["n3"], w["n4"]),
                        promote_after=d["promote_after"], max_place_tries=d["max_place_tries"], L=d["L"],
                        l_step=d["l_step"], l_floor=d["l_floor"], min_gap=d["min_gap"], T=d["threshold"],
-                       preempt=d["preemption"], max_claim_tries=d["max_claim_tries"])
+                       preemption=preemption_mode(d["preemption"]), max_claim_tries=d["max_claim_tries"])
 
 
 def koala_files(platform) -> Files:
@@ -215,6 +216,7 @@ def koala_metrics(scenario, w: KoalaWorkload, o: KoalaOutcome) -> dict[str, floa
     m["koala_jobs_measured"] = float(len(meas))
     m["koala_jobs_done"] = float(len(done))
     m["koala_jobs_failed"] = float(sum(k.state == "failed" for k in meas))
+    m["koala_jobs_killed"] = float(sum(k.state == "killed" for k in meas))
     pgt = sum(k.pgt * sum(c[0] for c in k.comps) for k in done)
     m["pgt_utilisation"] = pgt / (cap * window) if window > 0 else nan
 
@@ -267,7 +269,7 @@ def _rows(scenario, w: KoalaWorkload, o: KoalaOutcome, replication: int):
     gid_base = int(cols["job_id"].max(initial=-1)) + 1
     for j, k in enumerate(o.jobs):
         comps = k.comps if k.comps else [[s, -1, -1, 0.0, math.nan] for s in k.job.sizes]
-        status = {"done": STATUS_COMPLETED, "failed": STATUS_FAILED}.get(k.state, STATUS_UNFINISHED)
+        status = {"done": STATUS_COMPLETED, "failed": STATUS_FAILED, "killed": STATUS_KILLED}.get(k.state, STATUS_UNFINISHED)
         for ci, cp in enumerate(comps):
             started = k.state in ("done", "running")
             g["job_id"].append(gid_base + j)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from simengine.distributions import (
@@ -32,7 +32,8 @@ from simengine.distributions import (
     processor_count_max,
     processor_count_mean,
 )
-from simengine.registry import DEADLINE_POLICY, GRID_PLACEMENT
+import simengine.preemption  # noqa: F401  (registers the preemption policies KOALA names)
+from simengine.registry import DEADLINE_POLICY, GRID_PLACEMENT, PREEMPTION
 
 __all__ = [
     "StartDeadline",
@@ -312,6 +313,36 @@ class KoalaQueueWeights(BaseModel):
         return self
 
 
+class KoalaPreemption(BaseModel):
+    """The preemption policy KOALA's Incremental Claiming Policy applies to its victims: an entry of the
+    ``PREEMPTION`` registry (docs/reservations.md). ``suspend`` is not offered: a co-allocated job that gave
+    its processors back has no checkpoint left on them to resume from."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: Literal["none", "kill", "requeue"] = Field(
+        "requeue", description="none: never preempt; kill: the victim ends (status killed); requeue: it goes back "
+                               "to its placement queue and later runs from scratch")
+    params: dict[str, Any] = Field(default_factory=dict, description="the policy's parameters (requeue: overhead)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_bool(cls, v):
+        # scenarios written before the registry existed said `preemption: true | false`
+        if isinstance(v, bool):
+            return {"name": "requeue" if v else "none"}
+        return v
+
+    @model_validator(mode="after")
+    def _params(self):
+        entry = PREEMPTION.get(self.name)
+        try:
+            self.params = entry.params.model_validate(self.params).model_dump(mode="json")
+        except ValidationError as e:
+            raise _problems([(("params", *err["loc"]), err["msg"]) for err in e.errors()]) from None
+        return self
+
+
 class KoalaParams(BaseModel):
     """KOALA's placement queues and claiming (thesis §4.2, §4.4; MODELS.md §4)."""
 
@@ -332,8 +363,10 @@ class KoalaParams(BaseModel):
     min_gap: float = Field(1.0, gt=0, description="back to placement when JST - JCT_{n+1} is below this (s)")
     threshold: float = Field(1.0, gt=0, le=1, description="ICP threshold T: claim when at least this fraction of "
                                                           "the components can be started; 1 = all or nothing")
-    preemption: bool = Field(True, description="ICP may preempt lower-priority KOALA jobs (newest JST first; "
-                                               "they go back to their placement queue)")
+    preemption: KoalaPreemption = Field(
+        KoalaPreemption(), description="what the ICP does to lower-priority KOALA jobs holding the processors it "
+                                       "needs (newest JST first): a preemption policy of simengine.preemption; "
+                                       "requeue sends them back to their placement queue")
     max_claim_tries: int | None = Field(None, ge=1, description="the job fails after this many claiming tries; "
                                                                 "null: never")
 

@@ -16,6 +16,7 @@ import simengine
 from simengine.errors import ScenarioError
 from simengine.grid.koala import Band, Files, KoalaJob, KoalaPolicy, place, simulate_koala, wrr_sequence
 from simengine.grid.koala_run import koala_files
+from simengine.preemption import preemption_mode
 from simengine.scenario import load_scenario
 
 # ---- placement policies ---------------------------------------------------------------------------
@@ -120,14 +121,15 @@ def test_failed_claims_retry_then_go_back_to_placement_with_smaller_l():
     assert o.local_start[0] == 100.0  # the local job did take the placed processors
 
 
-def _icp_case(T):
+def _icp_case(T, preemption="requeue", overhead=0.0):
     # B (high) fixed on c0 and c1, 4 + 4, FTT 100: placed at 60, JCT_0 135, JST 160.
     # A (low) fixed on c1, 4 processors, no file: placed at 120 (its queue's turn), claimed and
     # started at once (FTT 0), runs 1000 s. A local job at 130 takes B's placed processors on c1.
     B = KoalaJob(5.0, 100.0, [4, 4], clusters=[0, 1], priority=1, file_size=1000.0, file_sites=[0])
     A = KoalaJob(61.0, 1000.0, [4], clusters=[1], priority=2)
     local = (np.array([130.0]), np.array([10000.0]), np.array([4]), np.array([1]))
-    return simulate_koala([8, 8], [B, A], KoalaPolicy(T=T), _far_file(), local)
+    mode = preemption_mode({"name": preemption, "params": {"overhead": overhead} if preemption == "requeue" else {}})
+    return simulate_koala([8, 8], [B, A], KoalaPolicy(T=T, preemption=mode), _far_file(), local)
 
 
 def test_icp_below_one_preempts_a_lower_priority_job():
@@ -139,6 +141,30 @@ def test_icp_below_one_preempts_a_lower_priority_job():
     assert any(h[4] == ("K", 1, 0) and h[5] == "killed" and (h[1], h[2]) == (120.0, 135.0) for h in o.holdings)
     # A is re-placed at the first scan after B ends (260): 300; no transfer, so it starts there
     assert A.start == 300.0 and A.end == 1300.0
+
+
+def test_icp_requeue_overhead_lengthens_the_restart():
+    o = _icp_case(0.5, "requeue", overhead=60.0)
+    B, A = o.jobs
+    # as above, but A's restart at 300 takes its 1000 s plus the 60 s overhead of the requeue policy
+    assert A.preempted == 1 and A.start == 300.0 and A.end == 1360.0 and A.state == "done"
+
+
+def test_icp_kill_ends_the_victim_for_good():
+    o = _icp_case(0.5, "kill")
+    B, A = o.jobs
+    # A is preempted at 135 exactly as with requeue, but never re-placed: its 120..135 run is lost
+    assert A.preempted == 1 and A.state == "killed" and math.isnan(A.end)
+    assert B.start == 160.0 and B.end == 260.0
+    assert any(h[4] == ("K", 1, 0) and h[5] == "killed" and (h[1], h[2]) == (120.0, 135.0) for h in o.holdings)
+
+
+def test_icp_without_preemption_waits_instead():
+    o = _icp_case(0.5, "none")
+    B, A = o.jobs
+    # nobody is preempted: A keeps c1 until 1120, so B's c1 component cannot be claimed at 135
+    assert A.preempted == 0 and A.start == 120.0 and A.end == 1120.0
+    assert B.start > 160.0
 
 
 def test_icp_all_or_nothing_does_not_preempt():
@@ -239,7 +265,9 @@ def test_defaults_are_the_models_decisions():
     p = s.grid.deadline_policy.params
     assert (p["L"], p["l_step"], p["l_floor"], p["min_gap"], p["threshold"], p["scan_interval"]) == \
         (0.75, 0.25, 0.0, 1.0, 1.0, 60.0)
-    assert p["promote_after"] is None and p["max_place_tries"] is None and p["preemption"] is True
+    assert p["promote_after"] is None and p["max_place_tries"] is None
+    # the ICP's victims go back to their placement queue: the preemption registry's requeue, no overhead
+    assert p["preemption"] == {"name": "requeue", "params": {"overhead": 0.0}}
     b = s.workload.streams[0].background
     assert (b.low, b.high) == (0.3, 0.4)
 
@@ -255,6 +283,13 @@ def test_bad_inputs_name_their_field():
         assert "grid.deadline_policy.params.L" in problems(_koala_scenario(L=L))
     assert "grid.deadline_policy.params.threshold" in problems(_koala_scenario(threshold=0))
     assert "N_l" in problems(_koala_scenario(weights={"N_h": 1, "N_l": 2}))["grid.deadline_policy.params.weights.N_h"]
+    bad = problems(_koala_scenario(preemption={"name": "suspend"}))
+    assert "'none', 'kill' or 'requeue'" in bad["grid.deadline_policy.params.preemption.name"]
+    assert "grid.deadline_policy.params.preemption.params.overhead" in problems(
+        _koala_scenario(preemption={"name": "requeue", "params": {"overhead": -1}}))
+    # scenarios written before the registry: true / false still mean requeue / none
+    for old, new in ((True, "requeue"), (False, "none")):
+        assert load_scenario(_koala_scenario(preemption=old)).grid.deadline_policy.params["preemption"]["name"] == new
     d = _koala_scenario()
     d["workload"]["streams"][0].update(request="fixed", clusters=["c0", None])
     assert "every component" in problems(d)["workload.streams.0.clusters.1"]
