@@ -72,3 +72,30 @@ def test_claims_are_evaluated(quick):
     assert by_name["fig 4 (GP): Wait-0/10/100 give about the same success rate"].passed
     # the LP sensitivity check (a failed try fails the job) is reported, and says it is not the default model
     assert any(name.startswith("fig 4 (LP), sensitivity, NOT the MODELS.md model") for name in by_name)
+
+
+def test_fig4_points_in_order_but_unresolved_are_measured_again():
+    from simengine.reproductions.ballier import WAITS, Config, fig4_to_refine
+    from simengine.results import Metric
+
+    size = {"rates": (0.001, 0.002), "refine": 50}
+
+    def res_with(values_by_rate):
+        res = {}
+        for p in ("LP", "GP"):
+            for r, by_wait in values_by_rate.items():
+                for w in WAITS:
+                    res[Config(0.3, "rate", r, wait_x=w, priority=p)] = {
+                        "global_success_rate": Metric.from_values("global_success_rate", by_wait[w])}
+        return res
+
+    near = {0.0: [0.98, 0.97, 0.99], 10.0: [0.98, 0.97, 0.99], 100.0: [0.98, 0.97, 0.99],
+            1000.0: [0.975, 0.965, 0.985], None: [0.975, 0.965, 0.985]}   # in order, CIs overlap
+    apart = {0.0: [0.98, 0.98, 0.98], 10.0: [0.98, 0.98, 0.98], 100.0: [0.98, 0.98, 0.98],
+             1000.0: [0.90, 0.90, 0.90], None: [0.90, 0.90, 0.90]}        # resolved already
+    reversed_ = {**near, 1000.0: [0.99, 0.98, 1.0]}                        # Wait-1000 above: not refined
+    got = fig4_to_refine(res_with({0.001: near, 0.002: apart}), size)
+    assert sorted({(c.priority, c.global_value) for c in got}) == [("GP", 0.001), ("LP", 0.001)]
+    assert len(got) == 2 * len(WAITS)
+    assert fig4_to_refine(res_with({0.001: reversed_, 0.002: apart}), size) == []
+    assert fig4_to_refine(res_with({0.001: near, 0.002: apart}), {**size, "refine": 0}) == []
