@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from simengine import reproductions
 from simengine.errors import FieldError, ScenarioError, SimEngineError, TraceError
 
 BAD_INPUT = 2
@@ -64,7 +65,7 @@ def _parser() -> argparse.ArgumentParser:
     t.set_defaults(func=cmd_replay)
 
     z = sub.add_parser("reproduce", help="rerun a paper's experiments: figure data, plots and claims")
-    z.add_argument("name", help="which reproduction (zikos)")
+    z.add_argument("name", help="which reproduction: " + ", ".join(sorted(reproductions.RECIPES)))
     z.add_argument("--quick", action="store_true", help="few short replications (under a minute)")
     z.add_argument("--out", help="output folder (default: out/NAME)")
     z.set_defaults(func=cmd_reproduce)
