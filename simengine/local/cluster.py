@@ -180,6 +180,7 @@ class ClusterSim:
         self.queue: list[tuple] = []  # sorted (-priority, rank, job)
         self.owner = np.full(self.P, -1, np.int64)  # job id, -2 - reservation index, or -1 (free)
         self.pin = np.zeros(self.P, np.int32)  # suspended jobs keeping a checkpoint on each processor
+        self.pinned = 0  # suspended jobs in all
         self.nfree = self.P
         self.events: list[tuple] = []
         self.seq = 0
@@ -229,13 +230,17 @@ class ClusterSim:
     def _take(self, k: int) -> tuple:
         """The ``k`` lowest free processors, avoiding suspended jobs' checkpoints when possible."""
         free = self.owner < 0
+        if not self.pinned:
+            ids = np.flatnonzero(free)[:k]
+            if len(ids) == k:
+                return tuple(ids.tolist())
         ids = np.flatnonzero(free & (self.pin == 0))
         if len(ids) < k:
             ids = np.concatenate([ids, np.flatnonzero(free & (self.pin > 0))])
             ids.sort()
         if len(ids) < k:
             raise RuntimeError(f"{k} processors needed, {len(ids)} free")
-        return tuple(int(x) for x in ids[:k])
+        return tuple(ids[:k].tolist())
 
     def _hold(self, procs: tuple, who: int) -> None:
         self.owner[list(procs)] = who
@@ -259,6 +264,7 @@ class ClusterSim:
             procs = self.procs[j]
             self.pieces.append((("j", j), self.susp_at[j], t, KIND_SUSPENDED, procs))
             self.pin[list(procs)] -= 1
+            self.pinned -= 1
             self.resumes[j] += 1
         elif self.cons and self.pact[j] == 0:
             # holds nothing: drawn on the lowest free processors (or the first ones)
@@ -309,8 +315,8 @@ class ClusterSim:
             self.state[j] = SUSPENDED
             self.susp_at[j] = t
             self.pin[list(self.procs[j])] += 1
-            self._enqueue(j)
-            self._place_new(j, t)
+            self.pinned += 1
+            self._join_queue(j, t)
             return
         self.pieces.append((("j", j), self.run_start[j], t, KIND_KILLED, self.procs[j]))
         self.lost[j] += elapsed
@@ -318,22 +324,29 @@ class ClusterSim:
             self.pact[j] = self.runtime[j] + mode.overhead
             self.pplan[j] = self.plan0[j] + mode.overhead
             self.state[j] = QUEUED
-            self._enqueue(j)
-            self._place_new(j, t)
+            self._join_queue(j, t)
         else:
             self.state[j] = KILLED
             self.end[j] = t
 
-    def _place_new(self, j: int, t: float) -> None:
-        """Conservative: a job entering the queue gets the earliest reservation that fits."""
+    def _join_queue(self, j: int, t: float) -> None:
+        """Put j in the queue; conservative: it gets the earliest reservation that fits, and the
+        queued jobs it now ranks before (lower priority) are placed again after it, in queue order
+        (with equal priorities a newcomer ranks last, so nobody moves)."""
         if not self.cons:
+            self._enqueue(j)
             return
-        d, p = self.pplan[j], self.size[j]
-        after = t
-        if self.state[j] == SUSPENDED:
-            after = max(after, self._identity_free_at(j, t))
-        s = self.prof.earliest(after, d, p)
-        self._reserve(j, s)
+        key = self._key(j)
+        pos = bisect.bisect(self.queue, key)
+        later = [k[2] for k in self.queue[pos:]]
+        for k in later:
+            self._unreserve(k)
+        self.queue.insert(pos, key)
+        for k in [j] + later:
+            self._reserve(k, self.prof.earliest(self._earliest_after(k, t), self.pplan[k], self.size[k]))
+
+    def _earliest_after(self, j: int, t: float) -> float:
+        return max(t, self._identity_free_at(j, t)) if self.state[j] == SUSPENDED else t
 
     def _reserve(self, j: int, s: float) -> None:
         self.rstart[j] = s
@@ -430,10 +443,7 @@ class ClusterSim:
                 self._unreserve(j)
                 evicted.append(j)
         for j in evicted:
-            after = t
-            if self.state[j] == SUSPENDED:
-                after = max(after, self._identity_free_at(j, t))
-            self._reserve(j, self.prof.earliest(after, self.pplan[j], self.size[j]))
+            self._reserve(j, self.prof.earliest(self._earliest_after(j, t), self.pplan[j], self.size[j]))
         self.next_start = min((self.rstart[k[2]] for k in self.queue), default=INF)
         self.repaired = True
 
@@ -574,16 +584,7 @@ class ClusterSim:
 
     def _backfill(self, t: float, q: list, h: int, started: set) -> None:
         head = q[h][2]
-        times, free = self._view(t, False)  # includes the jobs started in this pass
-        after = t
-        if self.state[head] == SUSPENDED:
-            after = self._identity_free_at(head, t)
-        shadow = earliest(times, free, after, self.pplan[head], self.size[head])
-        if shadow < INF:
-            # a head asking for no time still holds its processors at the shadow instant
-            # (as the kernel's extra-processors rule does)
-            hold = shadow + self.pplan[head] if self.pplan[head] > 0 else float(np.nextafter(shadow, INF))
-            times, free = add(times, free, shadow, hold, -self.size[head])
+        view = None  # built when the first candidate has enough free processors now
         for k in range(h + 1, len(q)):
             if self.nfree == 0:
                 break
@@ -593,11 +594,28 @@ class ClusterSim:
                 continue
             if self.state[j] == SUSPENDED and not self._procs_free(j):
                 continue
-            if not _fits(times, free, t, self.pplan[j], p):
+            if view is None:
+                view = self._shadow_view(t, head)
+            if not _fits(view[0], view[1], t, self.pplan[j], p):
                 continue
             self._start(j, t)
             started.add(j)
-            times, free = add(times, free, t, t + self.pplan[j], -p)
+            view = add(view[0], view[1], t, t + self.pplan[j], -p)
+
+    def _shadow_view(self, t: float, head: int):
+        """The profile of running jobs (this pass's starts too) and reservations, with the
+        blocked head's reservation at its shadow time (its earliest fit)."""
+        times, free = self._view(t, False)
+        after = t
+        if self.state[head] == SUSPENDED:
+            after = self._identity_free_at(head, t)
+        shadow = earliest(times, free, after, self.pplan[head], self.size[head])
+        if shadow < INF:
+            # a head asking for no time still holds its processors at the shadow instant
+            # (as the kernel's extra-processors rule does)
+            hold = shadow + self.pplan[head] if self.pplan[head] > 0 else float(np.nextafter(shadow, INF))
+            times, free = add(times, free, shadow, hold, -self.size[head])
+        return times, free
 
     def _preempt_for(self, j: int, t: float) -> bool:
         """Preempt lower-priority running jobs so that j starts now; False if that cannot be done."""
@@ -629,8 +647,7 @@ class ClusterSim:
         if self.early or self.repaired:
             self._compress(t)
         for j in new:
-            self._enqueue(j)
-            self._reserve(j, self.prof.earliest(t, self.pplan[j], self.size[j]))
+            self._join_queue(j, t)
         while True:
             self._start_due(t)
             if not self.queue:
