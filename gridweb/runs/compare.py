@@ -23,6 +23,12 @@ METRICS: dict[str, tuple[str, str]] = {
     "utilisation": ("utilisation", ""),
     "throughput": ("throughput", "jobs/s"),
     "makespan": ("makespan", "s"),
+    # runs with advance reservations or preemption (docs/reservations.md)
+    "reservations_accepted": ("reservations accepted", ""),
+    "reservations_rejected": ("reservations rejected", ""),
+    "preemptions": ("preemptions", ""),
+    "jobs_preempted_killed": ("jobs killed by preemption", ""),
+    "lost_work": ("work lost to preemption", "processor-s"),
 }
 
 ABSENT = "(not set)"

@@ -15,7 +15,9 @@ not exist yet (found again by its name):
   Close-to-Files placement with incremental claiming in the W30 experiment of Mohamed's thesis
   (the setting of ``examples/koala-w30.yaml``). Each description names the paper, the figure or
   claim the run illustrates and the ``python -m simengine reproduce NAME`` command that runs the
-  full reproduction.
+  full reproduction;
+* the feature showcases (:data:`SHOWCASES`): advance reservations with preemption and priorities
+  (:func:`reservations_demo_spec`).
 
 Provenance of the traces: ``gridweb/demo/PROVENANCE.txt``.
 """
@@ -206,6 +208,58 @@ RECIPES = (
 )
 
 
+# --- Feature demos (not reproductions: they show what the engine models) ------------------------------
+
+RESERVATIONS_DEMO = "Advance reservations and preemption"
+RESERVATIONS_ABOUT = (
+    "Two clusters under EASY (alpha, 32 processors) and conservative backfilling (beta, 16), with three "
+    "advance reservations (docs/reservations.md): 'morning-demo' holds 24 of alpha's processors from 2 h to "
+    "3 h and its job runs 50 min of it; 'flexible-batch' is relaxed (frame 2.5 h to 8 h) and may slide earlier "
+    "on beta when processors free up; 'late-conflict' asks for 16 of alpha's processors inside morning-demo's "
+    "window, where only 8 are left, and is rejected when it is requested. Batch jobs (priority 0) go to the "
+    "grid's random site allocation; urgent jobs (priority 10) on alpha preempt running batch jobs, which are "
+    "suspended and resume on the same processors 60 s later (suspend mode, overhead 60 s). The Gantt "
+    "(colour by kind) shows the reservation windows, the suspended gaps and the runs around them.")
+
+
+def reservations_demo_spec() -> dict[str, Any]:
+    """The curated run :data:`RESERVATIONS_DEMO`: two clusters, three reservations (one relaxed,
+    one rejected), two priorities and suspend/resume with a 60 s overhead; well under a second
+    of simulation."""
+    return {
+        "name": RESERVATIONS_DEMO,
+        "description": RESERVATIONS_ABOUT,
+        "platform": {"clusters": [
+            {"name": "alpha", "processors": 32, "scheduler": {"name": "easy"},
+             "preemption": {"name": "suspend", "params": {"overhead": 60}}},
+            {"name": "beta", "processors": 16, "scheduler": {"name": "conservative"}},
+        ]},
+        "workload": {"streams": [
+            {"kind": "synthetic", "name": "batch", "target": "grid", "arrival": {"target_load": 0.6},
+             "size": {"kind": "uniform", "low": 1, "high": 12, "integer": True},
+             "runtime": {"kind": "exponential", "mean": 900}, "count": 300},
+            {"kind": "synthetic", "name": "urgent", "target": "alpha", "priority": 10,
+             "arrival": {"target_load": 0.15}, "size": {"kind": "uniform", "low": 8, "high": 24, "integer": True},
+             "runtime": {"kind": "exponential", "mean": 300}, "count": 30},
+        ]},
+        "reservations": [
+            {"name": "morning-demo", "cluster": "alpha", "processors": 24, "start": 7200, "end": 10800,
+             "job": {"runtime": 3000}},
+            {"name": "flexible-batch", "cluster": "beta", "processors": 12, "start": 14400, "end": 18000,
+             "request_time": 3600, "relaxed": {"earliest_start": 9000, "latest_finish": 28800}},
+            {"name": "late-conflict", "cluster": "alpha", "processors": 16, "start": 8000, "end": 9000,
+             "request_time": 1000},
+        ],
+        "run": {"seed": 7, "replications": 1, "stop": {"horizon": 50000}},
+    }
+
+
+#: Curated runs that show a feature of the engine: (build the document, tags).
+SHOWCASES: tuple[tuple[Callable[[], dict[str, Any]], tuple[str, ...]], ...] = (
+    (reservations_demo_spec, ("demo", "reservations", "preemption", "priority", "easy", "conservative")),
+)
+
+
 def demo_user():
     user, created = get_user_model().objects.get_or_create(username=DEMO_USER)
     if created:
@@ -247,6 +301,9 @@ def demo_specs(user) -> list[tuple[dict[str, Any], str, list[str]]]:
         spec = recipe.build()
         spec["name"] = recipe.name
         specs.append((spec, recipe.description, list(recipe.tags)))
+    for build, tags in SHOWCASES:
+        spec = build()
+        specs.append((spec, spec.get("description", ""), list(tags)))
     return specs
 
 

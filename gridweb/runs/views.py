@@ -85,6 +85,25 @@ def eta_seconds(run: Run) -> float | None:
     return elapsed * (1 - run.progress) / run.progress
 
 
+def stream_labels(run: Run) -> dict[str, Any]:
+    """Names the Gantt's hover gives a segment's job: ``streams`` (the workload streams' names,
+    by index) and, for a run with advance reservations, ``reservationStream`` (the index of the
+    stream their job rows are in: after the workload streams) and ``reservations`` (their names,
+    job id i+1 is reservation i)."""
+    spec = run.spec if isinstance(run.spec, dict) else {}
+    streams = (spec.get("workload") or {}).get("streams") if isinstance(spec.get("workload"), dict) else None
+    streams = streams if isinstance(streams, list) else []
+    names = [str(s.get("name", i)) if isinstance(s, dict) else str(i) for i, s in enumerate(streams)]
+    reservations = spec.get("reservations") if isinstance(spec.get("reservations"), list) else []
+    out: dict[str, Any] = {"streams": names}
+    if reservations:
+        out["reservationStream"] = len(names)
+        out["reservations"] = [str(r.get("name", i + 1)) if isinstance(r, dict) else str(i + 1)
+                               for i, r in enumerate(reservations)]
+        out["streams"] = [*names, "reservations"]
+    return out
+
+
 def gantt_config(run: Run) -> dict[str, Any]:
     """What static/runs/gantt.js needs to draw this run (a JSON script element on the page)."""
     return {
@@ -95,6 +114,7 @@ def gantt_config(run: Run) -> dict[str, Any]:
         "wsPath": f"/ws/runs/{run.pk}/",
         "clusters": cluster_layout(run),
         "kinds": list(KIND_NAMES),
+        **stream_labels(run),
         "segmentsCount": run.segments_count,
         "startedAt": run.started_at.isoformat() if run.started_at else None,
         "progress": run.progress,

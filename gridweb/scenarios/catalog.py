@@ -63,11 +63,16 @@ def _is_policy_ref(annotation: Any) -> bool:
 
 
 def _registry_for_field(field: str, registries: dict[str, Registry]) -> str | None:
-    """The registry a grid ``PolicyRef`` field draws from: the registry of the same name
-    (``site_allocation`` -> ``SITE_ALLOCATION``), or the one whose kind says the field's words."""
+    """The registry a ``PolicyRef`` field draws from: the registry of the same name
+    (``site_allocation`` -> ``SITE_ALLOCATION``, ``preemption`` -> ``PREEMPTION``), or the one
+    whose kind starts with the field's words (``placement`` -> "placement policy"), or else the
+    one whose kind ends with them (``scheduler`` -> "local scheduler")."""
     words = field.replace("_", " ")
     for key, registry in registries.items():
         if key in (field, field + "s") or registry.kind.startswith(words):
+            return key
+    for key, registry in registries.items():
+        if registry.kind.endswith(words):
             return key
     return None
 
@@ -91,6 +96,27 @@ def grid_policies(registries: dict[str, Registry] | None = None) -> list[dict[st
             "title": field.replace("_", " ").capitalize(),
             "registry": registry,
             "default": _default_policy(Grid, field),
+        })
+    return found
+
+
+#: Titles of cluster policy fields whose field name alone says too little.
+CLUSTER_POLICY_TITLES = {"scheduler": "Local scheduler"}
+
+
+def cluster_policies(registries: dict[str, Registry] | None = None) -> list[dict[str, Any]]:
+    """One entry per policy field of a cluster (``scheduler``, ``preemption``, …): the field,
+    its title, the registry it draws from and its default policy."""
+    registries = registries if registries is not None else _registries()
+    found = []
+    for field, info in Cluster.model_fields.items():
+        if not _is_policy_ref(info.annotation):
+            continue
+        found.append({
+            "field": field,
+            "title": CLUSTER_POLICY_TITLES.get(field, field.replace("_", " ").capitalize()),
+            "registry": _registry_for_field(field, registries),
+            "default": _default_policy(Cluster, field),
         })
     return found
 
@@ -136,6 +162,7 @@ def _features(schema: dict[str, Any]) -> dict[str, bool]:
         "bandwidth": "bandwidth" in platform,
         "grid": "grid" in schema.get("properties", {}),
         "run": "run" in schema.get("properties", {}),
+        "reservations": "reservations" in schema.get("properties", {}),
     }
 
 
@@ -150,6 +177,7 @@ def engine_catalog() -> dict[str, Any]:
             key: {"kind": registry.kind, "policies": _policies(registry)} for key, registry in registries.items()
         },
         "cluster_scheduler": {"registry": scheduler_registry, "default": _default_policy(Cluster, "scheduler")},
+        "cluster_policies": cluster_policies(registries),
         "grid_policies": grid_policies(registries),
         "distributions": distributions(),
         "presets": scenario_presets(),

@@ -45,9 +45,12 @@ from simengine.scenario import (
     CoallocatedStream,
     Grid,
     KoalaStream,
+    LublinStream,
     Platform,
+    Reservation,
     Scenario,
     SyntheticStream,
+    TraceStream,
     field_errors,
     load_scenario,
 )
@@ -215,6 +218,14 @@ def preview(spec: Any, user=None, *, jobs_per_stream: int = PREVIEW_JOBS) -> dic
             if isinstance(stream, SyntheticStream):
                 jobs = generate_stream(stream, platform, rng, n=jobs_per_stream, stream_index=index)
                 window = float(jobs.submit[-1]) if len(jobs) else 0.0  # arrivals start at time 0
+            elif isinstance(stream, LublinStream):
+                # A Lublin stream always draws its whole count: sample a copy with at most ours.
+                sample = stream.model_copy(update={"count": min(stream.count, jobs_per_stream)})
+                jobs = generate_stream(sample, platform, rng, stream_index=index)
+                window = float(jobs.submit[-1]) if len(jobs) else 0.0  # arrivals start at time 0
+            elif not isinstance(stream, TraceStream):
+                result["notes"].append(f"stream {index + 1} ({stream.kind}): no preview for this kind")
+                continue
             else:
                 jobs, notes = load_trace_stream(stream, scenario, index)
                 result["notes"].extend(notes)
@@ -229,12 +240,40 @@ def preview(spec: Any, user=None, *, jobs_per_stream: int = PREVIEW_JOBS) -> dic
 
     with np.errstate(over="ignore", invalid="ignore"):
         loads = work / np.array([c.processors * c.speed for c in platform.clusters], dtype=np.float64)
-    for cluster, load in zip(platform.clusters, loads, strict=True):
+    reserved = reserved_time(spec, platform)
+    horizon = _horizon(spec)
+    for cluster, load, held in zip(platform.clusters, loads, reserved, strict=True):
         result["clusters"].append({
             "name": cluster.name, "processors": cluster.processors, "speed": cluster.speed,
-            "offered_load": float(load),
+            "offered_load": float(load), "reserved": float(held),
+            "reserved_load": float(held / (cluster.processors * horizon)) if horizon else None,
         })
     return _finite(result)
+
+
+def reserved_time(spec: dict[str, Any], platform: Platform) -> np.ndarray:
+    """Processor-seconds held by the document's advance reservations, by cluster index
+    (processors x window length; reservations with errors, or on unknown clusters, are left out)."""
+    held = np.zeros(len(platform.clusters))
+    raw = spec.get("reservations")
+    names = {c.name: i for i, c in enumerate(platform.clusters)}
+    for item in raw if isinstance(raw, list) else []:
+        try:
+            reservation = Reservation.model_validate(item)
+        except ValidationError:
+            continue
+        if reservation.cluster in names:
+            held[names[reservation.cluster]] += reservation.processors * reservation.length
+    return held
+
+
+def _horizon(spec: dict[str, Any]) -> float | None:
+    """The document's run.stop.horizon when it is a positive number (reservations' share of it)."""
+    stop = (spec.get("run") or {}).get("stop") if isinstance(spec.get("run"), dict) else None
+    horizon = stop.get("horizon") if isinstance(stop, dict) else None
+    if isinstance(horizon, (int, float)) and not isinstance(horizon, bool) and horizon > 0:
+        return float(horizon)
+    return None
 
 
 def _finite(value: Any) -> Any:
@@ -263,6 +302,8 @@ def _stream_preview(stream, platform, jobs: JobTable, window: float, policy, rng
         entry["expected_load"] = float(
             stream.arrival_rate(platform) * stream.mean_size() * stream.runtime.mean() / stream.capacity(platform)
         )
+    elif isinstance(stream, LublinStream) and stream.target_load is not None:
+        entry["expected_load"] = float(stream.target_load)
     if not (window > 0 and math.isfinite(window)):
         return entry
     if stream.target != GRID_TARGET:

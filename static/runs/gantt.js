@@ -84,6 +84,7 @@
   let kinds = config.kinds || Object.keys(KIND_COLOURS);
   let colourField = "colour_job"; // what the "colour" column holds: colour_job or colour_kind
   let lastSeq = -1;
+  const streamNames = config.streams || [];
 
   // Convert engine columns (cluster and kind as codes, job as row of replication 0) to the
   // columns the glyphs and the tooltip read.
@@ -97,7 +98,7 @@
     const out = {
       left: new Array(n), right: new Array(n), bottom: new Array(n), top: new Array(n),
       t0: new Array(n), t1: new Array(n), job: new Array(n), component: new Array(n), cluster: new Array(n), processors: new Array(n),
-      kind: new Array(n), colour: new Array(n), colour_job: new Array(n), colour_kind: new Array(n),
+      kind: new Array(n), colour: new Array(n), colour_job: new Array(n), colour_kind: new Array(n), stream: new Array(n),
     };
     const jobIds = columns.job_id || null;
     const streams = columns.stream || null;
@@ -111,7 +112,10 @@
       const kind = typeof columns.kind[i] === "number" ? (kinds[columns.kind[i]] || String(columns.kind[i])) : columns.kind[i];
       // A job is its job id within its stream when known, else its row in replication 0.
       const key = jobIds ? (streams ? `${streams[i]}:${jobIds[i]}` : String(jobIds[i])) : `row${columns.job[i]}`;
-      const label = jobIds ? String(jobIds[i]) : `#${columns.job[i]}`;
+      // A reservation's row is named by the reservation (its job id is its index + 1).
+      const isReservation = streams && config.reservations && streams[i] === config.reservationStream;
+      const label = isReservation ? (config.reservations[jobIds[i] - 1] || String(jobIds[i]))
+        : jobIds ? String(jobIds[i]) : `#${columns.job[i]}`;
       const offset = layout.offsets[c] || 0;
       out.left[i] = t0 * MS;
       out.right[i] = t1 * MS;
@@ -124,6 +128,7 @@
       out.cluster[i] = cluster.name;
       out.processors[i] = count === 1 ? `${first}` : `${first}–${first + count - 1}`;
       out.kind[i] = kind;
+      out.stream[i] = streams ? streamNames[streams[i]] ?? String(streams[i]) : "";
       out.colour_job[i] = jobColour(key);
       out.colour_kind[i] = KIND_COLOURS[kind] || "#555";
       out.colour[i] = colourField === "colour_kind" ? out.colour_kind[i] : out.colour_job[i];
@@ -158,7 +163,7 @@
   }
   const emptyColumns = () => ({
     left: [], right: [], bottom: [], top: [], t0: [], t1: [], job: [], component: [], cluster: [], processors: [], kind: [],
-    colour: [], colour_job: [], colour_kind: [],
+    colour: [], colour_job: [], colour_kind: [], stream: [],
   });
   const source = new Bokeh.ColumnDataSource({ data: emptyColumns() });
   const aggregateSource = new Bokeh.ColumnDataSource({
@@ -222,7 +227,7 @@
   figure.add_tools(new Bokeh.HoverTool({
     renderers: [segmentRenderer],
     tooltips: [
-      ["job", "@job"], ["component", "@component"], ["cluster", "@cluster"], ["processors", "@processors"],
+      ["job", "@job"], ["stream", "@stream"], ["component", "@component"], ["cluster", "@cluster"], ["processors", "@processors"],
       ["t0", "@t0{0,0.[000]} s"], ["t1", "@t1{0,0.[000]} s"], ["kind", "@kind"],
     ],
   }));
@@ -433,6 +438,7 @@
         for (const kind of kinds) {
           const item = document.createElement("span");
           item.className = "legend-item";
+          item.dataset.kind = kind;
           item.innerHTML = `<i style="background:${KIND_COLOURS[kind] || "#555"}"></i>`;
           item.append(kind);
           legend.append(item);

@@ -361,8 +361,12 @@
   function specialWidget(name, raw, path, value) {
     const ref = refName(unwrapOptional(raw));
     if (ref === "PolicyRef") {
-      if (path.startsWith("platform.clusters.")) {
-        return policyWidget("Local scheduler", path, catalog.cluster_scheduler.registry, value, catalog.cluster_scheduler.default);
+      const onCluster = /^platform\.clusters\.\d+\.([^.]+)$/.exec(path);
+      if (onCluster) {
+        // Each policy field of a cluster draws from its own registry (scheduler, preemption, …).
+        const policies = catalog.cluster_policies || [{ field: "scheduler", title: "Local scheduler", ...catalog.cluster_scheduler }];
+        const entry = policies.find((p) => p.field === onCluster[1]);
+        return policyWidget(entry ? entry.title : titleOf(name, raw), path, entry && entry.registry, value, entry && entry.default);
       }
       const grid = catalog.grid_policies.find((g) => `grid.${g.field}` === path);
       return policyWidget(grid ? grid.title : titleOf(name, raw), path, grid && grid.registry, value, grid && grid.default);
@@ -378,6 +382,16 @@
       const el = select(path, "optional-text", [["", "(no cluster)"], ...clusterNames().map((n) => [n, n])], value);
       el.dataset.options = "clusters";
       return field("At cluster", el, path);
+    }
+    if (/^reservations\.\d+\.cluster$/.test(path)) {
+      const el = select(path, "optional-text", reservationClusterOptions(), value);
+      el.dataset.options = "reservation-clusters";
+      return field("Cluster", el, path, { help: "the cluster whose processors are reserved" });
+    }
+    if (/^reservations\.\d+\.[^.]+$/.test(path)) {
+      const outer = unwrapOptional(raw);
+      const inner = resolve(outer);
+      if (outer !== raw && inner.type === "object" && inner.properties) return optionalGroup(name, outer, inner, path, value);
     }
     const rename = /^platform\.(clusters|file_sites)\.\d+\.name$/.exec(path);
     if (rename) {
@@ -442,6 +456,42 @@
       errorSlot(`${path}.params`),
       params.length ? h("div", { class: "params" }, ...params) : h("p", { class: "muted" }, "No parameters."),
     ], "policy");
+  }
+
+  /** An optional object (a reservation's relaxed frame or job): an "Add" button while it is not
+   *  given, else its fields and a "Remove" button. */
+  function optionalGroup(name, outer, inner, path, value) {
+    const title = OPTIONAL_TITLES[name] || titleOf(name, outer);
+    const id = fieldId(path);
+    const help = outer.description ? h("small", { class: "help" }, outer.description) : null;
+    if (!value || typeof value !== "object") {
+      return h("div", { class: "field optional-group", "data-field": path },
+        h("button", { type: "button", class: "small", "data-action": "add-optional", "data-target": path, id: `btn-add-${id}` },
+          `Add ${title.toLowerCase()}`), help, errorSlot(path));
+    }
+    return fieldset(title, path, [
+      ...schemaFields(inner, defs, path, value),
+      h("p", {}, h("button", { type: "button", class: "small", "data-action": "remove-optional", "data-target": path,
+        id: `btn-remove-${id}` }, `Remove ${title.toLowerCase()}`)),
+    ], "optional");
+  }
+
+  const OPTIONAL_TITLES = { relaxed: "Relaxed frame", job: "Job" };
+
+  /** What an optional object of a reservation starts as: a frame twice the window's length
+   *  around it, a job filling the window. */
+  function optionalDefault(path) {
+    const match = /^reservations\.(\d+)\.(relaxed|job)$/.exec(path);
+    if (!match) return {};
+    const r = state.doc.reservations[Number(match[1])] || {};
+    const start = typeof r.start === "number" ? r.start : 0;
+    const end = typeof r.end === "number" && r.end > start ? r.end : start + 600;
+    if (match[2] === "job") return { runtime: end - start };
+    return { earliest_start: start, latest_finish: end + (end - start) };
+  }
+
+  function reservationClusterOptions() {
+    return [["", "choose a cluster…"], ...clusterNames().map((n) => [n, n])];
   }
 
   function arrivalModes() {
@@ -593,6 +643,28 @@
     ];
   }
 
+  function reservationNames() {
+    const list = Array.isArray(state.doc.reservations) ? state.doc.reservations : [];
+    return list.map((r) => (r && typeof r.name === "string" ? r.name : "")).filter(Boolean);
+  }
+
+  function renderReservations() {
+    const list = Array.isArray(state.doc.reservations) ? state.doc.reservations : [];
+    const cards = list.map((reservation, i) => h("div", { class: "item", id: `reservation-${i}`, "data-reservation": i },
+      h("div", { class: "item-head" }, h("h3", {}, `Reservation ${i + 1}`),
+        actionButton("remove-reservation", "Remove", { "data-index": i, id: `btn-remove-reservation-${i}` })),
+      errorSlot(`reservations.${i}`),
+      h("div", { class: "item-fields" }, ...schemaFields(defs.Reservation, defs, `reservations.${i}`, reservation))));
+    return [
+      sectionHead("Advance reservations", ["reservations"]),
+      h("p", { class: "muted" }, "A block of processors on a cluster over a time window, accepted or rejected " +
+        "when it is requested; a relaxed one may move inside its frame. Local schedulers keep accepted windows free."),
+      list.length ? null : h("p", { class: "muted" }, "No reservations."),
+      ...cards,
+      h("button", { type: "button", id: "btn-add-reservation", "data-action": "add-reservation" }, "Add reservation"),
+    ];
+  }
+
   function renderGrid() {
     const grid = state.doc.grid || {};
     return [
@@ -611,6 +683,7 @@
     platform: renderPlatform,
     sites: renderSites,
     streams: renderStreams,
+    reservations: renderReservations,
     grid: renderGrid,
     run: renderRun,
   };
@@ -631,13 +704,18 @@
     document.getElementById("section-sites").hidden = !(catalog.features.file_sites || catalog.features.bandwidth);
     document.getElementById("section-grid").hidden = !catalog.features.grid || !catalog.grid_policies.length;
     document.getElementById("section-run").hidden = !catalog.features.run;
+    const reservations = document.getElementById("section-reservations");
+    if (reservations) reservations.hidden = !catalog.features.reservations;
     for (const key of Object.keys(SECTIONS)) renderSection(key);
     showErrors();
   }
 
   /** After clusters or file sites change: the selects that list them, and the bandwidth table. */
   function refreshReferences() {
-    const lists = { targets: targetOptions, clusters: () => [["", "(no cluster)"], ...clusterNames().map((n) => [n, n])], traces: traceOptions };
+    const lists = {
+      targets: targetOptions, clusters: () => [["", "(no cluster)"], ...clusterNames().map((n) => [n, n])], traces: traceOptions,
+      "reservation-clusters": reservationClusterOptions,
+    };
     for (const el of root.querySelectorAll("select[data-options]")) {
       const fresh = select(el.dataset.path, el.dataset.type, lists[el.dataset.options](), getPath(state.doc, el.dataset.path));
       const value = fresh.value; // read before its options move over
@@ -697,6 +775,7 @@
         }
       }
       for (const site of doc.platform.file_sites || []) if (site && site.cluster === before) site.cluster = after;
+      for (const r of doc.reservations || []) if (r && r.cluster === before) r.cluster = after;
     }
     const bandwidth = doc.platform.bandwidth;
     if (bandwidth) {
@@ -794,6 +873,29 @@
         if (!Array.isArray(doc.platform.file_sites)) doc.platform.file_sites = [];
         doc.platform.file_sites.push({ name: uniqueName("site", fileSiteNames()) });
         renderSection("sites");
+        break;
+      case "add-reservation": {
+        if (!Array.isArray(doc.reservations)) doc.reservations = [];
+        const clusters = doc.platform.clusters.filter((c) => c && c.name);
+        const cluster = clusters.length ? clusters[0] : null;
+        const size = cluster && Number.isInteger(cluster.processors) && cluster.processors > 0 ? Math.max(1, Math.ceil(cluster.processors / 2)) : 1;
+        doc.reservations.push({ name: uniqueName("r", reservationNames()), cluster: cluster ? cluster.name : "",
+          processors: size, start: 3600, end: 7200 });
+        renderSection("reservations");
+        break;
+      }
+      case "remove-reservation":
+        doc.reservations.splice(index, 1);
+        if (!doc.reservations.length) delete doc.reservations;
+        renderSection("reservations");
+        break;
+      case "add-optional":
+        setPath(doc, el.dataset.target, optionalDefault(el.dataset.target));
+        renderSection(sectionOf(el));
+        break;
+      case "remove-optional":
+        setPath(doc, el.dataset.target, undefined);
+        renderSection(sectionOf(el));
         break;
       case "remove-file-site":
         doc.platform.file_sites.splice(index, 1);
@@ -1122,7 +1224,8 @@
     const row = 22;
     const labelWidth = 90;
     const width = 300;
-    const maxLoad = Math.max(1.2, ...clusters.map((c) => c.offered_load));
+    const reservedOf = (c) => (Number.isFinite(c.reserved_load) ? c.reserved_load : 0);
+    const maxLoad = Math.max(1.2, ...clusters.map((c) => c.offered_load + reservedOf(c)));
     const scale = (width - labelWidth - 40) / maxLoad;
     const chart = svg("svg", { viewBox: `0 0 ${width} ${clusters.length * row + 16}`, class: "load-chart", role: "img",
       "aria-label": "offered load per cluster" });
@@ -1133,7 +1236,15 @@
       chart.append(svg("rect", { class: `bar${over ? " over" : ""}`, x: labelWidth, y, height: row - 6,
         width: Math.max(0.5, c.offered_load * scale), "data-cluster": c.name, "data-load": c.huge ? "inf" : c.offered_load },
         svg("title", {}, `${c.name}: offered load ${c.huge ? "too large to compute" : c.offered_load.toFixed(3)} (${c.processors} processors × speed ${c.speed})`)));
-      chart.append(svg("text", { x: labelWidth + c.offered_load * scale + 4, y: y + 14, class: "value" }, c.huge ? "huge" : c.offered_load.toFixed(2)));
+      const reserved = reservedOf(c);
+      if (reserved > 0) {
+        // Advance reservations hold this share of the cluster's processor time up to the horizon.
+        chart.append(svg("rect", { class: "bar reserved", x: labelWidth + c.offered_load * scale, y, height: row - 6,
+          width: Math.max(0.5, reserved * scale), "data-reserved-cluster": c.name, "data-reserved": reserved },
+          svg("title", {}, `${c.name}: advance reservations hold ${(reserved * 100).toFixed(1)}% of its processor time up to the horizon`)));
+      }
+      chart.append(svg("text", { x: labelWidth + (c.offered_load + reserved) * scale + 4, y: y + 14, class: "value" },
+        (c.huge ? "huge" : c.offered_load.toFixed(2)) + (reserved > 0 ? ` + ${reserved.toFixed(2)} reserved` : "")));
     });
     const x = labelWidth + scale;
     chart.append(svg("line", { x1: x, x2: x, y1: 0, y2: clusters.length * row, class: "saturation" }));

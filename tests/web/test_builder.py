@@ -361,7 +361,8 @@ def test_catalog_lists_distributions_grid_policies_and_presets(client):
     assert {p["name"] for p in catalog["registries"]["deadline_policy"]["policies"]} >= {"rpp"}
     assert {p["name"] for p in catalog["registries"]["site_allocation"]["policies"]} >= {"random", "deferred"}
     assert "das2" in {p["name"] for p in catalog["presets"]}
-    assert catalog["features"] == {"file_sites": True, "bandwidth": True, "grid": True, "run": True}
+    assert catalog["features"] == {"file_sites": True, "bandwidth": True, "grid": True, "run": True,
+                                   "reservations": True}
 
 
 # --- preview -----------------------------------------------------------------------------------------

@@ -167,7 +167,7 @@ def test_cards_link_to_the_permalink_and_offer_compare(people, runs):
 def test_demo_runs_are_curated_public_replays_of_the_shipped_traces(transactional_db):
     from django.core.management import call_command
 
-    from gridweb.runs.demo import DEMO_DIR, DEMO_USER, RECIPES
+    from gridweb.runs.demo import DEMO_DIR, DEMO_USER, RECIPES, SHOWCASES
     from gridweb.scenarios.models import TraceFile
     from simengine.traces import read_swf
 
@@ -179,7 +179,7 @@ def test_demo_runs_are_curated_public_replays_of_the_shipped_traces(transactiona
     runs = Run.objects.filter(owner__username=DEMO_USER)
     traces = TraceFile.objects.filter(owner__username=DEMO_USER)
     shipped = sorted(p.name for p in DEMO_DIR.glob("*.swf.gz"))
-    assert len(shipped) == 4 and traces.count() == 4 and runs.count() == 4 + len(RECIPES)
+    assert len(shipped) == 4 and traces.count() == 4 and runs.count() == 4 + len(RECIPES) + len(SHOWCASES)
     assert all(run.curated and run.visibility == Visibility.PUBLIC for run in runs)
     assert all(t.visibility == Visibility.PUBLIC for t in traces)
     assert sorted(traces.values_list("original_name", flat=True)) == shipped
