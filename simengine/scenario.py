@@ -826,6 +826,15 @@ def _reservation_problems(s: Scenario) -> list[tuple[tuple, str]]:
     if s.reservations and grid_kinds:
         found.append((("reservations",), f"reservations are not simulated with {grid_kinds[0]} streams "
                                          "(only with synthetic and trace streams)"))
+    for i, st in enumerate(s.workload.streams):
+        if getattr(st, "priority", 0) == 0 or st.kind in ("coallocated", "koala"):
+            continue
+        targets = s.platform.clusters if st.target == GRID_TARGET else [by_name.get(st.target)]
+        other = [c for c in targets if c is not None and c.scheduler.name not in QUEUE_SCHEDULERS]
+        if other:
+            found.append((("workload", "streams", i, "priority"),
+                          f"cluster '{other[0].name}' uses the {other[0].scheduler.name} scheduler; priorities "
+                          f"need {', '.join(QUEUE_SCHEDULERS)}"))
     for i, c in enumerate(s.platform.clusters):
         if c.preemption.name != "none" and c.scheduler.name not in QUEUE_SCHEDULERS:
             found.append((("platform", "clusters", i, "preemption", "name"),
