@@ -562,6 +562,10 @@ def run(scenario: Any, on_progress: ProgressCallback | None = None, *, workers: 
 
     if is_evolving(scenario):  # rigid and evolving applications scheduled offline (docs/evolving.md)
         return run_evolving(scenario, on_progress)
+    from simengine.local.run import needs_local, run_local
+
+    if needs_local(scenario):  # reservations, preemption or priorities: simulated event by event (docs/reservations.md)
+        return run_local(scenario, on_progress)
     R = scenario.run.replications
     emit = ChunkEmitter(on_progress)
     # Traces are read (and kernels compiled) before the clock starts: engine_seconds is
