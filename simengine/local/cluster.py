@@ -229,7 +229,7 @@ class ClusterSim:
 
     def _take(self, k: int) -> tuple:
         """The ``k`` lowest free processors, avoiding suspended jobs' checkpoints when possible."""
-        free = self.owner < 0
+        free = self.owner == -1
         if not self.pinned:
             ids = np.flatnonzero(free)[:k]
             if len(ids) == k:
@@ -268,7 +268,7 @@ class ClusterSim:
             self.resumes[j] += 1
         elif self.cons and self.pact[j] == 0:
             # holds nothing: drawn on the lowest free processors (or the first ones)
-            ids = np.flatnonzero(self.owner < 0)[:self.size[j]]
+            ids = np.flatnonzero(self.owner == -1)[:self.size[j]]
             procs = tuple(int(x) for x in ids) if len(ids) == self.size[j] else tuple(range(self.size[j]))
         else:
             procs = self._take(self.size[j])

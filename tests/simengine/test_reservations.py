@@ -219,3 +219,87 @@ def test_a_relaxed_reservation_that_does_not_fit_at_start_takes_the_earliest_lat
     tight = AdvanceReservation(0, 8, 50.0, 100.0, request_time=10.0, est=0.0, lft=120.0)
     ClusterSim(10, "fcfs", [0], [100], [100], [8], reservations=[tight]).run()
     assert tight.status == AR_REJECTED
+
+
+# ---- whole scenarios through simengine.run ---------------------------------------------------------
+
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from simengine.gantt import KIND_NAMES  # noqa: E402
+from simengine.runner import run  # noqa: E402
+from simengine.workload import STATUS_COMPLETED, STATUS_REJECTED  # noqa: E402
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "reservations-preemption.yaml"
+
+
+def small_run_scenario(**over):
+    d = {
+        "name": "r",
+        "platform": {"clusters": [{"name": "a", "processors": 10, "scheduler": {"name": "easy"}}]},
+        "workload": {"streams": [{"kind": "synthetic", "name": "s", "target": "a", "arrival": {"rate": 1.0},
+                                  "size": {"kind": "constant", "value": 6},
+                                  "runtime": {"kind": "constant", "value": 150}, "count": 1}]},
+        "reservations": [{"name": "keep", "cluster": "a", "processors": 6, "start": 100, "end": 200,
+                          "job": {"runtime": 60}},
+                         {"name": "nope", "cluster": "a", "processors": 5, "start": 120, "end": 130,
+                          "request_time": 50}],
+    }
+    d.update(over)
+    return d
+
+
+def test_a_scenario_with_reservations_runs_event_by_event():
+    res = run(small_run_scenario())
+    j = res.jobs
+    # rows in submit order: 'keep' (asked at 0), the job (submitted at its exponential arrival),
+    # 'nope' (asked at 50)... the job arrives before 50 with rate 1 and seed 1
+    by_res = {int(r): i for i, r in enumerate(j["reservation"]) if r >= 0}
+    job = int(np.flatnonzero(j["reservation"] < 0)[0])
+    keep, nope = by_res[0], by_res[1]
+    # the job (6 processors, 150 s) cannot start before the window [100, 200) ends: 4 are left beside it
+    assert j["start"][job] == 200.0 and j["status"][job] == STATUS_COMPLETED
+    assert (j["stream"][keep], j["job_id"][keep], j["start"][keep], j["end"][keep]) == (1, 1, 100.0, 160.0)
+    assert j["status"][nope] == STATUS_REJECTED and np.isnan(j["start"][nope])
+    assert "reservation 'nope' rejected at 50: 5 processors are not free over [120, 130)" in res.notes
+    kinds = [KIND_NAMES[k] for k in res.segments["kind"]]
+    assert sorted(kinds) == ["reservation", "run", "run"]
+    win = list(kinds).index("reservation")
+    assert (res.segments["t0"][win], res.segments["t1"][win], res.segments["job"][win]) == (100.0, 200.0, keep)
+    assert res.metrics["reservations_accepted"].mean == 1 and res.metrics["reservations_rejected"].mean == 1
+    # utilisation counts run segments only: the job's 6 x 150 and the reservation job's 6 x 60
+    assert res.metrics["utilisation"].mean == pytest.approx((6 * 150 + 6 * 60) / (10 * 350))
+
+
+def test_the_example_runs_reproducibly(tmp_path):
+    from simengine.cli import main
+
+    assert main(["run", str(EXAMPLE), "--out", str(tmp_path / "out"), "--quiet"]) == 0
+    assert (tmp_path / "out" / "jobs.csv").read_text().count("rejected") == 3  # one per replication
+    a, b = run(EXAMPLE), run(EXAMPLE)
+    for k in a.jobs:
+        np.testing.assert_array_equal(a.jobs[k], b.jobs[k])
+    for k in a.segments:
+        np.testing.assert_array_equal(a.segments[k], b.segments[k])
+    assert a.metrics["preemptions"].mean > 0 and a.metrics["reservations_rejected"].values == [1.0, 1.0, 1.0]
+    kinds = {KIND_NAMES[k] for k in a.segments["kind"]}
+    assert {"run", "reservation", "suspended"} <= kinds
+
+
+def test_without_reservations_or_priorities_the_runner_keeps_the_kernels():
+    from simengine.local.run import needs_local
+
+    d = small_run_scenario(reservations=[])
+    assert not needs_local(load_scenario(d))
+    d["workload"]["streams"][0]["priority"] = 1
+    assert needs_local(load_scenario(d))
+
+
+def test_priority_on_an_lwr_cluster_is_refused():
+    d = scenario(reservations=[])
+    d["workload"]["streams"][0]["target"] = "w"
+    d["workload"]["streams"][0]["size"] = {"kind": "constant", "value": 1}
+    d["workload"]["streams"][0]["priority"] = 2
+    assert errors_of(d) == {"workload.streams.0.priority":
+                            "cluster 'w' uses the lwr scheduler; priorities need fcfs, easy, conservative"}

@@ -1,0 +1,377 @@
+"""Run a scenario with advance reservations, preemption or stream priorities
+(``simengine.run`` dispatches here when :func:`needs_local` says so; docs/reservations.md).
+
+Per replication the workload is built and routed exactly as the runner does (same
+SeedSequence children, so the same jobs), then every cluster is simulated event by event
+by :class:`simengine.local.cluster.ClusterSim`. The Result has
+
+- one job row per workload job (status completed / killed / rejected / unfinished, start =
+  first start, end = final end) and one per reservation, in a stream of its own whose
+  index is the number of workload streams (``job_id`` = reservation index + 1, submit =
+  request time, start/end = the granted window's start and its job's end, status rejected
+  when it was not accepted); extra columns ``priority``, ``preemptions``, ``lost_time``
+  (seconds of run lost to kill/requeue) and ``reservation`` (index, -1 for workload jobs);
+- segments straight from the simulator: ``run``, ``killed``, ``suspended`` and
+  ``reservation`` (job = the reservation's row), clipped at the stop time;
+- the usual metrics over the measured workload jobs, plus ``reservations_accepted``,
+  ``reservations_rejected``, ``preemptions``, ``jobs_preempted_killed`` and ``lost_work``
+  (processor-seconds of killed segments).
+"""
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from simengine import __version__
+from simengine.gantt import KIND_KILLED, KIND_RESERVATION, KIND_RUN, KIND_SUSPENDED, SEGMENT_COLUMNS
+from simengine.local.cluster import (AR_ACCEPTED, AR_ACTIVE, AR_DONE, AR_REJECTED, DONE, KILLED, SUSPENDED,
+                                     AdvanceReservation, ClusterSim)
+from simengine.preemption import preemption_mode
+from simengine.results import (BOUNDED_SLOWDOWN_TAU, JOB_DTYPES, SERIES_POINTS, Metric, Result,
+                               percentile_linear)
+from simengine.scenario import Scenario, SyntheticStream, scenario_hash
+from simengine.streaming import ChunkEmitter, ProgressCallback
+from simengine.workload import STATUS_COMPLETED, STATUS_KILLED, STATUS_REJECTED, STATUS_UNFINISHED
+
+#: name of the job stream the reservations' rows belong to (its index: number of workload streams)
+RESERVATION_STREAM = "reservations"
+
+
+def needs_local(scenario: Scenario) -> bool:
+    """Does the scenario need the event-driven simulator (reservations, preemption or priorities)?"""
+    return (bool(scenario.reservations)
+            or any(c.preemption.name != "none" for c in scenario.platform.clusters)
+            or any(getattr(s, "priority", 0) != 0 for s in scenario.workload.streams))
+
+
+def _reservations_on(scenario: Scenario, c: int) -> list[AdvanceReservation]:
+    name = scenario.platform.clusters[c].name
+    out = []
+    for i, r in enumerate(scenario.reservations):
+        if r.cluster != name:
+            continue
+        out.append(AdvanceReservation(
+            index=i, processors=r.processors, start=r.start, end=r.end, request_time=r.request_time,
+            est=r.relaxed.earliest_start if r.relaxed else None, lft=r.relaxed.latest_finish if r.relaxed else None,
+            job_runtime=r.job.runtime if r.job else None))
+    return out
+
+
+class _Replication:
+    """One replication's simulated clusters and workload, before the stop rule."""
+
+    def __init__(self, scenario: Scenario, replication: int, counts: list[int] | None):
+        from simengine.runner import _horizon, _prepare  # the runner imports this module lazily
+
+        self.scenario = scenario
+        jobs, cluster, runtime, estimate, killed, notes = _prepare(scenario, replication, counts)
+        streams = scenario.workload.streams
+        prio = np.array([getattr(s, "priority", 0) for s in streams] + [0], np.int64)
+        jobs.extra["priority"] = prio[jobs.stream] if len(jobs) else np.zeros(0, np.int64)
+        self.jobs, self.cluster, self.runtime, self.walltime_killed = jobs, cluster, runtime, killed
+        self.notes = notes
+        n = len(jobs)
+        self.first_start = np.full(n, np.nan)
+        self.end = np.full(n, np.nan)
+        self.state = np.zeros(n, np.int8)
+        self.preemptions = np.zeros(n, np.int32)
+        self.lost = np.zeros(n)
+        self.sims: list[tuple[int, np.ndarray, ClusterSim]] = []
+        self.ars: list[AdvanceReservation] = []
+        horizon = _horizon(scenario)
+        for c, spec in enumerate(scenario.platform.clusters):
+            idx = np.flatnonzero(cluster == c)
+            ars = _reservations_on(scenario, c)
+            if not len(idx) and not ars:
+                continue
+            step = float(spec.scheduler.params.get("overrun_step", 60.0))
+            sim = ClusterSim(spec.processors, spec.scheduler.name, jobs.submit[idx], runtime[idx], estimate[idx],
+                             jobs.processors[idx], jobs.extra["priority"][idx], ars,
+                             preemption_mode(spec.preemption), step, horizon).run()
+            self.sims.append((c, idx, sim))
+            self.ars += ars
+            self.first_start[idx] = sim.first_start
+            self.end[idx] = sim.end
+            self.state[idx] = sim.state
+            self.preemptions[idx] = sim.preemptions
+            self.lost[idx] = sim.lost
+        self.ars.sort(key=lambda r: r.index)
+        for r in self.ars:
+            if r.status == AR_REJECTED:
+                self.notes.append(f"reservation '{scenario.reservations[r.index].name}' {r.note}")
+
+    def kth_end(self, k: int) -> tuple[float, int]:
+        """(k-th smallest end of a job that finished its work (NaN if fewer), how many finished)."""
+        ends = np.sort(self.end[self.state == DONE])
+        return (float(ends[k - 1]) if 0 < k <= len(ends) else math.nan), len(ends)
+
+    def enough(self) -> bool:
+        """Did the synthetic jobs drawn cover the run up to its last counted completion?"""
+        completions = self.scenario.run.stop.completions
+        streams = self.scenario.workload.streams
+        if completions is None or not any(isinstance(s, SyntheticStream) and s.count is None for s in streams):
+            return True
+        t_n, done = self.kth_end(completions)
+        if done < completions:
+            return False
+        for i, s in enumerate(streams):
+            if isinstance(s, SyntheticStream) and s.count is None:
+                mine = np.flatnonzero(self.jobs.stream == i)
+                if not len(mine) or self.jobs.submit[mine[-1]] <= t_n:
+                    return False
+        return True
+
+
+def _simulate(scenario: Scenario, replication: int) -> _Replication:
+    from simengine.runner import _synthetic_counts
+
+    completions = scenario.run.stop.completions
+    margin, drawn = 1.2, -1
+    while True:
+        counts = _synthetic_counts(scenario, completions, margin) if completions else None
+        rep = _Replication(scenario, replication, counts)
+        if len(rep.jobs) == drawn or rep.enough():
+            return rep
+        drawn = len(rep.jobs)
+        margin *= 2
+
+
+def _blocks(procs: tuple) -> list[tuple[int, int]]:
+    """(first, count) of each run of consecutive processor ids."""
+    out: list[tuple[int, int]] = []
+    for p in sorted(procs):
+        if out and out[-1][0] + out[-1][1] == p:
+            out[-1] = (out[-1][0], out[-1][1] + 1)
+        else:
+            out.append((p, 1))
+    return out
+
+
+def _pieces(sim: ClusterSim) -> list[tuple]:
+    """The simulator's pieces plus those still open when it stopped (t1 NaN)."""
+    pieces = list(sim.pieces)
+    for j in sim.running:
+        pieces.append((("j", j), sim.run_start[j], math.nan, KIND_RUN, sim.procs[j]))
+    for j in range(sim.n):
+        if sim.state[j] == SUSPENDED:
+            pieces.append((("j", j), sim.susp_at[j], math.nan, KIND_SUSPENDED, sim.procs[j]))
+    for r in sim.ars:
+        if r.status == AR_ACTIVE:
+            pieces.append((("r", r.index), r.start, r.end, KIND_RESERVATION, r.procs))
+    return pieces
+
+
+def finish(rep: _Replication, replication: int, with_segments: bool):
+    """Stop rule, job rows, metrics, and (optionally) segments and time series of one replication."""
+    scenario = rep.scenario
+    run = scenario.run
+    jobs = rep.jobs
+    clusters = scenario.platform.clusters
+    horizon = run.stop.horizon if run.stop.horizon is not None else math.inf
+    t_stop = horizon
+    keep = len(jobs)
+    if run.stop.completions is not None:
+        t_n, done = rep.kth_end(run.stop.completions)
+        if done >= run.stop.completions:
+            t_stop = min(t_stop, t_n)
+        else:
+            rep.notes.append(f"replication {replication}: only {done} of {run.stop.completions} completions")
+        keep = int(np.searchsorted(jobs.submit, t_stop, side="right"))
+    if not math.isfinite(t_stop):
+        ends = [x for x in rep.end if x == x] + [r.end for r in rep.ars if r.status in (AR_DONE, AR_ACTIVE)]
+        t_stop = float(max(ends)) if ends else 0.0
+
+    # ---- workload rows
+    sl = slice(0, keep)
+    cluster = rep.cluster[sl].astype(np.int32)
+    first = rep.first_start[sl]
+    end = rep.end[sl]
+    state = rep.state[sl]
+    started = first <= t_stop
+    ended = end <= t_stop
+    status = np.full(keep, STATUS_UNFINISHED, np.int8)
+    status[(state == DONE) & ended] = STATUS_COMPLETED
+    status[((state == DONE) & ended & rep.walltime_killed[sl]) | ((state == KILLED) & ended)] = STATUS_KILLED
+    status[cluster < 0] = STATUS_REJECTED
+    w = {"job_id": jobs.job_id[sl], "stream": jobs.stream[sl], "cluster": cluster, "submit": jobs.submit[sl],
+         "start": np.where(started, first, np.nan), "end": np.where(ended, end, np.nan),
+         "processors": jobs.processors[sl], "runtime": rep.runtime[sl], "estimate": jobs.estimate[sl],
+         "status": status, "priority": jobs.extra["priority"][sl].astype(np.int32),
+         "preemptions": rep.preemptions[sl], "lost_time": rep.lost[sl],
+         "reservation": np.full(keep, -1, np.int32)}
+    # ---- reservation rows
+    ars = [r for r in rep.ars if r.request_time <= t_stop]
+    nr = len(ars)
+    a_start = np.array([r.start if r.status != AR_REJECTED else math.nan for r in ars], float)
+    a_run = np.array([r.job_runtime if r.job_runtime is not None else r.end - r.start for r in ars], float)
+    a_end = a_start + a_run
+    a_status = np.array([STATUS_REJECTED if r.status == AR_REJECTED else
+                         STATUS_COMPLETED if r.start + (r.job_runtime or r.length) <= t_stop and r.status in
+                         (AR_DONE, AR_ACTIVE, AR_ACCEPTED) else STATUS_UNFINISHED for r in ars], np.int8)
+    a = {"job_id": np.array([r.index + 1 for r in ars], np.int64),
+         "stream": np.full(nr, len(scenario.workload.streams), np.int32),
+         "cluster": np.array([scenario.platform.cluster_index(scenario.reservations[r.index].cluster) for r in ars],
+                             np.int32),
+         "submit": np.array([r.request_time for r in ars], float),
+         "start": np.where(a_start <= t_stop, a_start, np.nan), "end": np.where(a_end <= t_stop, a_end, np.nan),
+         "processors": np.array([r.processors for r in ars], np.int64), "runtime": a_run,
+         "estimate": np.array([r.length for r in ars], float), "status": a_status,
+         "priority": np.zeros(nr, np.int32), "preemptions": np.zeros(nr, np.int32), "lost_time": np.zeros(nr),
+         "reservation": np.array([r.index for r in ars], np.int32)}
+    cols = {k: np.concatenate([np.asarray(w[k]), np.asarray(a[k])]) for k in w}
+    order = np.argsort(cols["submit"], kind="stable")
+    cols = {k: v[order] for k, v in cols.items()}
+    position = np.empty(len(order), np.int64)
+    position[order] = np.arange(len(order))
+    total = len(order)
+    cols["replication"] = np.full(total, replication, np.int32)
+    cols["wait"] = cols["start"] - cols["submit"]
+    cols["response"] = cols["end"] - cols["submit"]
+    r_ = cols["runtime"]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cols["slowdown"] = np.where(r_ > 0, cols["response"] / r_, np.nan)
+    cols["bounded_slowdown"] = np.maximum(cols["response"] / np.maximum(r_, BOUNDED_SLOWDOWN_TAU), 1.0)
+    cols["warmup"] = cols["submit"] < run.warmup.time
+    workload_row = cols["reservation"] < 0
+    t_warm = run.warmup.time
+    if run.warmup.completions:
+        done_rows = np.flatnonzero(workload_row & (cols["status"] != STATUS_REJECTED) & ~np.isnan(cols["end"]))
+        by_end = done_rows[np.lexsort((done_rows, cols["end"][done_rows]))]
+        first_w = by_end[:run.warmup.completions]
+        cols["warmup"][first_w] = True
+        if len(first_w) == run.warmup.completions:
+            t_warm = max(t_warm, float(cols["end"][first_w[-1]]))
+    for k in list(cols):
+        if k in JOB_DTYPES:
+            cols[k] = cols[k].astype(JOB_DTYPES[k])
+
+    # ---- segments (all replications: utilisation and lost work need them)
+    seg = {k: [] for k in SEGMENT_COLUMNS}
+    busy = np.zeros(len(clusters))
+    lost_work = 0.0
+    t0w, t1w = t_warm, t_stop
+    ar_row = {r.index: int(position[keep + i]) for i, r in enumerate(ars)}
+    for c, idx, sim in rep.sims:
+        for owner, s0, s1, kind, procs in _pieces(sim):
+            if s1 != s1:
+                s1 = t_stop
+            if s0 > t_stop:
+                continue
+            s1 = min(s1, t_stop)
+            if owner[0] == "j":
+                g = int(idx[owner[1]])
+                if g >= keep:
+                    continue
+                row = int(position[g])
+            else:
+                if owner[1] not in ar_row:
+                    continue
+                row = ar_row[owner[1]]
+            if kind == KIND_RUN:
+                busy[c] += (min(max(s1, t0w), t1w) - min(max(s0, t0w), t1w)) * len(procs)
+            elif kind == KIND_KILLED:
+                lost_work += (s1 - s0) * len(procs)
+            if with_segments:
+                for f, cnt in _blocks(procs):
+                    for key, v in zip(SEGMENT_COLUMNS, (c, f, cnt, s0, s1, row, 0, kind)):
+                        seg[key].append(v)
+    segments = None
+    if with_segments:
+        dt = {"cluster": np.int32, "first_processor": np.int32, "processors": np.int32, "t0": np.float64,
+              "t1": np.float64, "job": np.int64, "component": np.int16, "kind": np.int8}
+        segments = {k: np.asarray(v, dt[k]) for k, v in seg.items()}
+        o = np.lexsort((segments["first_processor"], segments["cluster"], segments["t0"]))
+        segments = {k: v[o] for k, v in segments.items()}
+
+    # ---- metrics
+    measured = workload_row & ~cols["warmup"] & ((cols["status"] == STATUS_COMPLETED) |
+                                                  (cols["status"] == STATUS_KILLED))
+    metrics: dict[str, float] = {"jobs_measured": float(measured.sum())}
+    keys = ("mean_wait", "mean_response", "mean_slowdown", "mean_bounded_slowdown", "max_response", "p95_wait")
+    if measured.any():
+        wait = cols["wait"][measured]
+        metrics.update({"mean_wait": float(wait.mean()), "mean_response": float(cols["response"][measured].mean()),
+                        "mean_slowdown": float(np.nanmean(cols["slowdown"][measured]))
+                        if (~np.isnan(cols["slowdown"][measured])).any() else math.nan,
+                        "mean_bounded_slowdown": float(cols["bounded_slowdown"][measured].mean()),
+                        "max_response": float(cols["response"][measured].max()),
+                        "p95_wait": percentile_linear(wait, 95)})
+    else:
+        metrics.update({k: math.nan for k in keys})
+    capacity = sum(c.processors for c in clusters)
+    span = t1w - t0w
+    metrics["utilisation"] = float(busy.sum()) / (capacity * span) if span > 0 else math.nan
+    metrics["throughput"] = float(measured.sum()) / span if span > 0 else math.nan
+    released = np.concatenate([cols["end"][~np.isnan(cols["end"])], [-math.inf]])
+    metrics["makespan"] = float(released.max() - cols["submit"].min()) if len(released) > 1 else math.nan
+    for c, spec in enumerate(clusters):
+        metrics[f"utilisation.{spec.name}"] = float(busy[c]) / (spec.processors * span) if span > 0 else math.nan
+    metrics["reservations_accepted"] = float(sum(r.status in (AR_ACCEPTED, AR_ACTIVE, AR_DONE) for r in ars))
+    metrics["reservations_rejected"] = float(sum(r.status == AR_REJECTED for r in ars))
+    metrics["preemptions"] = float(w["preemptions"].sum())
+    metrics["jobs_preempted_killed"] = float(((state == KILLED) & ended).sum())
+    metrics["lost_work"] = lost_work
+
+    series = None
+    if with_segments:
+        series = _series(cols, segments, clusters, t_stop)
+    return cols, segments, metrics, series
+
+
+def _series(cols, segments, clusters, t_stop: float) -> dict[str, np.ndarray]:
+    """Utilisation (run segments) and queue length (submitted, not yet started) over [0, t_stop]."""
+    t = np.linspace(0.0, max(t_stop, 1e-9), SERIES_POINTS)
+
+    def active(on, off, weight):
+        cum_on = np.concatenate([[0], np.cumsum(weight[np.argsort(on)])])
+        cum_off = np.concatenate([[0], np.cumsum(weight[np.argsort(off)])])
+        return cum_on[np.searchsorted(np.sort(on), t, side="right")] - \
+            cum_off[np.searchsorted(np.sort(off), t, side="right")]
+
+    run = segments["kind"] == KIND_RUN
+    out = {"time": t}
+    capacity = sum(c.processors for c in clusters)
+    w = segments["processors"].astype(float)
+    out["utilisation"] = active(segments["t0"][run], segments["t1"][run], w[run]) / max(capacity, 1)
+    jobs = cols["reservation"] < 0
+    began = np.where(np.isnan(cols["start"]), np.inf, cols["start"])
+    out["queue_length"] = active(cols["submit"][jobs], began[jobs], np.ones(int(jobs.sum())))
+    for c, spec in enumerate(clusters):
+        m = run & (segments["cluster"] == c)
+        out[f"utilisation.{spec.name}"] = active(segments["t0"][m], segments["t1"][m], w[m]) / spec.processors
+    return out
+
+
+def run_local(scenario: Scenario, on_progress: ProgressCallback | None = None) -> Result:
+    """The Result of a scenario with reservations, preemption or priorities (module docstring)."""
+    emit = ChunkEmitter(on_progress)
+    R = scenario.run.replications
+    t0 = time.perf_counter()
+    kept, values, notes = [], [], []
+    segments = series = None
+    for r in range(R):
+        rep = _simulate(scenario, r)
+        cols, seg, metrics, ser = finish(rep, r, with_segments=r == 0)
+        if r == 0:
+            segments, series = seg, ser
+            emit.segments(seg, cols)
+        if scenario.run.keep_jobs == "all" or r == 0:
+            kept.append(cols)
+        values.append(metrics)
+        notes += rep.notes
+        emit.progress((r + 1) / R, float(np.nanmax(cols["end"], initial=0.0)) if r == 0 else 0.0)
+    jobs = kept[0] if len(kept) == 1 else {k: np.concatenate([j[k] for j in kept]) for k in kept[0]}
+    names = list(dict.fromkeys(k for m in values for k in m))
+    metrics = {k: Metric.from_values(k, [m.get(k, math.nan) for m in values]) for k in names}
+    result = Result(
+        scenario=scenario.model_dump(mode="json"), scenario_hash=scenario_hash(scenario),
+        seed=scenario.run.seed, engine_version=__version__,
+        cluster_names=[c.name for c in scenario.platform.clusters],
+        cluster_processors=[c.processors for c in scenario.platform.clusters],
+        jobs=jobs, segments=segments, metrics=metrics, series=series, replications=R,
+        notes=list(dict.fromkeys(notes)))
+    result.engine_seconds = time.perf_counter() - t0
+    emit.metrics(result.metrics)
+    return result

@@ -1,0 +1,136 @@
+"""Invariants of the event-driven cluster simulator on random small clusters with advance
+reservations (rigid and relaxed, with and without a job), priorities and every preemption mode
+(hypothesis, derandomized so CI is reproducible):
+
+- no processor runs two things at once: job run segments and reservation windows never overlap
+  on a processor; a reservation's own job runs inside its window on its processors;
+- every job's work is conserved: suspend -> its run segments add up to runtime + overhead per
+  resume; requeue -> its last run is runtime (+ overhead if it was requeued) and its lost time
+  is its killed segments; kill -> a killed job ran only killed segments;
+- accepted reservations are honoured: the window is held exactly (rigid: where asked; relaxed:
+  inside its frame, never later than asked), on as many processors as asked;
+- every job ends (no job waits for ever), and a suspended job resumes on its own processors.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from simengine.gantt import KIND_KILLED, KIND_RESERVATION, KIND_RUN, KIND_SUSPENDED
+from simengine.local.cluster import AR_DONE, AR_REJECTED, DONE, KILLED, AdvanceReservation, ClusterSim
+from simengine.preemption import preemption_mode
+
+MODES = [("none", 0.0), ("kill", 0.0), ("requeue", 0.0), ("requeue", 7.0), ("suspend", 0.0), ("suspend", 7.0)]
+
+
+@st.composite
+def cluster_case(draw):
+    P = draw(st.integers(1, 8))
+    n = draw(st.integers(0, 10))
+    submit = sorted(draw(st.lists(st.integers(0, 60), min_size=n, max_size=n)))
+    runtime = draw(st.lists(st.integers(0, 40), min_size=n, max_size=n))
+    # estimates: exact, generous, or too short (overruns)
+    factor = draw(st.lists(st.sampled_from([1.0, 2.0, 0.5, 0.0]), min_size=n, max_size=n))
+    estimate = [float(round(r * f)) for r, f in zip(runtime, factor)]
+    size = draw(st.lists(st.integers(1, P), min_size=n, max_size=n))
+    priority = draw(st.lists(st.integers(0, 2), min_size=n, max_size=n))
+    ars = []
+    for i in range(draw(st.integers(0, 3))):
+        start = draw(st.integers(0, 80))
+        length = draw(st.integers(1, 40))
+        req = draw(st.integers(0, start))
+        relaxed = draw(st.booleans())
+        est = draw(st.integers(0, start)) if relaxed else None
+        lft = start + length + draw(st.integers(0, 60)) if relaxed else None
+        job = draw(st.one_of(st.none(), st.integers(0, length)))
+        ars.append(AdvanceReservation(i, draw(st.integers(1, P)), float(start), float(start + length), float(req),
+                                      est, lft, job))
+    policy = draw(st.sampled_from(["fcfs", "easy", "conservative"]))
+    mode = draw(st.sampled_from(MODES))
+    return P, policy, mode, submit, runtime, estimate, size, priority, ars
+
+
+def check(case):
+    P, policy, (mode_name, overhead), submit, runtime, estimate, size, priority, ars = case
+    asked = [(r.start, r.end) for r in ars]
+    mode = preemption_mode({"name": mode_name, "params": {"overhead": overhead}} if mode_name in ("requeue", "suspend")
+                           else mode_name)
+    sim = ClusterSim(P, policy, submit, runtime, estimate, size, priority, ars, mode).run()
+    n = len(submit)
+    # every job ends
+    assert all(s in (DONE, KILLED) for s in sim.state), sim.state
+    assert not sim.running and not sim.queue
+    pieces = defaultdict(list)
+    for owner, t0, t1, kind, procs in sim.pieces:
+        assert t1 >= t0 and len(set(procs)) == len(procs) and all(0 <= p < P for p in procs)
+        pieces[owner].append((t0, t1, kind, procs))
+    # no processor runs two things at once
+    busy = defaultdict(list)
+    for owner, ps in pieces.items():
+        for t0, t1, kind, procs in ps:
+            if (owner[0] == "j" and kind == KIND_RUN) or kind == KIND_RESERVATION:
+                for p in procs:
+                    busy[p].append((t0, t1, owner))
+    for p, spans in busy.items():
+        spans.sort()
+        for a, b in zip(spans, spans[1:]):
+            assert a[1] <= b[0] or a[0] == a[1] or b[0] == b[1], f"processor {p}: {a} and {b} overlap"
+    # work conserved per job
+    for j in range(n):
+        ps = sorted(pieces[("j", j)])
+        run = [x for x in ps if x[2] == KIND_RUN]
+        killed = [x for x in ps if x[2] == KIND_KILLED]
+        suspended = [x for x in ps if x[2] == KIND_SUSPENDED]
+        assert sum(x[1] - x[0] for x in killed) == pytest.approx(sim.lost[j])
+        assert all(len(x[3]) == size[j] for x in ps)
+        if sim.state[j] == KILLED:
+            assert not run and len(killed) >= 1 and sim.end[j] == killed[-1][1]
+            continue
+        if mode.resumes:
+            assert not killed
+            assert sum(x[1] - x[0] for x in run) == pytest.approx(runtime[j] + overhead * sim.resumes[j])
+            assert len(suspended) == sim.resumes[j] == sim.preemptions[j] == len(run) - 1
+            assert len({x[3] for x in run + suspended}) == 1  # resumes on its own processors
+        else:
+            assert len(run) == 1
+            extra = overhead if (mode.restarts and sim.preemptions[j]) else 0.0
+            assert run[0][1] - run[0][0] == pytest.approx(runtime[j] + extra)
+            assert len(killed) == sim.preemptions[j]
+        assert sim.end[j] == run[-1][1] and sim.first_start[j] == ps[0][0]
+    # accepted reservations honoured
+    for r, (s0, e0) in zip(ars, asked):
+        mine = pieces[("r", r.index)]
+        if r.status == AR_REJECTED:
+            assert not mine
+            continue
+        assert r.status == AR_DONE
+        win = [x for x in mine if x[2] == KIND_RESERVATION]
+        assert len(win) == 1 and win[0][:2] == (r.start, r.end) and len(win[0][3]) == r.processors
+        assert r.end - r.start == e0 - s0
+        if r.est is None:
+            assert r.start == s0
+        else:
+            assert r.est <= r.start <= s0 or s0 <= r.start <= r.lft - (e0 - s0)
+            assert r.end <= r.lft
+        runs = [x for x in mine if x[2] == KIND_RUN]
+        if r.job_runtime is None:
+            assert not runs
+        else:
+            assert runs == [(r.start, r.start + r.job_runtime, KIND_RUN, win[0][3])]
+
+
+@settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(cluster_case())
+def test_invariants_on_random_clusters(case):
+    check(case)
+
+
+def test_a_known_case_with_everything():
+    # 4 processors, EASY, suspend with overhead 5: a reservation of 2 over [20, 40) with a job of 10 s,
+    # a relaxed one of 3 over [60, 70) in [30, 100]; low-priority long jobs and a high-priority one
+    ars = [AdvanceReservation(0, 2, 20.0, 40.0, 0.0, None, None, 10.0),
+           AdvanceReservation(1, 3, 60.0, 70.0, 10.0, 30.0, 100.0, None)]
+    check((4, "easy", ("suspend", 5.0), [0, 0, 15], [50, 30, 10], [25, 30, 10], [2, 2, 3], [0, 0, 1], ars))
