@@ -237,18 +237,24 @@ def test_preview_takes_lublin_and_priority_streams_and_counts_reserved_time(alic
 # --- the demo and the run page -----------------------------------------------------------------------
 
 
-def test_the_reservations_demo_is_a_curated_showcase_that_loads():
+def test_the_reservations_demo_is_the_example_scenario_under_the_demo_name():
+    import yaml
+
+    from gridweb.runs.demo import RESERVATIONS_EXAMPLE
     from simengine.scenario import load_scenario
 
     assert [build for build, _ in SHOWCASES] == [reservations_demo_spec]
     spec = reservations_demo_spec()
+    example = yaml.safe_load(RESERVATIONS_EXAMPLE.read_text())
+    strip = lambda doc: {k: v for k, v in doc.items() if k not in ("name", "description")}  # noqa: E731
+    assert strip(spec) == strip(example) and spec["name"] == RESERVATIONS_DEMO
     scenario = load_scenario(spec)
-    assert spec["name"] == RESERVATIONS_DEMO
-    assert [c.preemption.name for c in scenario.platform.clusters] == ["suspend", "none"]
-    assert scenario.platform.clusters[0].preemption.params == {"overhead": 60.0}
+    assert [c.preemption.name for c in scenario.platform.clusters] == ["suspend", "suspend"]
     assert sorted({s.priority for s in scenario.workload.streams}) == [0, 10]
-    assert [r.relaxed is not None for r in scenario.reservations] == [False, True, False]
-    assert "60 s" in spec["description"] and "rejected" in spec["description"]
+    assert [r.relaxed is not None for r in scenario.reservations] == [False, False, True, False]
+    assert scenario.run.replications <= 5  # a modest run
+    for words in ("60 s", "rejected", "reservation", "suspended", "docs/reservations.md"):
+        assert words in spec["description"]
 
 
 @pytest.fixture
@@ -260,46 +266,55 @@ def demo_run(alice) -> Run:
     return run
 
 
+def _column(columns: dict, name: str, n: int) -> list:
+    values = columns[name]
+    return values if isinstance(values, list) else [values["repeat"]] * n
+
+
 def test_run_page_of_the_demo_shows_reservations_suspensions_and_their_metrics(alice, demo_run):
     client = client_for(alice)
     segments = client.get(reverse("runs:segments", args=[demo_run.pk])).json()
     kinds = segments["kinds"]
     assert kinds == list(KIND_NAMES)
     columns = segments["columns"]
-    kind = [kinds[k] for k in columns["kind"]]
-    stream = columns["stream"] if isinstance(columns["stream"], list) else [columns["stream"]["repeat"]] * len(kind)
-    job_id = columns["job_id"]
+    n = segments["count"]
+    kind = [kinds[k] for k in _column(columns, "kind", n)]
+    stream, job_id, cluster = (_column(columns, name, n) for name in ("stream", "job_id", "cluster"))
+    t0, t1, procs = (_column(columns, name, n) for name in ("t0", "t1", "processors"))
     assert {"run", "reservation", "suspended"} <= set(kind)
-    # Reservation segments are the reservations' rows (stream 2, after the two workload streams).
-    windows = {}
+
+    # Reservation segments are the reservations' rows: stream 2 (after the two workload
+    # streams), job id = reservation index + 1.
+    windows: dict[int, list[int]] = {}
     for i, k in enumerate(kind):
         if k == "reservation":
             assert stream[i] == 2
             windows.setdefault(job_id[i], []).append(i)
-    assert sorted(windows) == [1, 2]  # late-conflict (3) was rejected: no window
-    t0, t1, procs = columns["t0"], columns["t1"], columns["processors"]
-    morning = windows[1]
-    assert {(t0[i], t1[i]) for i in morning} == {(7200.0, 10800.0)}  # not relaxed: exactly as asked
-    assert sum(procs[i] for i in morning) == 24
-    flexible = windows[2]
-    (start, end), = {(t0[i], t1[i]) for i in flexible}
-    assert 9000 <= start <= 14400 and end - start == 3600  # slid inside its frame, same length
-    assert sum(procs[i] for i in flexible) == 12
-    # Suspended gaps are on alpha (the only cluster with suspend) and belong to batch jobs (stream 0).
-    clusters = columns["cluster"] if isinstance(columns["cluster"], list) else None
-    for i, k in enumerate(kind):
-        if k == "suspended":
-            assert stream[i] == 0 and (clusters is None or clusters[i] == 0)
+    # overlap-west (4) asks for 32 of west's 64 processors over [19000, 20000], inside
+    # course-west's window [18000, 21600] that already holds 48: 16 are left, so it is rejected.
+    assert sorted(windows) == [1, 2, 3]
+
+    def window(j):
+        (span,) = {(t0[i], t1[i]) for i in windows[j]}
+        return span, sum(procs[i] for i in windows[j]), {cluster[i] for i in windows[j]}
+
+    assert window(1) == ((7200, 14400), 32, {0})  # demo-east: rigid, exactly as asked, on east
+    assert window(2) == ((18000, 21600), 48, {1})  # course-west: rigid, on west
+    (start, end), held, where = window(3)  # relaxed-east: may slide earlier, down to its EST 20000
+    assert 20000 <= start <= 30000 and end - start == 3600 and held == 24 and where == {0}
+    # Suspended gaps: only the batch jobs (priority 0) are ever preempted.
+    assert {stream[i] for i, k in enumerate(kind) if k == "suspended"} == {0}
 
     page = client.get(reverse("runs:run", args=[demo_run.pk])).content.decode()
     marker = '<script id="gantt-config" type="application/json">'
-    start_at = page.index(marker) + len(marker)
-    config = json.loads(page[start_at:page.index("</script>", start_at)])
+    at = page.index(marker) + len(marker)
+    config = json.loads(page[at:page.index("</script>", at)])
     # the hover names a reservation's segments by the reservation, and every job by its stream
-    assert config["streams"] == ["batch", "urgent", "reservations"]
+    assert config["streams"] == ["batch", "interactive", "reservations"]
     assert config["reservationStream"] == 2
-    assert config["reservations"] == ["morning-demo", "flexible-batch", "late-conflict"]
-    assert 'data-metric="reservations_accepted" data-mean="2.0"' in page
+    assert config["reservations"] == ["demo-east", "course-west", "relaxed-east", "overlap-west"]
+    assert 'data-metric="reservations_accepted" data-mean="3.0"' in page
     assert 'data-metric="reservations_rejected" data-mean="1.0"' in page
     assert "reservations accepted" in page and "preemptions" in page
-    assert "1 rejected" in page  # the job counts include the rejected reservation's row
+    replications = demo_run.summary["replications"]
+    assert f"{replications} rejected" in page  # the job counts: the rejected reservation's row per replication
