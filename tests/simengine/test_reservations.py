@@ -303,3 +303,75 @@ def test_priority_on_an_lwr_cluster_is_refused():
     d["workload"]["streams"][0]["priority"] = 2
     assert errors_of(d) == {"workload.streams.0.priority":
                             "cluster 'w' uses the lwr scheduler; priorities need fcfs, easy, conservative"}
+
+
+def example_with(run_control: dict, endless: bool = False) -> dict:
+    import yaml
+
+    d = yaml.safe_load(EXAMPLE.read_text())
+    d["run"] = run_control
+    if endless:
+        for s in d["workload"]["streams"]:
+            s.pop("count")
+    return d
+
+
+def test_horizon_stops_the_run_and_cuts_the_segments():
+    res = run(example_with({"seed": 3, "stop": {"horizon": 40000}}))
+    j = res.jobs
+    assert res.segments["t1"].max() == 40000.0 and res.segments["t0"].max() <= 40000.0
+    assert j["submit"].max() < 40000
+    unfinished = j["status"] == 4
+    assert unfinished.any() and np.isnan(j["end"][unfinished]).all()
+    assert (j["end"][~np.isnan(j["end"])] <= 40000).all()
+    # the relaxed reservation (asked at 10000) is in; every reservation row is there
+    assert sorted(j["job_id"][j["reservation"] >= 0]) == [1, 2, 3, 4]
+
+
+def test_completions_stop_and_warmup():
+    res = run(example_with({"seed": 3, "replications": 2, "stop": {"completions": 300},
+                            "warmup": {"completions": 20}}, endless=True))
+    assert res.metrics["jobs_measured"].values == [280.0, 280.0]
+    j = res.jobs
+    first = (j["replication"] == 0) & (j["reservation"] < 0)
+    done = first & (j["status"] == STATUS_COMPLETED)
+    # the run stops at the 300th completion; jobs submitted after it are not kept
+    t_stop = np.sort(j["end"][done])[299]
+    assert j["end"][done].max() == t_stop and j["submit"][first].max() <= t_stop
+    assert int(j["warmup"][done].sum()) == 20
+
+
+def test_the_schedulers_command_lists_preemption_policies(capsys):
+    from simengine.cli import main
+
+    assert main(["schedulers"]) == 0
+    out = capsys.readouterr().out
+    assert "preemption policies:" in out and "suspend" in out and "[overhead=0.0]" in out
+
+
+def test_the_example_gantt_never_uses_a_processor_twice():
+    res = run(example_with({"seed": 11, "replications": 1}))
+    s, j = res.segments, res.jobs
+    spans: dict = {}
+    for c, f, k, t0, t1, row, kind in zip(s["cluster"], s["first_processor"], s["processors"], s["t0"], s["t1"],
+                                          s["job"], s["kind"]):
+        own_window = kind == KIND_RUN and j["reservation"][row] >= 0  # inside its window, checked below
+        if kind not in (KIND_RUN, KIND_RESERVATION) or own_window:
+            continue
+        for p in range(f, f + k):
+            spans.setdefault((c, p), []).append((t0, t1, row))
+    for key, v in spans.items():
+        v.sort()
+        assert all(a[1] <= b[0] for a, b in zip(v, v[1:]) if a[1] > a[0] and b[1] > b[0]), key
+    for i in np.flatnonzero((s["kind"] == KIND_RUN) & (j["reservation"][s["job"]] >= 0)):
+        w = np.flatnonzero((s["kind"] == KIND_RESERVATION) & (s["job"] == s["job"][i]) &
+                           (s["first_processor"] == s["first_processor"][i]))
+        assert len(w) == 1 and s["t0"][w[0]] == s["t0"][i] and s["t1"][i] <= s["t1"][w[0]]
+    # every workload job's run segments add up to its run time + 60 s per resume (suspend, overhead 60)
+    runs = np.zeros(len(j["job_id"]))
+    for row, t0, t1, kind, k in zip(s["job"], s["t0"], s["t1"], s["kind"], s["processors"]):
+        if kind == KIND_RUN:
+            runs[row] += (t1 - t0) * k
+    work = j["reservation"] < 0
+    resumes = j["preemptions"][work]  # suspend: every preemption is followed by one resume
+    np.testing.assert_allclose(runs[work], (j["runtime"][work] + 60.0 * resumes) * j["processors"][work])
