@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from simengine.gantt import KIND_NAMES, SEGMENT_COLUMNS
+from simengine.gantt import KIND_NAMES, KIND_RESERVATION, SEGMENT_COLUMNS
 
 from .models import Run, RunChunk
 
@@ -106,8 +106,10 @@ def segments_payload(run: Run) -> dict[str, Any]:
     if not columns:
         columns, last_seq = segments_from_chunks(run)
     if "t0" in columns and len(columns["t0"]):
-        # sorted by start time: the replay reveals a prefix, the live stream arrives this way
-        order = np.argsort(columns["t0"], kind="stable")
+        # sorted by start time: the replay reveals a prefix, the live stream arrives this way;
+        # at equal start a reservation window comes first, so the job using it is drawn on top
+        kind = np.asarray(columns["kind"]) if "kind" in columns else np.zeros(len(columns["t0"]))
+        order = np.lexsort((kind != KIND_RESERVATION, columns["t0"]))
         columns = {name: np.asarray(values)[order] for name, values in columns.items()}
     count = int(len(columns["t0"])) if "t0" in columns else 0
     return {

@@ -26,6 +26,8 @@
     run: "#3b75af", claimed: "#f0b429", reservation: "#8e6cbf", suspended: "#9aa5b1",
     killed: "#d64545", stretched: "#2f9e8f", transfer: "#e07b39",
   };
+  const SEGMENT_ALPHA = 0.9;
+  const RESERVATION_ALPHA = 0.45;
   const BAND_COLOURS = ["#eef3fa", "#faf6ee"];
   const AGGREGATE_COLOURS = ["#3b75af", "#e07b39", "#2f9e8f", "#8e6cbf", "#d64545", "#7f7f7f", "#bcbd22", "#17becf"];
   const RECONNECT_MAX_MS = 10000;
@@ -99,6 +101,7 @@
       left: new Array(n), right: new Array(n), bottom: new Array(n), top: new Array(n),
       t0: new Array(n), t1: new Array(n), job: new Array(n), component: new Array(n), cluster: new Array(n), processors: new Array(n),
       kind: new Array(n), colour: new Array(n), colour_job: new Array(n), colour_kind: new Array(n), stream: new Array(n),
+      alpha: new Array(n),
     };
     const jobIds = columns.job_id || null;
     const streams = columns.stream || null;
@@ -128,6 +131,8 @@
       out.cluster[i] = cluster.name;
       out.processors[i] = count === 1 ? `${first}` : `${first}–${first + count - 1}`;
       out.kind[i] = kind;
+      // A reservation window is drawn lighter: the job using it (drawn on top) stands out.
+      out.alpha[i] = kind === "reservation" ? RESERVATION_ALPHA : SEGMENT_ALPHA;
       out.stream[i] = streams ? streamNames[streams[i]] ?? String(streams[i]) : "";
       out.colour_job[i] = jobColour(key);
       out.colour_kind[i] = KIND_COLOURS[kind] || "#555";
@@ -163,7 +168,7 @@
   }
   const emptyColumns = () => ({
     left: [], right: [], bottom: [], top: [], t0: [], t1: [], job: [], component: [], cluster: [], processors: [], kind: [],
-    colour: [], colour_job: [], colour_kind: [], stream: [],
+    colour: [], colour_job: [], colour_kind: [], stream: [], alpha: [],
   });
   const source = new Bokeh.ColumnDataSource({ data: emptyColumns() });
   const aggregateSource = new Bokeh.ColumnDataSource({
@@ -206,7 +211,7 @@
 
   const segmentRenderer = figure.quad({
     left: { field: "left" }, right: { field: "right" }, bottom: { field: "bottom" }, top: { field: "top" },
-    source, fill_color: { field: "colour" }, line_color: null, fill_alpha: 0.9,
+    source, fill_color: { field: "colour" }, line_color: null, fill_alpha: { field: "alpha" },
   });
   // A highlighted job: Bokeh's default selection look dims every other segment, and its own
   // segments get a dark outline drawn from a small source of their own (outlining through a

@@ -462,7 +462,7 @@
    *  given, else its fields and a "Remove" button. */
   function optionalGroup(name, outer, inner, path, value) {
     const title = OPTIONAL_TITLES[name] || titleOf(name, outer);
-    const id = fieldId(path);
+    const id = path.replace(/[^A-Za-z0-9_-]/g, "-"); // #btn-add-reservations-0-relaxed, #btn-remove-…
     const help = outer.description ? h("small", { class: "help" }, outer.description) : null;
     if (!value || typeof value !== "object") {
       return h("div", { class: "field optional-group", "data-field": path },
@@ -1226,7 +1226,8 @@
     const width = 300;
     const reservedOf = (c) => (Number.isFinite(c.reserved_load) ? c.reserved_load : 0);
     const maxLoad = Math.max(1.2, ...clusters.map((c) => c.offered_load + reservedOf(c)));
-    const scale = (width - labelWidth - 40) / maxLoad;
+    const anyReserved = clusters.some((c) => reservedOf(c) > 0);
+    const scale = (width - labelWidth - (anyReserved ? 100 : 40)) / maxLoad; // room for the value's text
     const chart = svg("svg", { viewBox: `0 0 ${width} ${clusters.length * row + 16}`, class: "load-chart", role: "img",
       "aria-label": "offered load per cluster" });
     clusters.forEach((c, i) => {
