@@ -21,6 +21,13 @@ the preview approximates: their work is spread in proportion to capacity (``rout
 "koala"``), and the background band adds its lower bound ``low`` to every cluster's load (the
 band keeps each cluster's local load between ``low`` and ``high``). A note says so.
 
+A Lublin-Feitelson stream (``kind: lublin``) is sampled with the engine's generator, at most
+``jobs_per_stream`` of its ``count`` (with ``target_load`` the sample offers that load). Advance
+reservations (``reservations``) are not jobs of a stream: each cluster reports the
+processor-seconds they hold (``reserved``) and, when ``run.stop.horizon`` is given, their share
+of the cluster's processor time up to it (``reserved_load``). Other kinds (evolving) are not
+previewed; a note says so.
+
 The preview works on documents that are still being edited: each stream is checked on its
 own (with the platform), so one broken stream, or a missing stop rule, does not hide the
 others. Problems are returned as ``errors`` (dotted path -> messages), like validation.
