@@ -421,10 +421,19 @@ def describe_streams(engine_scenario) -> list[dict[str, str]]:
             details = f"Poisson, {given}; size {_distribution(stream.size)}; runtime {_distribution(stream.runtime)}"
             if stream.count:
                 details += f"; {stream.count} jobs"
-        else:
+        elif stream.kind == "trace":
             details = f"trace {stream.path} ({stream.format})"
             if stream.limit:
                 details += f", first {stream.limit} jobs"
+        elif stream.kind == "lublin":
+            scaling = (f"target load {stream.target_load:g}" if stream.target_load is not None
+                       else f"time scale {stream.time_scale:g}")
+            details = f"Lublin-Feitelson ({stream.job_types} jobs), {stream.count} jobs, {scaling}"
+        else:  # the grid layer's kinds (coallocated, koala, evolving): their document says the rest
+            count = getattr(stream, "count", None)
+            details = f"{stream.kind} jobs" + (f", {count} jobs" if count else "")
+        if getattr(stream, "priority", 0):
+            details += f"; priority {stream.priority}"
         rows.append({"name": stream.name, "kind": stream.kind, "target": stream.target, "details": details})
     return rows
 

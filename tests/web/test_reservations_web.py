@@ -318,3 +318,20 @@ def test_run_page_of_the_demo_shows_reservations_suspensions_and_their_metrics(a
     assert "reservations accepted" in page and "preemptions" in page
     replications = demo_run.summary["replications"]
     assert f"{replications} rejected" in page  # the job counts: the rejected reservation's row per replication
+
+
+def test_the_read_only_page_lists_preemption_reservations_priorities_and_lublin_streams(alice):
+    spec = spec_with_reservations()
+    spec["workload"]["streams"].append(
+        {"kind": "lublin", "name": "lublin", "target": "c2", "count": 500, "target_load": 0.6})
+    scenario = Scenario.objects.create(owner=alice, name=spec["name"], spec=spec)
+    response = client_for(alice).get(reverse("scenarios:detail", args=[scenario.pk]))
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "<th>Preemption</th>" in page and "suspend <small class=\"muted\">{&#x27;overhead&#x27;: 60.0}" in page
+    table = page.split('id="reservations-table"', 1)[1].split("</table>", 1)[0]
+    assert '<tr data-reservation="0"><td>window</td><td>c1</td><td>8</td><td>600–1800</td>' in table
+    assert "<td>2000–6000</td>" in table and "<td>900</td>" in table
+    streams = page.split('id="streams-table"', 1)[1].split("</table>", 1)[0]
+    assert "priority 5" in streams
+    assert "Lublin-Feitelson (both jobs), 500 jobs, target load 0.6" in streams
