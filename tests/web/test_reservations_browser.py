@@ -164,3 +164,25 @@ def test_build_a_scenario_with_preemption_and_a_reservation_run_it_and_see_the_w
     assert "job: r1" in text and "kind: reservation" in text and "stream: reservations" in text
     page.screenshot(path=str(SCREENSHOTS / "gantt-reservations.png"), full_page=True)
     assert page.js_errors == []
+
+
+def test_a_lublin_stream_is_drawn_from_the_schema_and_previewed(live_server, builder):
+    page = builder
+    open_builder(page, live_server.url + "/scenarios/new/")
+    page.click("#btn-add-cluster")
+    page.click("#btn-add-stream")
+    field(page, "workload.streams.0.kind").select_option("lublin")
+    # the kind's own fields, generated from the schema's LublinStream
+    for name in ("count", "processors", "job_types", "start_hour", "time_scale", "target_load"):
+        assert field(page, f"workload.streams.0.{name}").count() == 1, name
+    assert field(page, "workload.streams.0.priority").count() == 0  # lublin streams have no priority
+    seen = wait_validated(page, None)
+    expect_text(error_beside(page, "workload.streams.0.count"), "required")
+    field(page, "workload.streams.0.count").fill("300")
+    field(page, "workload.streams.0.target_load").fill("0.5")
+    wait_validated(page, seen)
+    page.wait_for_function("() => document.querySelector('#preview-stream-0')?.dataset.jobs === '300'")
+    load = float(page.locator('#preview-load rect[data-cluster="c1"]').get_attribute("data-load"))
+    assert load == pytest.approx(0.5)  # target_load rescales the sample's submit times to exactly this
+    assert page.locator("#preview-stream-0 svg[data-histogram='sizes'] rect.bar").count() > 0
+    assert page.js_errors == []
