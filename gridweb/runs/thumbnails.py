@@ -14,17 +14,25 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from simengine.gantt import KIND_RESERVATION, KIND_SUSPENDED
+
 WIDTH, HEIGHT = 240, 96  # SVG user units (the card scales it)
 BINS = 60  # time slices across the width
 MAX_BANDS = 16  # clusters drawn; beyond that the bands would be thinner than a pixel
+#: Segment kinds that lie over other segments and are not counted as busy: a reservation's
+#: window (its job's run is inside it) and a suspended job's gap (its preemptor runs there).
+NOT_BUSY = (KIND_RESERVATION, KIND_SUSPENDED)
 # One colour per cluster band, repeated when there are more clusters.
 PALETTE = ("#3b6fb6", "#d9822b", "#3f9a5a", "#b5453d", "#7d5ba6", "#8c6d3f", "#cc6aa8", "#6b7b8c")
 
 
 def busy_fraction(segments: Mapping[str, Sequence], cluster: int, processors: int, t_end: float,
                   bins: int = BINS) -> np.ndarray:
-    """Mean fraction of ``cluster``'s ``processors`` busy in each of ``bins`` equal slices of [0, t_end]."""
+    """Mean fraction of ``cluster``'s ``processors`` busy in each of ``bins`` equal slices of [0, t_end]
+    (segments of the kinds in :data:`NOT_BUSY` are left out)."""
     chosen = np.asarray(segments["cluster"]) == cluster
+    if "kind" in segments:
+        chosen &= ~np.isin(np.asarray(segments["kind"]), NOT_BUSY)
     t0 = np.asarray(segments["t0"], dtype=np.float64)[chosen]
     t1 = np.asarray(segments["t1"], dtype=np.float64)[chosen]
     width = np.asarray(segments["processors"], dtype=np.float64)[chosen]

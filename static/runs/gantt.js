@@ -82,7 +82,10 @@
   }
 
   // --- All segments, kept columnar on the JS side too (for counting, aggregating, highlighting)
-  const store = { t0: [], t1: [], cluster: [], procs: [], key: [], count: 0, tMin: Infinity, tMax: -Infinity };
+  const store = { t0: [], t1: [], cluster: [], procs: [], key: [], busy: [], count: 0, tMin: Infinity, tMax: -Infinity };
+  // Kinds that lie over other segments, left out of the utilisation view: a reservation's window
+  // (its job runs inside it) and a suspended job's gap (its preemptor runs there).
+  const NOT_BUSY = new Set(["reservation", "suspended"]);
   let kinds = config.kinds || Object.keys(KIND_COLOURS);
   let colourField = "colour_job"; // what the "colour" column holds: colour_job or colour_kind
   let lastSeq = -1;
@@ -141,6 +144,7 @@
       store.t1.push(t1);
       store.cluster.push(c);
       store.procs.push(count);
+      store.busy.push(!NOT_BUSY.has(kind));
       store.key.push(key);
       if (t0 < store.tMin) store.tMin = t0;
       if (t1 > store.tMax) store.tMax = t1;
@@ -307,7 +311,7 @@
     const bucket = (t) => (t <= a ? 0 : t >= b ? bins + 1 : 1 + Math.min(bins - 1, Math.floor((t - a) / width)));
     for (let i = 0; i < store.count; i++) {
       const c = store.cluster[i];
-      if (c < 0 || c >= nClusters) continue;
+      if (c < 0 || c >= nClusters || !store.busy[i]) continue;
       const p = store.procs[i];
       const j1 = bucket(store.t1[i]);
       const j0 = bucket(store.t0[i]);

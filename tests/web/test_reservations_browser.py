@@ -163,6 +163,14 @@ def test_build_a_scenario_with_preemption_and_a_reservation_run_it_and_see_the_w
     text = " ".join(tooltip.inner_text().split())
     assert "job: r1" in text and "kind: reservation" in text and "stream: reservations" in text
     page.screenshot(path=str(SCREENSHOTS / "gantt-reservations.png"), full_page=True)
+
+    # The utilisation view counts each processor once: the window (its job runs inside it) and
+    # the suspended gaps (their preemptors run there) are left out, so it never passes 1.
+    page.evaluate("gridwebGantt.setView('utilisation')")
+    page.wait_for_function("() => gridwebGantt.mode() === 'utilisation'"
+                           " && gridwebGantt.aggregateSource.data.utilisation.length > 0")
+    utilisation = page.evaluate("[...gridwebGantt.aggregateSource.data.utilisation]")
+    assert max(utilisation) <= 1 + 1e-9 and max(utilisation) > 0.5
     assert page.js_errors == []
 
 

@@ -335,3 +335,17 @@ def test_the_read_only_page_lists_preemption_reservations_priorities_and_lublin_
     streams = page.split('id="streams-table"', 1)[1].split("</table>", 1)[0]
     assert "priority 5" in streams
     assert "Lublin-Feitelson (both jobs), 500 jobs, target load 0.6" in streams
+
+
+def test_thumbnail_counts_neither_reservation_windows_nor_suspended_gaps_as_busy():
+    from gridweb.runs.thumbnails import busy_fraction
+    from simengine.gantt import KIND_RESERVATION, KIND_RUN, KIND_SUSPENDED
+
+    # One cluster of 4 processors over [0, 100], two slices of 50 s:
+    #   processors 0-1: a job runs the whole time;
+    #   processors 2-3: a reservation window [0, 100], its job runs [0, 50] inside it, and a
+    #   suspended job's gap [50, 100] (suspended there, say) lies over the same processors.
+    segments = {"cluster": [0, 0, 0, 0], "t0": [0, 0, 0, 50], "t1": [100, 100, 50, 100],
+                "processors": [2, 2, 2, 2], "kind": [KIND_RUN, KIND_RESERVATION, KIND_RUN, KIND_SUSPENDED]}
+    # busy: first slice 2 + 2 of 4 processors; second slice only the first job's 2
+    assert busy_fraction(segments, 0, 4, 100.0, bins=2).tolist() == [1.0, 0.5]
