@@ -326,7 +326,8 @@ class Cluster:
         a job is never moved later, a task whose predecessors end late waits in its slot."""
         c = j.cls
         lb = min(self.vbound(j), cap)
-        s, e = self.plan[c].fit(lb, j.n, lambda x: self.dur(c, x, j.rem_est))
+        vn = self.vnow[c]
+        s, e = self.plan[c].fit(lb, j.n, self.dur(c, vn, j.rem_est), self.dur(c, math.inf, j.rem_est), vn)
         self.plan[c].alloc(s, e, j.n)
         j.vstart, j.vend = s, e
 
@@ -369,7 +370,8 @@ class Cluster:
 
     def predict(self, c: int, n: int, work: float, t_lb: float) -> tuple[float, float, float, float]:
         """Predicted (start, end) real times and virtual slot of a new job planned from ``t_lb``."""
-        s, e = self.plan[c].fit(max(self.v_of(c, t_lb), self.vnow[c]), n, lambda x: self.dur(c, x, work))
+        vn = self.vnow[c]
+        s, e = self.plan[c].fit(max(self.v_of(c, t_lb), vn), n, self.dur(c, vn, work), self.dur(c, math.inf, work), vn)
         return self.t_of(c, s), self.t_of(c, e, end=True), s, e
 
     # ---- slices -------------------------------------------------------------------------------
@@ -538,8 +540,9 @@ class Cluster:
     def _cross_backfill(self, c: int, t: float, vn: float) -> None:
         left = self.slice_end - t
         plan = self.plan[c]
+        shortest = (0.0, self.p.short_limit, self.p.medium_limit)  # least estimate of each class
         for d in (SHORT, MEDIUM, LONG):
-            if d == c:
+            if d == c or shortest[d] > left + EPS or not self.queue[d]:
                 continue
             q = self.queue[d]
             moved = False

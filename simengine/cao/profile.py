@@ -9,8 +9,6 @@ free processors on ``[t[i], t[i+1])``; after the last breakpoint ``f[-1]`` holds
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from typing import Callable
-
 EPS = 1e-6
 
 
@@ -67,14 +65,18 @@ class Profile:
             i += 1
         return m
 
-    def fit(self, lb: float, n: int, dur: Callable[[float], float]) -> tuple[float, float]:
-        """Earliest ``(s, e)`` with ``s >= lb`` and ``n`` processors free on ``[s, e)``, ``e = s + dur(s)``."""
+    def fit(self, lb: float, n: int, d_first: float, d_later: float, first: float) -> tuple[float, float]:
+        """Earliest ``(s, e)`` with ``s >= lb`` and ``n`` processors free on ``[s, e)``.
+
+        The duration is ``d_first`` for a start at ``first`` (or before) and ``d_later`` for any
+        later start (it depends only on whether the start's phase in the slices is known).
+        """
         t, f = self.t, self.f
         s = max(lb, t[0])
         i = max(0, bisect_right(t, s + EPS) - 1)
         nt = len(t)
         while True:
-            e = s + dur(s)
+            e = s + (d_first if s <= first + EPS else d_later)
             k = i
             ok = True
             while True:

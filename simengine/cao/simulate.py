@@ -10,7 +10,7 @@ from simengine.cao.engine import (EV_ARRIVE, EV_GRID, LONG, MEDIUM, CaoParams, J
 from simengine.gantt import KIND_RESERVATION, KIND_RUN, KIND_SUSPENDED, SEGMENT_COLUMNS
 from simengine.workload import JobTable
 
-__all__ = ["CaoResult", "simulate", "LOCAL", "TASK"]
+__all__ = ["CaoResult", "simulate", "workflows_from_split", "LOCAL", "TASK"]
 
 LOCAL, TASK = 0, 1
 
@@ -238,4 +238,23 @@ def metrics(r: CaoResult) -> dict:
     out["preemptions"] = int(J["preemptions"].sum())
     out["cross_slice"] = int(J["foreign"].sum())
     out["unfinished"] = int(np.isnan(J["end"]).sum())
+    return out
+
+
+def workflows_from_split(split) -> list[Workflow]:
+    """Adapter: :class:`simengine.cao.workflows.Workflows` (H2's split of eligible jobs) to a
+    list of :class:`Workflow` (task indices local to each workflow)."""
+    out = []
+    tw = np.asarray(split.task_workflow)
+    src, dst, comm = np.asarray(split.edge_src), np.asarray(split.edge_dst), np.asarray(split.edge_comm)
+    edge_wf = tw[src] if len(src) else np.zeros(0, np.int64)
+    for w in range(len(split)):
+        rows = np.flatnonzero(tw == w)
+        base = int(rows[0])
+        e = np.flatnonzero(edge_wf == w)
+        out.append(Workflow(float(split.submit[w]), [int(x) for x in split.task_processors[rows]],
+                            [float(x) for x in split.task_runtime[rows]],
+                            [(int(src[i]) - base, int(dst[i]) - base, float(comm[i])) for i in e],
+                            job_id=int(split.job_id[w]),
+                            estimate=[float(x) for x in split.task_estimate[rows]]))
     return out

@@ -1,0 +1,69 @@
+"""``python -m simengine reproduce cao --quick``: figure data, pages and claims (Cao thesis, MODELS.md §6)."""
+from __future__ import annotations
+
+import csv
+
+import pytest
+
+from simengine import reproductions
+from simengine.reproductions import cao
+
+
+@pytest.fixture(scope="module")
+def quick(tmp_path_factory):
+    out = tmp_path_factory.mktemp("cao")
+    claims = reproductions.get("cao")(out, quick=True, log=lambda _: None)
+    return out, claims
+
+
+def test_every_figure_and_table_has_its_data_and_a_standalone_page(quick):
+    out, _ = quick
+    for name in ("table3", "fig22", "fig23", "fig24", "fig25", "fig26", "fig27", "utilisation", "gantt"):
+        assert (out / f"{name}.csv").stat().st_size > 0, name
+        html = (out / f"{name}.html").read_text()
+        assert "<html" in html.lower() and "cdn.bokeh.org" not in html, name  # inline: works offline
+
+
+def test_table3_sits_beside_caos_numbers(quick):
+    out, _ = quick
+    rows = list(csv.DictReader(open(out / "table3.csv")))
+    assert {(int(r["seed"]), r["class"]) for r in rows} == {(s, c) for s in cao.SEEDS
+                                                            for c in ("short", "medium", "long")}
+    r71 = {r["class"]: r for r in rows if r["seed"] == "71"}
+    assert float(r71["short"]["cao_percent"]) == 64.0 and float(r71["long"]["cao_mean_runtime"]) == 19200
+    # the three classes partition the jobs
+    assert sum(float(r71[c]["percent"]) for c in r71) == pytest.approx(100, abs=0.01)
+
+
+def test_figure_22_spans_the_fractions_and_the_share_grows(quick):
+    out, _ = quick
+    rows = list(csv.DictReader(open(out / "fig22.csv")))
+    medium = [(float(r["task reservations (%)"]), float(r["RR"])) for r in rows if r["series"] == "RR-Medium"]
+    assert len(medium) == len(cao.QUICK["fractions"])
+    shares = [s for s, _ in medium]
+    assert shares[0] == 0 and all(b > a for a, b in zip(shares, shares[1:]))
+    assert all(rr >= 1 for _, rr in medium)  # RR = response / runtime >= 1
+    fig27 = list(csv.DictReader(open(out / "fig27.csv")))
+    assert {r["seed, propagation (T/F)"] for r in fig27} == {f"{s}{p}" for s in cao.SEEDS for p in "TF"}
+
+
+def test_claims_are_computed_with_values_and_verdicts(quick):
+    out, claims = quick
+    names = [c.claim for c in claims]
+    for needle in ("task reservations", "medium-job RR rises", "utilisation changes", "all four seeds"):
+        assert any(needle in n for n in names), needle
+    for c in claims:
+        assert c.measured and c.verdict in ("PASS", "FAIL")
+    rows = list(csv.DictReader(open(out / "claims.csv")))
+    assert [r["claim"] for r in rows] == names
+    # the Gantt window shows the three kinds Cao's model produces
+    kinds = {r["kind"] for r in csv.DictReader(open(out / "gantt.csv"))}
+    assert {"run", "suspended", "reservation"} <= kinds
+
+
+def test_registered_and_runs_are_listed(quick):
+    out, _ = quick
+    assert "cao" in reproductions.RECIPES
+    runs = list(csv.DictReader(open(out / "runs.csv")))
+    assert len(runs) == len(cao.configurations(cao.QUICK))
+    assert all(r["unfinished"] == "0" for r in runs)
