@@ -297,6 +297,11 @@ class ClusterSim:
             self.prof.add(t, self.pend[j], self.size[j])
             self.early = True
 
+    def _preemptable(self, t: float) -> list[int]:
+        """Running jobs that may be preempted: not those ending at this very instant (a job
+        of run time 0 has nothing to lose, and in conservative holds no processor)."""
+        return [j for j in self.running if self.run_start[j] + self.pact[j] > t]
+
     def _preempt(self, j: int, t: float, mode: PreemptionMode) -> None:
         """Stop running job j now and treat it as ``mode`` says."""
         del self.running[j]
@@ -412,7 +417,7 @@ class ClusterSim:
         if self.nfree < r.processors:
             mode = self.mode if self.mode.preempts else PreemptionMode("none", False, False, False)
             need = r.processors
-            victims = choose_victims(list(self.running), lambda j: self.prio[j], lambda j: self.run_start[j],
+            victims = choose_victims(self._preemptable(t), lambda j: self.prio[j], lambda j: self.run_start[j],
                                      lambda v: self.nfree + sum(self.size[j] for j in v) >= need)
             for j in victims or []:
                 self._preempt(j, t, mode)
@@ -633,7 +638,7 @@ class ClusterSim:
             times, free = self._view(t, True, without=gone)
             return _fits(times, free, t, d, p)
 
-        victims = choose_victims(list(self.running), lambda v: self.prio[v], lambda v: self.run_start[v],
+        victims = choose_victims(self._preemptable(t), lambda v: self.prio[v], lambda v: self.run_start[v],
                                  enough, below=self.prio[j])
         if not victims:
             return False
