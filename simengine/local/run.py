@@ -304,8 +304,10 @@ def finish(rep: _Replication, replication: int, with_segments: bool):
     span = t1w - t0w
     metrics["utilisation"] = float(busy.sum()) / (capacity * span) if span > 0 else math.nan
     metrics["throughput"] = float(measured.sum()) / span if span > 0 else math.nan
-    released = np.concatenate([cols["end"][~np.isnan(cols["end"])], [-math.inf]])
-    metrics["makespan"] = float(released.max() - cols["submit"].min()) if len(released) > 1 else math.nan
+    # last processor release (a started job still running at the stop releases then) - first submission
+    began = ~np.isnan(cols["start"])
+    released = np.where(np.isnan(cols["end"]), t_stop, cols["end"])[began]
+    metrics["makespan"] = float(released.max() - cols["submit"].min()) if began.any() else math.nan
     for c, spec in enumerate(clusters):
         metrics[f"utilisation.{spec.name}"] = float(busy[c]) / (spec.processors * span) if span > 0 else math.nan
     metrics["reservations_accepted"] = float(sum(r.status in (AR_ACCEPTED, AR_ACTIVE, AR_DONE) for r in ars))

@@ -375,3 +375,29 @@ def test_the_example_gantt_never_uses_a_processor_twice():
     work = j["reservation"] < 0
     resumes = j["preemptions"][work]  # suspend: every preemption is followed by one resume
     np.testing.assert_allclose(runs[work], (j["runtime"][work] + 60.0 * resumes) * j["processors"][work])
+
+
+@pytest.mark.parametrize("example", ["single-cluster-easy.yaml", "multicluster-4x32.yaml"])
+def test_equal_priorities_through_the_event_driven_path_give_the_kernel_paths_result(example):
+    # priority 1 on every stream sends the scenario to simengine.local; the queue order is
+    # unchanged, so rows and metrics must equal those of the kernels' path
+    import yaml
+
+    d = yaml.safe_load((EXAMPLE.parent / example).read_text())
+    d["run"]["replications"] = 2
+    if d["run"].get("stop", {}).get("completions"):
+        d["run"]["stop"]["completions"] = 2000
+        d["run"]["warmup"]["completions"] = 100
+    a = run(d)
+    for s in d["workload"]["streams"]:
+        s["priority"] = 1
+    b = run(d)
+    for k, m in a.metrics.items():
+        np.testing.assert_allclose(b.metrics[k].values, m.values, rtol=1e-9, err_msg=k)
+    for k, v in a.jobs.items():
+        np.testing.assert_allclose(b.jobs[k], v, rtol=1e-12, err_msg=k) if v.dtype.kind == "f" else \
+            np.testing.assert_array_equal(b.jobs[k], v, err_msg=k)
+    for k, v in a.segments.items():  # the same processors too (lowest free, ends before starts)
+        np.testing.assert_array_equal(b.segments[k], v, err_msg=k)
+    for k, v in a.series.items():
+        np.testing.assert_allclose(b.series[k], v, rtol=1e-12, err_msg=k)
