@@ -145,3 +145,25 @@ def test_jobs_ending_at_this_instant_are_never_victims():
     estimate = [0, 0, 7.8, 9.1, 0, 0, 0, 0, 25, 0, 5, 0, 33, 11, 22, 0, 0, 0, 0]
     check((8, "conservative", ("kill", 0.0), [0] * 12 + [207, 207, 208, 213, 214, 214, 220], runtime, estimate,
            [1] * 13 + [2, 2, 1, 1, 1, 1], [0] * 6 + [1] + [0] * 6 + [1, 1, 0, 0, 0, 0], ars))
+
+
+@settings(max_examples=100, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(cluster_case(), st.integers(0, 120))
+def test_a_horizon_leaves_consistent_open_pieces(case, horizon):
+    from simengine.local.run import _pieces
+
+    P, policy, (mode_name, overhead), submit, runtime, estimate, size, priority, ars = case
+    mode = preemption_mode({"name": mode_name, "params": {"overhead": overhead}} if mode_name in ("requeue", "suspend")
+                           else mode_name)
+    sim = ClusterSim(P, policy, submit, runtime, estimate, size, priority, ars, mode, horizon=float(horizon)).run()
+    busy = defaultdict(list)
+    for owner, t0, t1, kind, procs in _pieces(sim):
+        assert t0 <= horizon  # nothing happens after the horizon
+        t1 = min(horizon, t1) if t1 == t1 else horizon
+        if (owner[0] == "j" and kind == KIND_RUN) or kind == KIND_RESERVATION:
+            for p in procs:
+                busy[p].append((t0, t1))
+    for spans in busy.values():
+        spans.sort()
+        assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:]) if a[1] > a[0] and b[1] > b[0])
+    assert all(s != s or s <= horizon for s in sim.first_start)
