@@ -409,6 +409,10 @@ class Result:
             "status": np.asarray(STATUS_NAMES, dtype=object)[j["status"]],
             "warmup": j["warmup"].astype(np.int8),
         }
+        # reservation/preemption runs (simengine.local, docs/reservations.md) carry these too
+        for extra in ("priority", "preemptions", "lost_time", "reservation"):
+            if extra in j:
+                cols[extra] = j[extra]
         _write_csv(path, cols)
 
     def write_segments_csv(self, path: Path) -> None:
