@@ -401,3 +401,11 @@ def test_equal_priorities_through_the_event_driven_path_give_the_kernel_paths_re
         np.testing.assert_array_equal(b.segments[k], v, err_msg=k)
     for k, v in a.series.items():
         np.testing.assert_allclose(b.series[k], v, rtol=1e-12, err_msg=k)
+
+
+def test_jobs_csv_carries_the_preemption_columns(tmp_path):
+    res = run(small_run_scenario())
+    res.write(tmp_path / "o")
+    lines = (tmp_path / "o" / "jobs.csv").read_text().splitlines()
+    assert lines[0].endswith(",warmup,priority,preemptions,lost_time,reservation")
+    assert sorted(line.split(",")[-1] for line in lines[1:]) == ["-1", "0", "1"]
