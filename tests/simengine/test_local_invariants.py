@@ -167,3 +167,78 @@ def test_a_horizon_leaves_consistent_open_pieces(case, horizon):
         spans.sort()
         assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:]) if a[1] > a[0] and b[1] > b[0])
     assert all(s != s or s <= horizon for s in sim.first_start)
+
+
+# ---- whole scenarios: the Result's rows and segments -------------------------------------------------
+
+@st.composite
+def scenario_case(draw):
+    import numpy as np  # noqa: F401
+
+    clusters = []
+    for c in range(draw(st.integers(1, 2))):
+        mode = draw(st.sampled_from(MODES))
+        pre = {"name": mode[0]} if mode[0] in ("none", "kill") else {"name": mode[0], "params": {"overhead": mode[1]}}
+        clusters.append({"name": f"c{c}", "processors": draw(st.integers(2, 8)),
+                         "scheduler": {"name": draw(st.sampled_from(["fcfs", "easy", "conservative"]))},
+                         "preemption": pre})
+    streams = []
+    for i in range(draw(st.integers(1, 2))):
+        streams.append({"kind": "synthetic", "name": f"s{i}", "target": "grid", "priority": draw(st.integers(0, 2)),
+                        "arrival": {"rate": draw(st.sampled_from([0.05, 0.2]))},
+                        "size": {"kind": "uniform", "low": 1, "high": 2, "integer": True},
+                        "runtime": {"kind": "exponential", "mean": 20},
+                        "estimate": {"kind": "factor", "factor": {"kind": "uniform", "low": 1, "high": 2}},
+                        "count": draw(st.integers(1, 15))})
+    reservations = []
+    for k in range(draw(st.integers(0, 3))):
+        c = draw(st.integers(0, len(clusters) - 1))
+        start = draw(st.integers(0, 60))
+        length = draw(st.integers(1, 30))
+        r = {"name": f"r{k}", "cluster": f"c{c}", "processors": draw(st.integers(1, clusters[c]["processors"])),
+             "start": start, "end": start + length, "request_time": draw(st.integers(0, start))}
+        if draw(st.booleans()):
+            r["relaxed"] = {"earliest_start": draw(st.integers(0, start)), "latest_finish": start + length + 30}
+        if draw(st.booleans()):
+            r["job"] = {"runtime": draw(st.integers(0, length))}
+        reservations.append(r)
+    return {"platform": {"clusters": clusters}, "workload": {"streams": streams}, "reservations": reservations,
+            "run": {"seed": draw(st.integers(0, 100))}}
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(scenario_case())
+def test_invariants_of_whole_runs(d):
+    import numpy as np
+
+    from simengine.runner import run
+
+    res = run(d)
+    s, j = res.segments, dict(res.jobs)
+    n = len(j["job_id"])
+    if "reservation" not in j:  # nothing needed the event-driven path: the kernels ran it
+        j.update(reservation=np.full(n, -1), preemptions=np.zeros(n), lost_time=np.zeros(n))
+    spans = defaultdict(list)
+    for c, f, k, t0, t1, row, kind in zip(s["cluster"], s["first_processor"], s["processors"], s["t0"], s["t1"],
+                                          s["job"], s["kind"]):
+        if kind == KIND_RESERVATION or (kind == KIND_RUN and j["reservation"][row] < 0):
+            for p in range(f, f + k):
+                spans[(c, p)].append((t0, t1))
+    for v in spans.values():
+        v.sort()
+        assert all(a[1] <= b[0] for a, b in zip(v, v[1:]) if a[1] > a[0] and b[1] > b[0])
+    overhead = {i: (c["preemption"].get("params") or {}).get("overhead", 0.0)
+                for i, c in enumerate(d["platform"]["clusters"])}
+    for row in np.flatnonzero((j["reservation"] < 0) & (j["status"] == 0)):
+        mine = s["job"] == row
+        run_time = float(((s["t1"] - s["t0"]) * s["processors"])[mine & (s["kind"] == KIND_RUN)].sum())
+        lost = float(((s["t1"] - s["t0"]) * s["processors"])[mine & (s["kind"] == KIND_KILLED)].sum())
+        mode = d["platform"]["clusters"][j["cluster"][row]]["preemption"]["name"]
+        # suspend: one overhead per resume; requeue: the last run from scratch has one overhead
+        times = j["preemptions"][row] if mode == "suspend" else min(j["preemptions"][row], 1) if mode == "requeue" else 0
+        extra = overhead[j["cluster"][row]] * times
+        assert run_time == pytest.approx((j["runtime"][row] + extra) * j["processors"][row])
+        assert lost == pytest.approx(j["lost_time"][row] * j["processors"][row])
+    if d["reservations"]:
+        rows = (j["reservation"] >= 0).sum()
+        assert res.metrics["reservations_accepted"].mean + res.metrics["reservations_rejected"].mean == rows
