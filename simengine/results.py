@@ -445,6 +445,39 @@ class Result:
                   header_comments=header, extra={"partition": j["cluster"][first] + 1})
 
 
+def assemble_result(scenario, kept_jobs: list[dict[str, np.ndarray]], metric_values: list[dict[str, float]],
+                    segments: dict[str, np.ndarray], series: dict[str, np.ndarray],
+                    notes: list[str] = ()) -> Result:
+    """The Result of a run, from what every model's replications produce.
+
+    Parameters
+    ----------
+    scenario : Scenario
+        The validated scenario (recorded with its hash, seed and the engine version).
+    kept_jobs : list of dict
+        The job rows kept (``run.keep_jobs``), in replication order; concatenated.
+    metric_values : list of dict
+        Each replication's scalar metrics; one :class:`Metric` (mean, 95% CI) per name.
+    segments, series : dict
+        Replication 0's Gantt segments and time series.
+    notes : list of str
+        Notes of every replication (repeats are dropped).
+    """
+    from simengine import __version__
+    from simengine.scenario import scenario_hash
+
+    jobs = kept_jobs[0] if len(kept_jobs) == 1 else {k: np.concatenate([j[k] for j in kept_jobs])
+                                                     for k in kept_jobs[0]}
+    names = sorted({k for m in metric_values for k in m})
+    metrics = {k: Metric.from_values(k, [m.get(k, math.nan) for m in metric_values]) for k in names}
+    clusters = scenario.platform.clusters
+    return Result(
+        scenario=scenario.model_dump(mode="json"), scenario_hash=scenario_hash(scenario), seed=scenario.run.seed,
+        engine_version=__version__, cluster_names=[c.name for c in clusters],
+        cluster_processors=[c.processors for c in clusters], jobs=jobs, segments=segments, metrics=metrics,
+        series=series, replications=len(metric_values), notes=list(dict.fromkeys(notes)))
+
+
 def _write_csv(path: Path, cols: dict[str, np.ndarray]) -> None:
     """Fast CSV of equal-length columns; floats in shortest round-trip form, NaN as empty."""
     names = list(cols)

@@ -26,15 +26,14 @@ from typing import Any, Callable
 
 import numpy as np
 
-from simengine import __version__
 from simengine.streaming import CHUNK_SEGMENTS, ChunkEmitter, ProgressCallback  # noqa: F401 - re-exported
 from simengine.gantt import KIND_RUN, SEGMENT_COLUMNS, assign_processors
 from simengine.generate import generate_stream
 from simengine.grid.schema import is_coallocation
 from simengine.grid_lwr import grid_lwr_kernel, lwr_sites
 from simengine.registry import LOCAL_SCHEDULERS, SITE_ALLOCATION
-from simengine.results import (Metric, Result, empty_job_rows, finish_rows, kth_smallest_end, time_series)
-from simengine.scenario import GRID_TARGET, Scenario, SyntheticStream, TraceStream, load_scenario, scenario_hash
+from simengine.results import (Result, assemble_result, empty_job_rows, finish_rows, kth_smallest_end, time_series)
+from simengine.scenario import GRID_TARGET, Scenario, SyntheticStream, TraceStream, load_scenario
 from simengine.site_allocation import choose
 from simengine.traces import read_trace
 from simengine.workload import JobTable
@@ -626,20 +625,10 @@ def _base_dir(scenario: Scenario) -> str | None:
 def _assemble(scenario: Scenario, outcomes: list[ReplicationOutcome],
               jobs: dict[str, np.ndarray] | None = None) -> Result:
     """The Result of a run; ``jobs``: the rows kept when already gathered in place."""
-    if jobs is None:
-        kept = [o.jobs for o in outcomes if o.jobs is not None]
-        jobs = kept[0] if len(kept) == 1 else {k: np.concatenate([j[k] for j in kept]) for k in kept[0]}
-    names = sorted({k for o in outcomes for k in o.metrics})
-    metrics = {k: Metric.from_values(k, [o.metrics.get(k, math.nan) for o in outcomes]) for k in names}
-    notes = [n for o in outcomes for n in o.notes]
+    kept = [jobs] if jobs is not None else [o.jobs for o in outcomes if o.jobs is not None]
     first = outcomes[0]
-    return Result(
-        scenario=scenario.model_dump(mode="json"), scenario_hash=scenario_hash(scenario),
-        seed=scenario.run.seed, engine_version=__version__,
-        cluster_names=[c.name for c in scenario.platform.clusters],
-        cluster_processors=[c.processors for c in scenario.platform.clusters],
-        jobs=jobs, segments=first.segments, metrics=metrics, series=first.series,
-        replications=len(outcomes), notes=list(dict.fromkeys(notes)))
+    return assemble_result(scenario, kept, [o.metrics for o in outcomes], first.segments, first.series,
+                           [n for o in outcomes for n in o.notes])
 
 
 _WARM = False

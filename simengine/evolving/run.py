@@ -15,13 +15,12 @@ import time
 
 import numpy as np
 
-from simengine import __version__
 from simengine.evolving.generate import FlatWorkload
 from simengine.evolving.metrics import app_values, per_test_metrics
 from simengine.evolving.models import ALGORITHMS
 from simengine.evolving.schedule import schedule, schedule_flat
-from simengine.results import BOUNDED_SLOWDOWN_TAU, JOB_DTYPES, Metric, Result
-from simengine.scenario import EvolvingStream, Scenario, scenario_hash
+from simengine.results import BOUNDED_SLOWDOWN_TAU, JOB_DTYPES, Result, assemble_result
+from simengine.scenario import EvolvingStream, Scenario
 from simengine.streaming import ChunkEmitter, ProgressCallback
 from simengine.workload import STATUS_COMPLETED
 
@@ -119,15 +118,7 @@ def run_evolving(scenario: Scenario, on_progress: ProgressCallback | None = None
             kept.append(jobs)
         values.append(metrics)
         emit.progress((r + 1) / R, float(jobs["end"].max(initial=0.0)) if r == 0 else 0.0)
-    jobs = kept[0] if len(kept) == 1 else {k: np.concatenate([j[k] for j in kept]) for k in kept[0]}
-    names = list(dict.fromkeys(k for m in values for k in m))
-    metrics = {k: Metric.from_values(k, [m.get(k, math.nan) for m in values]) for k in names}
-    result = Result(
-        scenario=scenario.model_dump(mode="json"), scenario_hash=scenario_hash(scenario),
-        seed=scenario.run.seed, engine_version=__version__,
-        cluster_names=[c.name for c in scenario.platform.clusters],
-        cluster_processors=[c.processors for c in scenario.platform.clusters],
-        jobs=jobs, segments=segments, metrics=metrics, series={}, replications=R)
+    result = assemble_result(scenario, kept, values, segments, {})
     result.engine_seconds = time.perf_counter() - t0
     emit.metrics(result.metrics)
     return result

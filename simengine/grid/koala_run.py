@@ -418,9 +418,9 @@ def run_koala(scenario, on_progress: Callable[[dict[str, Any]], None] | None = N
         if r == 0:
             emit.segments(out.segments, out.jobs)
         emit.progress((r + 1) / R, float(out.outcome.t_end))
-    from simengine.grid.run import assemble_result  # run.py dispatches here: import on use
+    from simengine.grid.run import assemble_outcomes  # run.py dispatches here: import on use
 
-    result = assemble_result(scenario, outs)
+    result = assemble_outcomes(scenario, outs)
     result.engine_seconds = time.perf_counter() - t0
     emit.metrics(result.metrics)
     return result

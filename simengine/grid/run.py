@@ -23,15 +23,15 @@ from typing import Any, Callable
 
 import numpy as np
 
-from simengine import __version__
 from simengine.distributions import processor_counts
 from simengine.gantt import KIND_CLAIMED, KIND_KILLED, KIND_RUN, SEGMENT_COLUMNS, assign_processors
 from simengine.generate import generate_stream
 from simengine.grid import kernel as K
 from simengine.grid.schema import is_koala
 from simengine.grid.model import GlobalJobs, GridOutcome, GridPolicy, LocalJobs, simulate, warm_up
-from simengine.results import BOUNDED_SLOWDOWN_TAU, SERIES_POINTS, Metric, Result, order_job_rows, percentile_linear
-from simengine.scenario import CoallocatedStream, Scenario, TraceStream, scenario_hash
+from simengine.results import (BOUNDED_SLOWDOWN_TAU, SERIES_POINTS, Result, assemble_result, order_job_rows,
+                               percentile_linear)
+from simengine.scenario import CoallocatedStream, Scenario, TraceStream
 from simengine.streaming import ChunkEmitter
 from simengine.workload import STATUS_COMPLETED, STATUS_FAILED, STATUS_KILLED, STATUS_REJECTED, STATUS_UNFINISHED
 
@@ -388,21 +388,12 @@ def simulate_replication(scenario: Scenario, replication: int, with_rows: bool =
 
 # ---- the run ------------------------------------------------------------------------------------
 
-def assemble_result(scenario: Scenario, outcomes: list) -> Result:
+def assemble_outcomes(scenario: Scenario, outcomes: list) -> Result:
     """One Result from replications that each carry ``jobs`` (None when not kept), ``metrics``,
     ``segments``, ``series`` and ``notes`` (the grid layer's and KOALA's replications)."""
     first = outcomes[0]
-    kept = [o.jobs for o in outcomes if o.jobs is not None]
-    jobs = kept[0] if len(kept) == 1 else {k: np.concatenate([j[k] for j in kept]) for k in first.jobs}
-    names = sorted({k for o in outcomes for k in o.metrics})
-    metrics = {k: Metric.from_values(k, [o.metrics.get(k, math.nan) for o in outcomes]) for k in names}
-    clusters = scenario.platform.clusters
-    return Result(
-        scenario=scenario.model_dump(mode="json"), scenario_hash=scenario_hash(scenario), seed=scenario.run.seed,
-        engine_version=__version__, cluster_names=[c.name for c in clusters],
-        cluster_processors=[c.processors for c in clusters], jobs=jobs, segments=first.segments,
-        metrics=metrics, series=first.series, replications=len(outcomes),
-        notes=list(dict.fromkeys(n for o in outcomes for n in o.notes)))
+    return assemble_result(scenario, [o.jobs for o in outcomes if o.jobs is not None], [o.metrics for o in outcomes],
+                           first.segments, first.series, [n for o in outcomes for n in o.notes])
 
 
 def run_grid(scenario: Scenario, on_progress: Callable[[dict[str, Any]], None] | None = None, *,
@@ -428,7 +419,7 @@ def run_grid(scenario: Scenario, on_progress: Callable[[dict[str, Any]], None] |
             for k, out in enumerate(pool.map(lambda r: simulate_replication(scenario, r, keep, False), range(1, R))):
                 outcomes.append(out)
                 emit.progress((k + 2) / R, 0.0)
-    result = assemble_result(scenario, outcomes)
+    result = assemble_outcomes(scenario, outcomes)
     result.engine_seconds = time.perf_counter() - t0
     emit.metrics(result.metrics)
     return result

@@ -39,17 +39,9 @@ def steps(t: float, processors: int, starts, ends, sizes) -> tuple[np.ndarray, n
     return pts[last].copy(), processors + cum[last]
 
 
-@njit(cache=True)
 def min_free(times, free, n, a, b):
     """Fewest free processors on [a, b) (at the instant a when b <= a)."""
-    i = prof_index(times, 0, n, a)
-    low = free[i]
-    i += 1
-    while i < n and times[i] < b:
-        if free[i] < low:
-            low = free[i]
-        i += 1
-    return low
+    return _min_free_lo(times, free, 0, n, a, b)
 
 
 def earliest(times: np.ndarray, free: np.ndarray, after: float, duration: float, size: int,

@@ -24,14 +24,13 @@ import time
 
 import numpy as np
 
-from simengine import __version__
 from simengine.gantt import KIND_KILLED, KIND_RESERVATION, KIND_RUN, KIND_SUSPENDED, SEGMENT_COLUMNS
 from simengine.local.cluster import (AR_ACCEPTED, AR_ACTIVE, AR_DONE, AR_REJECTED, DONE, KILLED, SUSPENDED,
                                      AdvanceReservation, ClusterSim)
 from simengine.preemption import preemption_mode
-from simengine.results import (BOUNDED_SLOWDOWN_TAU, JOB_DTYPES, SERIES_POINTS, Metric, Result,
+from simengine.results import (BOUNDED_SLOWDOWN_TAU, JOB_DTYPES, SERIES_POINTS, Result, assemble_result,
                                percentile_linear)
-from simengine.scenario import Scenario, SyntheticStream, scenario_hash
+from simengine.scenario import Scenario, SyntheticStream
 from simengine.streaming import ChunkEmitter, ProgressCallback
 from simengine.workload import STATUS_COMPLETED, STATUS_KILLED, STATUS_REJECTED, STATUS_UNFINISHED
 
@@ -364,16 +363,7 @@ def run_local(scenario: Scenario, on_progress: ProgressCallback | None = None) -
         values.append(metrics)
         notes += rep.notes
         emit.progress((r + 1) / R, float(np.nanmax(cols["end"], initial=0.0)) if r == 0 else 0.0)
-    jobs = kept[0] if len(kept) == 1 else {k: np.concatenate([j[k] for j in kept]) for k in kept[0]}
-    names = list(dict.fromkeys(k for m in values for k in m))
-    metrics = {k: Metric.from_values(k, [m.get(k, math.nan) for m in values]) for k in names}
-    result = Result(
-        scenario=scenario.model_dump(mode="json"), scenario_hash=scenario_hash(scenario),
-        seed=scenario.run.seed, engine_version=__version__,
-        cluster_names=[c.name for c in scenario.platform.clusters],
-        cluster_processors=[c.processors for c in scenario.platform.clusters],
-        jobs=jobs, segments=segments, metrics=metrics, series=series, replications=R,
-        notes=list(dict.fromkeys(notes)))
+    result = assemble_result(scenario, kept, values, segments, series, notes)
     result.engine_seconds = time.perf_counter() - t0
     emit.metrics(result.metrics)
     return result
