@@ -407,7 +407,7 @@ class Cluster:
             j.state = RUNNING
             j.run_t0 = t
             if j.rem <= b - t + EPS:
-                self.sim.push(t + j.rem, EV_DONE, self.idx, j)
+                self.sim.push(min(t + j.rem, b), EV_DONE, self.idx, j)  # never after the slice end
         self.dispatch()
         return b
 
@@ -454,11 +454,11 @@ class Cluster:
         if layer == j.cls:
             self.active[layer].append(j)
             if j.rem <= self.slice_end - t + EPS:
-                self.sim.push(t + j.rem, EV_DONE, self.idx, j)
+                self.sim.push(min(t + j.rem, self.slice_end), EV_DONE, self.idx, j)
         else:
             j.foreign = True
             self.foreign[layer].append(j)
-            self.sim.push(t + j.rem, EV_DONE, self.idx, j)
+            self.sim.push(min(t + j.rem, self.slice_end), EV_DONE, self.idx, j)
 
     def complete(self, j: Job) -> None:
         t = self.now

@@ -18,7 +18,8 @@ def quick(tmp_path_factory):
 
 def test_every_figure_and_table_has_its_data_and_a_standalone_page(quick):
     out, _ = quick
-    for name in ("table3", "fig22", "fig23", "fig24", "fig25", "fig26", "fig27", "utilisation", "gantt"):
+    for name in ("table3", "fig22", "fig23", "fig24", "fig25", "fig26", "fig27", "fig25_80", "fig26_80", "fig27_80",
+                 "utilisation", "gantt"):
         assert (out / f"{name}.csv").stat().st_size > 0, name
         html = (out / f"{name}.html").read_text()
         assert "<html" in html.lower() and "cdn.bokeh.org" not in html, name  # inline: works offline
