@@ -335,24 +335,28 @@ class Cluster:
         """Compress class ``c``'s plan: active and foreign jobs from now, then each queued job
         (in queue order) to its earliest fit, never later than its current slot."""
         vn = self.vnow[c]
-        prof = Profile(self.p.processors, vn)
+        taken = []
         for j in self.active[c]:
             e = vn + self.dur(c, vn, j.rem_est) if j.state == SUSPENDED else vn + self._running_dur(j)
-            prof.alloc(vn, e, j.n)
+            taken.append((vn, e, j.n))
             j.vend = e
         for j in self.foreign[c]:
-            left = j.rem_est - (self.now - j.run_t0)
-            prof.alloc(vn, vn + max(left, 0.0), j.n)
-            j.vend = vn + max(left, 0.0)
+            left = max(j.rem_est - (self.now - j.run_t0), 0.0)
+            taken.append((vn, vn + left, j.n))
+            j.vend = vn + left
         # every queued job keeps its slot (its duration recomputed there), then in queue order
         # moves to its earliest fit: never later than its slot while the slot stays feasible
         queue = self.queue[c]
         for j in queue:
             s = max(j.vstart, vn)
             j.vstart, j.vend = s, s + self.dur(c, s, j.rem_est)
-            prof.alloc(j.vstart, j.vend, j.n)
+            taken.append((j.vstart, j.vend, j.n))
+        prof = Profile.from_intervals(self.p.processors, vn, taken)
         self.plan[c] = prof
         for j in queue:
+            b = self.vbound(j)
+            if j.vstart <= b + EPS or not prof.any_free(b, j.vstart, j.n):
+                continue  # nothing free before its slot: it cannot move
             prof.release(j.vstart, j.vend, j.n)
             self.place(j, cap=j.vstart)
 

@@ -22,6 +22,29 @@ class Profile:
         self.t = [origin]
         self.f = [cap]
 
+    @classmethod
+    def from_intervals(cls, cap: int, origin: float, intervals: list[tuple[float, float, int]]) -> "Profile":
+        """The profile with ``n`` processors taken on each ``[s, e)`` (s >= origin)."""
+        prof = cls(cap, origin)
+        ev = []
+        for s, e, n in intervals:
+            if e - s > EPS and n:
+                ev.append((s, -n))
+                ev.append((e, n))
+        if not ev:
+            return prof
+        ev.sort()
+        t, f = prof.t, prof.f
+        cur = cap
+        for x, d in ev:
+            cur += d
+            if x - t[-1] <= EPS:
+                f[-1] = cur
+            else:
+                t.append(x)
+                f.append(cur)
+        return prof
+
     def _split(self, x: float) -> int:
         t = self.t
         if x <= t[0]:
@@ -64,6 +87,20 @@ class Profile:
                 m = f[i]
             i += 1
         return m
+
+    def any_free(self, s: float, e: float, n: int) -> bool:
+        """Whether ``n`` processors are free at some instant of ``[s, e)``."""
+        t, f = self.t, self.f
+        i = max(0, bisect_right(t, s + EPS) - 1)
+        if f[i] >= n:
+            return True
+        i += 1
+        nt = len(t)
+        while i < nt and t[i] < e - EPS:
+            if f[i] >= n:
+                return True
+            i += 1
+        return False
 
     def fit(self, lb: float, n: int, d_first: float, d_later: float, first: float) -> tuple[float, float]:
         """Earliest ``(s, e)`` with ``s >= lb`` and ``n`` processors free on ``[s, e)``.
