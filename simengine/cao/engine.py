@@ -355,8 +355,9 @@ class Cluster:
         self.plan[c] = prof
         for j in queue:
             b = self.vbound(j)
-            if j.vstart <= b + EPS or not prof.any_free(b, j.vstart, j.n):
-                continue  # nothing free before its slot: it cannot move
+            if ((j.vstart <= b + EPS or not prof.any_free(b, j.vstart, j.n))
+                    and prof.min_free(j.vstart, j.vend) >= 0):
+                continue  # its slot holds and nothing is free before it: it cannot move
             prof.release(j.vstart, j.vend, j.n)
             self.place(j, cap=j.vstart)
 
