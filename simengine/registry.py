@@ -66,6 +66,9 @@ DEADLINE_POLICY = Registry("deadline policy")
 #: What happens to a running job another job (or an advance reservation) preempts:
 #: none, kill, requeue, suspend (simengine.preemption, docs/reservations.md).
 PREEMPTION = Registry("preemption policy")
+#: How workflow grid jobs are made and placed with reservations: none, rars-heft (Cao's
+#: relaxed reservations, simengine.cao.scheduler, docs/cao.md).
+WORKFLOW_SCHEDULING = Registry("workflow scheduling policy")
 
 #: every registry, in the order `python -m simengine schedulers` lists them
-REGISTRIES = (LOCAL_SCHEDULERS, SITE_ALLOCATION, GRID_PLACEMENT, DEADLINE_POLICY, PREEMPTION)
+REGISTRIES = (LOCAL_SCHEDULERS, SITE_ALLOCATION, GRID_PLACEMENT, DEADLINE_POLICY, PREEMPTION, WORKFLOW_SCHEDULING)
