@@ -41,6 +41,7 @@ from pydantic_core import PydanticCustomError
 import simengine.schedulers  # noqa: F401  (registers the local schedulers)
 import simengine.site_allocation  # noqa: F401  (registers the site-allocation policies)
 import simengine.preemption  # noqa: F401  (registers the preemption policies)
+import simengine.cao.scheduler  # noqa: F401  (registers scojo-pect and the workflow scheduling policies)
 from simengine.evolving.models import Application
 from simengine.evolving.scheduler import EVOLVING_SCHEDULER
 from simengine.distributions import Distribution, processor_count_max, processor_count_mean
@@ -48,7 +49,7 @@ from simengine.errors import FieldError, ScenarioError
 from simengine.grid.schema import CoallocatedJobs, KoalaJobs, grid_problems
 from simengine.presets import PLATFORMS
 from simengine.registry import (DEADLINE_POLICY, GRID_PLACEMENT, LOCAL_SCHEDULERS, PREEMPTION, SITE_ALLOCATION,
-                                Registry)
+                                WORKFLOW_SCHEDULING, Registry)
 
 __all__ = [
     "Scenario",
@@ -607,10 +608,16 @@ class Grid(_Model):
     # co-allocated streams (simengine.grid): default worst-fit and rpp when such a stream exists
     placement: PolicyRef | None = None
     deadline_policy: PolicyRef | None = None
+    workflow_scheduling: PolicyRef = Field(
+        default_factory=lambda: PolicyRef(name="none"),
+        description="Workflow grid jobs: none (default) or rars-heft (Cao: a fraction of the eligible jobs "
+                    "become 5-task workflows placed with relaxed reservations; needs scojo-pect clusters, "
+                    "docs/cao.md)")
 
     @model_validator(mode="after")
     def _policy(self):
         found = _check_policy(self.site_allocation, SITE_ALLOCATION, ("site_allocation",))
+        found += _check_policy(self.workflow_scheduling, WORKFLOW_SCHEDULING, ("workflow_scheduling",))
         for field, registry in (("placement", GRID_PLACEMENT), ("deadline_policy", DEADLINE_POLICY)):
             if getattr(self, field) is not None:
                 found += _check_policy(getattr(self, field), registry, (field,))
@@ -625,6 +632,8 @@ class Grid(_Model):
         for field in ("placement", "deadline_policy"):
             if data.get(field, 0) is None:
                 del data[field]
+        if data.get("workflow_scheduling") == {"name": "none", "params": {}}:
+            del data["workflow_scheduling"]  # the default, left out so older scenarios keep their hash
         return data
 
 
@@ -704,6 +713,7 @@ def _cross_check(s: Scenario) -> list[tuple[tuple, str]]:
     endless = []
     found += _evolving_problems(s)
     found += _reservation_problems(s)
+    found += _cao_problems(s)
     for i, st in enumerate(s.workload.streams):
         pre = ("workload", "streams", i)
         if st.target != GRID_TARGET and st.target not in by_name:
@@ -840,6 +850,54 @@ def _reservation_problems(s: Scenario) -> list[tuple[tuple, str]]:
             found.append((("platform", "clusters", i, "preemption", "name"),
                           f"cluster '{c.name}' uses the {c.scheduler.name} scheduler; preemption needs "
                           f"{', '.join(QUEUE_SCHEDULERS)}"))
+    return found
+
+
+def _cao_problems(s: Scenario) -> list[tuple[tuple, str]]:
+    """Cao's system (simengine.cao.run) runs all clusters together: when one uses scojo-pect,
+    every one does, with the same processors, parameters and speed 1; its streams are synthetic,
+    trace or lublin ones. rars-heft needs scojo-pect clusters. (Reservations, priorities and
+    preemption are refused by _reservation_problems: scojo-pect is not a queue scheduler.)"""
+    from simengine.cao.scheduler import RARS_HEFT, SCOJO_PECT
+
+    found: list[tuple[tuple, str]] = []
+    clusters = s.platform.clusters
+    cao = [i for i, c in enumerate(clusters) if c.scheduler.name == SCOJO_PECT]
+    wf = s.grid.workflow_scheduling
+    if wf.name == RARS_HEFT and len(cao) < len(clusters):
+        other = next(c for c in clusters if c.scheduler.name != SCOJO_PECT)
+        found.append((("grid", "workflow_scheduling", "name"),
+                      f"{RARS_HEFT} needs every cluster to use the {SCOJO_PECT} scheduler; cluster '{other.name}' "
+                      f"uses {other.scheduler.name}"))
+    if wf.name == RARS_HEFT and wf.params.get("streams") is not None:
+        names = [st.name for st in s.workload.streams]
+        for k, name in enumerate(wf.params["streams"]):
+            if name not in names:
+                found.append((("grid", "workflow_scheduling", "params", "streams", k),
+                              f"unknown stream '{name}'; known: {', '.join(names)}"))
+    if not cao:
+        return found
+    ref = clusters[cao[0]]
+    for i, c in enumerate(clusters):
+        pre = ("platform", "clusters", i)
+        if c.scheduler.name != SCOJO_PECT:
+            found.append(((*pre, "scheduler", "name"),
+                          f"cluster '{ref.name}' uses {SCOJO_PECT}, so every cluster must (Cao's system simulates "
+                          f"the clusters together); got '{c.scheduler.name}'"))
+            continue
+        if c.processors != ref.processors:
+            found.append(((*pre, "processors"), f"{SCOJO_PECT} clusters must all have the same processors "
+                                                f"(cluster '{ref.name}': {ref.processors}); got {c.processors}"))
+        if c.scheduler.params != ref.scheduler.params:
+            found.append(((*pre, "scheduler", "params"), f"{SCOJO_PECT} clusters share one calendar: their "
+                                                         f"params must equal cluster '{ref.name}''s"))
+        if c.speed != 1.0:
+            found.append(((*pre, "speed"), f"must be 1 on {SCOJO_PECT} clusters (a workflow task may run on "
+                                           f"any of them); got {c.speed:g}"))
+    for i, st in enumerate(s.workload.streams):
+        if st.kind not in ("synthetic", "trace", "lublin"):
+            found.append((("workload", "streams", i, "kind"), f"{SCOJO_PECT} clusters take synthetic, trace and "
+                                                              f"lublin streams; got '{st.kind}'"))
     return found
 
 
