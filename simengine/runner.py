@@ -553,6 +553,10 @@ def run(scenario: Any, on_progress: ProgressCallback | None = None, *, workers: 
         allocation is stateful); default: the machine's cores when the run is big.
     """
     scenario = scenario if isinstance(scenario, Scenario) else load_scenario(scenario, base_dir=base_dir)
+    from simengine.cao.run import is_cao, run_cao
+
+    if is_cao(scenario):  # SCOJO-PECT clusters and RARS-HEFT workflows, one event loop (docs/cao.md)
+        return run_cao(scenario, on_progress)
     if is_coallocation(scenario):  # co-allocated jobs with start deadlines: the grid layer runs them
         from simengine.grid.run import run_grid
 

@@ -1,0 +1,340 @@
+"""Run a scenario of Cao's system (``simengine.run`` dispatches here when :func:`is_cao`).
+
+Per replication r:
+
+1. the workload is built and routed exactly as the runner does (:func:`simengine.runner._prepare`:
+   the same ``SeedSequence(run.seed)`` children, so the same jobs and clusters); jobs larger
+   than their cluster are rejected;
+2. with ``grid.workflow_scheduling: rars-heft``, ``fraction`` of the eligible jobs (of the
+   ``streams`` named, default all) become 5-task workflows
+   (:func:`simengine.cao.workflows.split_workflows`), drawn from one more child of the
+   replication's SeedSequence (index = number of streams + 1, after the site-allocation one),
+   communication times mapped linearly onto ``comm``;
+3. :func:`simengine.cao.simulate.simulate` runs the SCOJO-PECT clusters and RARS-HEFT;
+4. the stop rule is applied to the finished schedule (the engine is causal, so cutting it at
+   the stop gives what a run stopped there would have shown).
+
+The Result has one job row per local job and per workflow task, in submit order; a task's
+row carries its workflow's ``job_id``, ``stream`` and submit (the workflow's arrival), and
+the extra columns ``workflow`` (index in the replication, -1 for local jobs), ``task``
+(0..4, -1), ``ready`` (when the task's predecessors' output arrived: Cao's submit for RR),
+``job_class`` (0 short, 1 medium, 2 long) and ``preemptions``. Segments (replication 0):
+``run`` pieces, ``suspended`` gaps and each task's ``reservation`` frame [EST, LFT]
+(component = task index), clipped at the stop. Metrics: the usual ones over the measured
+rows, plus Cao's (docs/cao.md): ``rr_{medium,long}[_local|_task]``, ``grid_makespan``,
+``reservation_share``, ``preemptions``, ``cross_slice``, ``workflows``, ``tasks``, computed
+over the rows completed by the stop (without a stop: exactly :func:`simengine.cao.simulate.metrics`).
+
+Limits: with ``run.stop.completions`` and endless synthetic streams, a retry with more jobs
+draws the workflows again from the larger set of eligible jobs.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+
+import numpy as np
+
+from simengine.cao.engine import LONG, MEDIUM
+from simengine.cao.scheduler import RARS_HEFT, SCOJO_PECT, cao_params
+from simengine.cao.simulate import simulate, workflows_from_split
+from simengine.cao.workflows import COMM_RANGE, split_workflows
+from simengine.gantt import KIND_RUN, SEGMENT_COLUMNS
+from simengine.results import JOB_DTYPES, SERIES_POINTS, Result, assemble_result, order_job_rows, percentile_linear
+from simengine.scenario import Scenario, SyntheticStream
+from simengine.streaming import ChunkEmitter, ProgressCallback
+from simengine.workload import STATUS_COMPLETED, STATUS_KILLED, STATUS_REJECTED, STATUS_UNFINISHED, JobTable
+
+__all__ = ["is_cao", "run_cao", "replication_input", "CaoReplication"]
+
+
+def is_cao(scenario: Scenario) -> bool:
+    """Does the scenario run Cao's system (its clusters use ``scojo-pect``; validation makes it all of them)?"""
+    return any(c.scheduler.name == SCOJO_PECT for c in scenario.platform.clusters)
+
+
+class CaoReplication:
+    """One replication's input and schedule before the stop rule.
+
+    ``jobs`` (submit order), ``cluster`` (-1: rejected), ``runtime``, ``killed`` (walltime),
+    ``local`` (rows of ``jobs`` simulated as local jobs, in that order), ``wf_rows`` (the row
+    of ``jobs`` each workflow came from), the engine's ``result`` and the runner's ``notes``.
+    """
+
+    def __init__(self, jobs, cluster, runtime, killed, local, wf_rows, workflows, result, notes):
+        self.jobs, self.cluster, self.runtime, self.killed = jobs, cluster, runtime, killed
+        self.local, self.wf_rows, self.workflows, self.result, self.notes = local, wf_rows, workflows, result, notes
+
+
+def replication_input(scenario: Scenario, replication: int, counts: list[int] | None = None):
+    """(jobs, cluster, runtime, killed, local rows, workflow rows, local JobTable, workflows, params, notes)
+    of one replication: what :func:`simulate` is given."""
+    from simengine.runner import _prepare  # the runner imports this module lazily
+
+    jobs, cluster, runtime, estimate, killed, notes = _prepare(scenario, replication, counts)
+    clusters = scenario.platform.clusters
+    n = len(jobs)
+    table = JobTable(jobs.job_id, jobs.submit, runtime, estimate, jobs.processors, np.maximum(cluster, 0),
+                     jobs.stream, extra={"row": np.arange(n, dtype=np.int64)})
+    ok = cluster >= 0
+    wf = scenario.grid.workflow_scheduling
+    chosen = np.zeros(n, bool)
+    workflows = []
+    wf_rows = np.zeros(0, np.int64)
+    if wf.name == RARS_HEFT:
+        names = wf.params.get("streams")
+        streams = scenario.workload.streams
+        allowed = np.array([names is None or s.name in names for s in streams] + [False])
+        source = ok & allowed[jobs.stream] if n else ok
+        S = len(streams)
+        rng = np.random.default_rng(np.random.SeedSequence(scenario.run.seed, spawn_key=(replication, S + 1)))
+        split = split_workflows(table.take(source), float(wf.params["fraction"]), rng)
+        lo, hi = wf.params["comm"]
+        split.edge_comm = lo + (split.edge_comm - COMM_RANGE[0]) * ((hi - lo) / (COMM_RANGE[1] - COMM_RANGE[0]))
+        src_rows = np.flatnonzero(source)
+        kept = np.zeros(len(src_rows), bool)
+        kept[np.searchsorted(src_rows, split.local.extra["row"])] = True
+        chosen[src_rows[~kept]] = True
+        wf_rows = src_rows[~kept]  # in submit order, as the split's workflows
+        workflows = workflows_from_split(split)
+    local = np.flatnonzero(ok & ~chosen)
+    params = cao_params(clusters[0].scheduler.params, wf.params if wf.name == RARS_HEFT else None,
+                        len(clusters), clusters[0].processors)
+    return jobs, cluster, runtime, killed, local, wf_rows, table.take(local), workflows, params, notes
+
+
+def _simulate(scenario: Scenario, replication: int, counts: list[int] | None) -> CaoReplication:
+    jobs, cluster, runtime, killed, local, wf_rows, table, workflows, params, notes = replication_input(
+        scenario, replication, counts)
+    res = simulate(table, workflows, params)
+    return CaoReplication(jobs, cluster, runtime, killed, local, wf_rows, workflows, res, notes)
+
+
+def _kth_end(rep: CaoReplication, k: int) -> tuple[float, int]:
+    ends = np.sort(rep.result.jobs["end"][~np.isnan(rep.result.jobs["end"])])
+    return (float(ends[k - 1]) if 0 < k <= len(ends) else math.nan), len(ends)
+
+
+def _enough(scenario: Scenario, rep: CaoReplication) -> bool:
+    """Did the synthetic jobs drawn cover the run up to its last counted completion?"""
+    completions = scenario.run.stop.completions
+    streams = scenario.workload.streams
+    if completions is None or not any(isinstance(s, SyntheticStream) and s.count is None for s in streams):
+        return True
+    t_n, done = _kth_end(rep, completions)
+    if done < completions:
+        return False
+    for i, s in enumerate(streams):
+        if isinstance(s, SyntheticStream) and s.count is None:
+            mine = np.flatnonzero(rep.jobs.stream == i)
+            if not len(mine) or rep.jobs.submit[mine[-1]] <= t_n:
+                return False
+    return True
+
+
+def simulate_replication(scenario: Scenario, replication: int) -> CaoReplication:
+    """One replication, with more synthetic jobs each time until they cover ``run.stop.completions``."""
+    from simengine.runner import _synthetic_counts
+
+    completions = scenario.run.stop.completions
+    margin, drawn = 1.2, -1
+    while True:
+        counts = _synthetic_counts(scenario, completions, margin) if completions else None
+        rep = _simulate(scenario, replication, counts)
+        if len(rep.jobs) == drawn or _enough(scenario, rep):
+            return rep
+        drawn = len(rep.jobs)
+        margin *= 2
+
+
+def finish(scenario: Scenario, rep: CaoReplication, replication: int, with_segments: bool):
+    """Stop rule, job rows, metrics and (optionally) segments and time series of one replication."""
+    run = scenario.run
+    clusters = scenario.platform.clusters
+    jobs, R = rep.jobs, rep.result.jobs
+    n, nl = len(jobs), len(rep.local)
+    t_stop = run.stop.horizon if run.stop.horizon is not None else math.inf
+    if run.stop.completions is not None:
+        t_n, done = _kth_end(rep, run.stop.completions)
+        if done >= run.stop.completions:
+            t_stop = min(t_stop, t_n)
+        else:
+            rep.notes.append(f"replication {replication}: only {done} of {run.stop.completions} completions")
+    if not math.isfinite(t_stop):
+        ends = R["end"][~np.isnan(R["end"])]
+        t_stop = float(ends.max()) if len(ends) else 0.0
+
+    # input rows: every workload job (the local ones get the engine's values), then every task
+    nt = len(R["job_id"]) - nl
+    cao_row = np.full(n + nt, -1, np.int64)
+    cao_row[rep.local] = np.arange(nl)
+    cao_row[n:] = nl + np.arange(nt)
+    wf_of_task = R["workflow"][nl:]
+    origin = np.concatenate([np.arange(n), rep.wf_rows[wf_of_task]]).astype(np.int64)
+    has = cao_row >= 0
+
+    def pick(col, fill):  # the engine's value of each input row (fill where the engine had none)
+        if not len(cao_row):
+            return np.zeros(0)
+        return np.where(has, R[col][np.maximum(cao_row, 0)] if len(R[col]) else fill, fill)
+
+    wf_submit = np.asarray(jobs.submit)[origin]
+    cluster = np.concatenate([rep.cluster, R["cluster"][nl:]]).astype(np.int32)
+    runtime = np.concatenate([rep.runtime, R["runtime"][nl:]])
+    killed = np.concatenate([rep.killed, np.zeros(nt, bool)])
+    start, end = pick("start", np.nan), pick("end", np.nan)
+    keep = (wf_submit <= t_stop) & (has | (cluster < 0))  # a job made into a workflow has its tasks' rows
+    started = start <= t_stop
+    ended = end <= t_stop
+    status = np.full(n + nt, STATUS_UNFINISHED, np.int8)
+    status[ended] = STATUS_COMPLETED
+    status[ended & killed] = STATUS_KILLED
+    status[cluster < 0] = STATUS_REJECTED
+    cols = {"job_id": jobs.job_id[origin], "stream": jobs.stream[origin], "cluster": cluster,
+            "submit": wf_submit, "start": np.where(started, start, np.nan), "end": np.where(ended, end, np.nan),
+            "processors": np.concatenate([jobs.processors, R["processors"][nl:]]), "runtime": runtime,
+            "status": status, "workflow": np.concatenate([np.full(n, -1), wf_of_task]).astype(np.int32),
+            "task": np.concatenate([np.full(n, -1), R["task"][nl:]]).astype(np.int8),
+            "ready": pick("submit", np.nan), "job_class": pick("cls", -1).astype(np.int8),
+            "preemptions": pick("preemptions", 0).astype(np.int32), "_estimate": pick("estimate", np.nan),
+            "_foreign": pick("foreign", False).astype(bool), "_input": np.arange(n + nt)}
+    rejected = np.flatnonzero(cluster[:n] < 0)
+    cols["_estimate"][rejected] = jobs.estimate[rejected]
+    cols = {k: v[keep] for k, v in cols.items()}
+    cols, position = order_job_rows(cols, replication, run.warmup.time)
+    cols["estimate"] = cols.pop("_estimate")
+    foreign, input_row = cols.pop("_foreign"), cols.pop("_input")
+    t_warm = run.warmup.time
+    if run.warmup.completions:
+        done_rows = np.flatnonzero(~np.isnan(cols["end"]))
+        by_end = done_rows[np.lexsort((done_rows, cols["end"][done_rows]))]
+        first_w = by_end[:run.warmup.completions]
+        cols["warmup"][first_w] = True
+        if len(first_w) == run.warmup.completions:
+            t_warm = max(t_warm, float(cols["end"][first_w[-1]]))
+    for k in list(cols):
+        if k in JOB_DTYPES:
+            cols[k] = cols[k].astype(JOB_DTYPES[k])
+
+    # segments of the engine's rows, mapped to the output rows, clipped at the stop
+    out_row = np.full(n + nt, -1, np.int64)
+    out_row[input_row] = np.arange(len(input_row))
+    row_of_cao = np.full(len(R["job_id"]), -1, np.int64)
+    row_of_cao[cao_row[has]] = out_row[np.flatnonzero(has)]
+    # the engine's segments name a row's job_id: ask them of a copy whose job_ids are its rows
+    by_row = dataclasses.replace(rep.result, jobs={**R, "job_id": np.arange(len(R["job_id"]), dtype=np.int64)})
+    seg = by_row.segments(-math.inf, t_stop)
+    seg_row = row_of_cao[seg["job"]] if len(seg["job"]) else np.zeros(0, np.int64)
+    m = (seg_row >= 0) & (seg["t0"] < t_stop)
+    seg = {k: v[m] for k, v in seg.items()}
+    seg["job"] = seg_row[m]
+    seg["t1"] = np.minimum(seg["t1"], t_stop)
+    dt = {"cluster": np.int32, "first_processor": np.int32, "processors": np.int32, "t0": np.float64,
+          "t1": np.float64, "job": np.int64, "component": np.int16, "kind": np.int8}
+    seg = {k: np.asarray(seg[k], dt[k]) for k in SEGMENT_COLUMNS}
+    o = np.lexsort((seg["first_processor"], seg["cluster"], seg["t0"]))
+    seg = {k: v[o] for k, v in seg.items()}
+
+    metrics = _metrics(cols, seg, foreign, clusters, t_warm, t_stop)
+    series = _series(cols, seg, clusters, t_stop) if with_segments else None
+    return cols, (seg if with_segments else None), metrics, series
+
+
+def _metrics(cols, seg, foreign, clusters, t_warm: float, t_stop: float) -> dict[str, float]:
+    status = cols["status"]
+    measured = ~cols["warmup"] & ((status == STATUS_COMPLETED) | (status == STATUS_KILLED))
+    out: dict[str, float] = {"jobs_measured": float(measured.sum())}
+    if measured.any():
+        wait = cols["wait"][measured]
+        sd = cols["slowdown"][measured]
+        out.update({"mean_wait": float(wait.mean()), "mean_response": float(cols["response"][measured].mean()),
+                    "mean_slowdown": float(np.nanmean(sd)) if (~np.isnan(sd)).any() else math.nan,
+                    "mean_bounded_slowdown": float(cols["bounded_slowdown"][measured].mean()),
+                    "max_response": float(cols["response"][measured].max()), "p95_wait": percentile_linear(wait, 95)})
+    else:
+        out.update({k: math.nan for k in ("mean_wait", "mean_response", "mean_slowdown", "mean_bounded_slowdown",
+                                          "max_response", "p95_wait")})
+    span = t_stop - t_warm
+    run = seg["kind"] == KIND_RUN
+    busy_seg = (np.clip(seg["t1"], t_warm, t_stop) - np.clip(seg["t0"], t_warm, t_stop)) * seg["processors"]
+    capacity = sum(c.processors for c in clusters)
+    out["utilisation"] = float(busy_seg[run].sum()) / (capacity * span) if span > 0 else math.nan
+    for c, spec in enumerate(clusters):
+        mine = run & (seg["cluster"] == c)
+        out[f"utilisation.{spec.name}"] = float(busy_seg[mine].sum()) / (spec.processors * span) if span > 0 \
+            else math.nan
+    out["throughput"] = float(measured.sum()) / span if span > 0 else math.nan
+    began = ~np.isnan(cols["start"])
+    released = np.where(np.isnan(cols["end"]), t_stop, cols["end"])[began]
+    out["makespan"] = float(released.max() - cols["submit"].min()) if began.any() else math.nan
+    # Cao's metrics (docs/cao.md) over the measured rows
+    task = cols["task"] >= 0
+    cls = cols["job_class"]
+    rr = (cols["end"] - cols["ready"]) / np.maximum(cols["runtime"], 1.0)
+    for who, wname in ((~task, "_local"), (task, "_task"), (np.ones(len(task), bool), "")):
+        for c, cname in ((MEDIUM, "medium"), (LONG, "long")):
+            m = measured & who & (cls == c)
+            out[f"rr_{cname}{wname}"] = float(rr[m].mean()) if m.any() else math.nan
+    kept = status != STATUS_REJECTED
+    tasks = int((task & kept).sum())
+    ml = int((kept & (cls >= MEDIUM)).sum())
+    out["tasks"] = float(tasks)
+    out["reservation_share"] = tasks / ml if ml else 0.0
+    wfs = np.unique(cols["workflow"][task])
+    spans = []
+    for w in wfs:
+        rows = task & (cols["workflow"] == w)
+        if int(rows.sum()) == 5 and not np.isnan(cols["end"][rows]).any():
+            spans.append(float(cols["end"][rows].max() - cols["start"][rows].min()))
+    out["workflows"] = float(len(wfs))
+    out["grid_makespan"] = float(np.mean(spans)) if spans else math.nan
+    out["preemptions"] = float(cols["preemptions"][began].sum())
+    out["cross_slice"] = float((foreign & began).sum())
+    return out
+
+
+def _series(cols, seg, clusters, t_stop: float) -> dict[str, np.ndarray]:
+    """Utilisation (run segments) and queue length (submitted, not yet started) over [0, t_stop]."""
+    t = np.linspace(0.0, max(t_stop, 1e-9), SERIES_POINTS)
+
+    def active(on, off, weight):
+        cum_on = np.concatenate([[0], np.cumsum(weight[np.argsort(on, kind="stable")])])
+        cum_off = np.concatenate([[0], np.cumsum(weight[np.argsort(off, kind="stable")])])
+        return cum_on[np.searchsorted(np.sort(on), t, side="right")] - \
+            cum_off[np.searchsorted(np.sort(off), t, side="right")]
+
+    run = seg["kind"] == KIND_RUN
+    w = seg["processors"].astype(float)
+    out = {"time": t, "utilisation": active(seg["t0"][run], seg["t1"][run], w[run]) /
+           max(sum(c.processors for c in clusters), 1)}
+    began = np.where(np.isnan(cols["start"]), np.inf, cols["start"])
+    out["queue_length"] = active(cols["submit"], began, np.ones(len(began)))
+    for c, spec in enumerate(clusters):
+        m = run & (seg["cluster"] == c)
+        out[f"utilisation.{spec.name}"] = active(seg["t0"][m], seg["t1"][m], w[m]) / spec.processors
+    return out
+
+
+def run_cao(scenario: Scenario, on_progress: ProgressCallback | None = None) -> Result:
+    """The Result of a scenario whose clusters use ``scojo-pect`` (see the module docstring)."""
+    emit = ChunkEmitter(on_progress)
+    R = scenario.run.replications
+    t0 = time.perf_counter()
+    kept, values, notes = [], [], []
+    segments = series = None
+    for r in range(R):
+        rep = simulate_replication(scenario, r)
+        cols, seg, metrics, ser = finish(scenario, rep, r, with_segments=r == 0)
+        if r == 0:
+            segments, series = seg, ser
+            emit.segments(seg, cols)
+        if scenario.run.keep_jobs == "all" or r == 0:
+            kept.append(cols)
+        values.append(metrics)
+        notes += rep.notes
+        emit.progress((r + 1) / R, float(np.nanmax(cols["end"], initial=0.0)) if r == 0 else 0.0)
+    result = assemble_result(scenario, kept, values, segments, series, notes)
+    result.engine_seconds = time.perf_counter() - t0
+    emit.metrics(result.metrics)
+    return result
