@@ -243,7 +243,7 @@ def test_the_reservations_demo_is_the_example_scenario_under_the_demo_name():
     from gridweb.runs.demo import RESERVATIONS_EXAMPLE
     from simengine.scenario import load_scenario
 
-    assert [build for build, _ in SHOWCASES] == [reservations_demo_spec]
+    assert [build for build, _ in SHOWCASES][0] is reservations_demo_spec  # first of the showcases (Cao: second)
     spec = reservations_demo_spec()
     example = yaml.safe_load(RESERVATIONS_EXAMPLE.read_text())
     strip = lambda doc: {k: v for k, v in doc.items() if k not in ("name", "description")}  # noqa: E731
