@@ -75,3 +75,14 @@ def test_the_cao_demo_is_the_example_and_runs_in_embedded_mode(alice):
     col = segments["columns"]["kind"]
     seen = {kinds[k] for k in (col if isinstance(col, list) else [col["repeat"]])}
     assert {"run", "suspended", "reservation"} <= seen
+
+
+def test_the_run_page_and_the_preview_take_a_cao_scenario(alice):
+    client = client_for(alice)
+    spec = cao_demo_spec()
+    preview = post_json(client, reverse("scenarios:preview"), {"spec": spec})
+    assert preview.status_code == 200, preview.content
+    run = create_run(alice, spec, name=CAO_DEMO, visibility=Visibility.PRIVATE, dispatch_now=False)
+    assert execute_run(run.pk) == Status.DONE, run.error
+    page = client.get(reverse("runs:run", args=[run.pk]))
+    assert page.status_code == 200 and "rr_long_task" in page.content.decode()
