@@ -19,7 +19,7 @@ def quick(tmp_path_factory):
 def test_every_figure_and_table_has_its_data_and_a_standalone_page(quick):
     out, _ = quick
     for name in ("table3", "fig22", "fig23", "fig24", "fig25", "fig26", "fig27", "fig25_80", "fig26_80", "fig27_80",
-                 "utilisation", "gantt"):
+                 "fig28", "fig29", "utilisation", "gantt"):
         assert (out / f"{name}.csv").stat().st_size > 0, name
         html = (out / f"{name}.html").read_text()
         assert "<html" in html.lower() and "cdn.bokeh.org" not in html, name  # inline: works offline
@@ -51,7 +51,7 @@ def test_figure_22_spans_the_fractions_and_the_share_grows(quick):
 def test_claims_are_computed_with_values_and_verdicts(quick):
     out, claims = quick
     names = [c.claim for c in claims]
-    for needle in ("task reservations", "medium-job RR rises", "utilisation changes", "all four seeds"):
+    for needle in ("task reservations", "medium-job RR rises", "utilisation changes", "all four seeds", "SLPA"):
         assert any(needle in n for n in names), needle
     for c in claims:
         assert c.measured and c.verdict in ("PASS", "FAIL")
