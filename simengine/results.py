@@ -409,10 +409,11 @@ class Result:
             "status": np.asarray(STATUS_NAMES, dtype=object)[j["status"]],
             "warmup": j["warmup"].astype(np.int8),
         }
-        # reservation/preemption runs (simengine.local, docs/reservations.md) carry these too
-        for extra in ("priority", "preemptions", "lost_time", "reservation"):
-            if extra in j:
-                cols[extra] = j[extra]
+        # model-specific columns (e.g. priority, preemptions, lost_time, reservation of
+        # docs/reservations.md; workflow, task, ready, job_class of Cao's runs) follow, as kept
+        for extra, values in j.items():
+            if extra not in cols and extra not in ("killed",) and np.ndim(values) == 1:
+                cols[extra] = values
         _write_csv(path, cols)
 
     def write_segments_csv(self, path: Path) -> None:

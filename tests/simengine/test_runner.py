@@ -229,3 +229,26 @@ def test_lwr_grid_lockstep_equals_one_replication_at_a_time():
         for k in ("submit", "start", "end", "cluster"):
             np.testing.assert_array_equal(together.jobs[k][mine], alone.jobs[k])
     check_segments_never_overlap(together)
+
+
+def test_jobs_csv_carries_the_models_own_columns_after_the_standard_ones(tmp_path):
+    # a grid-layer run keeps per-job deadline, tries and kills; jobs.csv must not drop them
+    result = simengine.run({
+        "platform": {"clusters": [{"name": "c0", "processors": 8}, {"name": "c1", "processors": 8}]},
+        "workload": {"streams": [{
+            "kind": "coallocated", "name": "g", "arrival": {"rate": 0.01}, "count": 20,
+            "components": {"kind": "constant", "value": 2}, "size": {"kind": "constant", "value": 2},
+            "runtime": {"kind": "constant", "value": 50}, "deadline": {"min": 1, "max": 100}}]},
+        "grid": {"placement": {"name": "worst-fit"}, "deadline_policy": {"name": "rpp"}},
+    })
+    result.write_jobs_csv(tmp_path / "jobs.csv")
+    header = (tmp_path / "jobs.csv").read_text().splitlines()[0].split(",")
+    assert header[:16] == ["job_id", "replication", "stream", "cluster", "submit", "start", "end", "processors",
+                           "runtime", "estimate", "wait", "response", "slowdown", "bounded_slowdown", "status",
+                           "warmup"]
+    assert {"component", "deadline", "tries", "kills"} <= set(header[16:])
+    rows = (tmp_path / "jobs.csv").read_text().splitlines()[1:]
+    assert len(rows) == len(result.jobs["job_id"])
+    # the deadline column holds each job's own values, in row order
+    k = header.index("deadline")
+    assert [float(r.split(",")[k]) for r in rows] == pytest.approx(result.jobs["deadline"].tolist())
