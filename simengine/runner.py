@@ -290,30 +290,41 @@ def _prepare(scenario: Scenario, replication: int, counts: list[int] | None):
     return jobs, cluster, runtime, estimate, killed, notes
 
 
-def _enough(scenario: Scenario, sim: Simulated) -> bool:
-    """Did the generated synthetic jobs cover the run up to its last counted completion?"""
-    completions = scenario.run.stop.completions
-    if completions is None or not any(
-            isinstance(s, SyntheticStream) and s.count is None for s in scenario.workload.streams):
-        return True
-    sim.kth_end = kth_smallest_end(sim.start, sim.runtime, math.inf, completions)
-    t_n, started, _ = sim.kth_end
-    if started < completions:
+def endless_streams(scenario: Scenario) -> list[int]:
+    """Indices of the synthetic streams without a job count (drawn until the stop rule is covered)."""
+    return [i for i, s in enumerate(scenario.workload.streams) if isinstance(s, SyntheticStream) and s.count is None]
+
+
+def streams_cover(scenario: Scenario, jobs: JobTable, t_n: float, done: int) -> bool:
+    """Do the jobs drawn cover a run whose ``run.stop.completions``-th completion is at ``t_n``
+    (``done`` completions in all)? Every endless synthetic stream must have drawn a job after it:
+    jobs it would still have drawn could have changed the schedule before then."""
+    if done < scenario.run.stop.completions:
         return False
-    stream = sim.jobs.stream
-    for i, s in enumerate(scenario.workload.streams):
-        if isinstance(s, SyntheticStream) and s.count is None:
-            last = len(stream) - 1 if len(stream) and stream[-1] == i else None
-            if last is None:
-                mine = np.flatnonzero(stream == i)
-                last = mine[-1] if len(mine) else None
-            if last is None or sim.jobs.submit[last] <= t_n:
-                return False
+    stream = jobs.stream
+    for i in endless_streams(scenario):
+        last = len(stream) - 1 if len(stream) and stream[-1] == i else None
+        if last is None:
+            mine = np.flatnonzero(stream == i)
+            last = mine[-1] if len(mine) else None
+        if last is None or jobs.submit[last] <= t_n:
+            return False
     return True
 
 
-def _until_enough(scenario: Scenario, attempt: Callable[[list[int] | None], Simulated]) -> Simulated:
-    """``attempt(counts)`` with more synthetic jobs each time until they cover the run's stop.
+def _enough(scenario: Scenario, sim: Simulated) -> bool:
+    """Did the generated synthetic jobs cover the run up to its last counted completion?"""
+    if scenario.run.stop.completions is None or not endless_streams(scenario):
+        return True
+    sim.kth_end = kth_smallest_end(sim.start, sim.runtime, math.inf, scenario.run.stop.completions)
+    t_n, started, _ = sim.kth_end
+    return streams_cover(scenario, sim.jobs, t_n, started)
+
+
+def until_enough(scenario: Scenario, attempt: Callable[[list[int] | None], Any],
+                 enough: Callable[[Any], bool]) -> Any:
+    """``attempt(counts)`` with more synthetic jobs each time until ``enough(outcome)`` says they
+    cover the run's stop (every model's replication loop; ``outcome.jobs`` is its JobTable).
 
     A synthetic stream draws its k-th job the same whatever the count, so a longer attempt
     only extends a shorter one, and the jobs the run keeps do not depend on the count."""
@@ -322,11 +333,15 @@ def _until_enough(scenario: Scenario, attempt: Callable[[list[int] | None], Simu
     drawn = -1
     while True:
         counts = _synthetic_counts(scenario, completions, margin) if completions else None
-        sim = attempt(counts)
-        if len(sim.jobs) == drawn or _enough(scenario, sim):
-            return sim  # (same jobs as the last attempt: the horizon ends the streams first)
-        drawn = len(sim.jobs)
+        out = attempt(counts)
+        if len(out.jobs) == drawn or enough(out):
+            return out  # (same jobs as the last attempt: the horizon ends the streams first)
+        drawn = len(out.jobs)
         margin *= 2  # the queue grew more than expected: draw more jobs and run again
+
+
+def _until_enough(scenario: Scenario, attempt: Callable[[list[int] | None], Simulated]) -> Simulated:
+    return until_enough(scenario, attempt, lambda sim: _enough(scenario, sim))
 
 
 def simulate_replication(scenario: Scenario, replication: int, with_segments: bool) -> ReplicationOutcome:

@@ -42,7 +42,7 @@ from simengine.cao.simulate import simulate, workflows_from_split
 from simengine.cao.workflows import COMM_RANGE, split_workflows
 from simengine.gantt import KIND_RUN, SEGMENT_COLUMNS
 from simengine.results import JOB_DTYPES, SERIES_POINTS, Result, assemble_result, order_job_rows, percentile_linear
-from simengine.scenario import Scenario, SyntheticStream
+from simengine.scenario import Scenario
 from simengine.streaming import ChunkEmitter, ProgressCallback
 from simengine.workload import STATUS_COMPLETED, STATUS_KILLED, STATUS_REJECTED, STATUS_UNFINISHED, JobTable
 
@@ -118,34 +118,20 @@ def _kth_end(rep: CaoReplication, k: int) -> tuple[float, int]:
 
 def _enough(scenario: Scenario, rep: CaoReplication) -> bool:
     """Did the synthetic jobs drawn cover the run up to its last counted completion?"""
+    from simengine.runner import endless_streams, streams_cover
+
     completions = scenario.run.stop.completions
-    streams = scenario.workload.streams
-    if completions is None or not any(isinstance(s, SyntheticStream) and s.count is None for s in streams):
+    if completions is None or not endless_streams(scenario):
         return True
-    t_n, done = _kth_end(rep, completions)
-    if done < completions:
-        return False
-    for i, s in enumerate(streams):
-        if isinstance(s, SyntheticStream) and s.count is None:
-            mine = np.flatnonzero(rep.jobs.stream == i)
-            if not len(mine) or rep.jobs.submit[mine[-1]] <= t_n:
-                return False
-    return True
+    return streams_cover(scenario, rep.jobs, *_kth_end(rep, completions))
 
 
 def simulate_replication(scenario: Scenario, replication: int) -> CaoReplication:
     """One replication, with more synthetic jobs each time until they cover ``run.stop.completions``."""
-    from simengine.runner import _synthetic_counts
+    from simengine.runner import until_enough
 
-    completions = scenario.run.stop.completions
-    margin, drawn = 1.2, -1
-    while True:
-        counts = _synthetic_counts(scenario, completions, margin) if completions else None
-        rep = _simulate(scenario, replication, counts)
-        if len(rep.jobs) == drawn or _enough(scenario, rep):
-            return rep
-        drawn = len(rep.jobs)
-        margin *= 2
+    return until_enough(scenario, lambda counts: _simulate(scenario, replication, counts),
+                        lambda rep: _enough(scenario, rep))
 
 
 def finish(scenario: Scenario, rep: CaoReplication, replication: int, with_segments: bool):

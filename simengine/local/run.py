@@ -30,7 +30,7 @@ from simengine.local.cluster import (AR_ACCEPTED, AR_ACTIVE, AR_DONE, AR_REJECTE
 from simengine.preemption import preemption_mode
 from simengine.results import (BOUNDED_SLOWDOWN_TAU, JOB_DTYPES, SERIES_POINTS, Result, assemble_result,
                                percentile_linear)
-from simengine.scenario import Scenario, SyntheticStream
+from simengine.scenario import Scenario
 from simengine.streaming import ChunkEmitter, ProgressCallback
 from simengine.workload import STATUS_COMPLETED, STATUS_KILLED, STATUS_REJECTED, STATUS_UNFINISHED
 
@@ -108,33 +108,19 @@ class _Replication:
 
     def enough(self) -> bool:
         """Did the synthetic jobs drawn cover the run up to its last counted completion?"""
+        from simengine.runner import endless_streams, streams_cover
+
         completions = self.scenario.run.stop.completions
-        streams = self.scenario.workload.streams
-        if completions is None or not any(isinstance(s, SyntheticStream) and s.count is None for s in streams):
+        if completions is None or not endless_streams(self.scenario):
             return True
-        t_n, done = self.kth_end(completions)
-        if done < completions:
-            return False
-        for i, s in enumerate(streams):
-            if isinstance(s, SyntheticStream) and s.count is None:
-                mine = np.flatnonzero(self.jobs.stream == i)
-                if not len(mine) or self.jobs.submit[mine[-1]] <= t_n:
-                    return False
-        return True
+        return streams_cover(self.scenario, self.jobs, *self.kth_end(completions))
 
 
 def _simulate(scenario: Scenario, replication: int) -> _Replication:
-    from simengine.runner import _synthetic_counts
+    from simengine.runner import until_enough
 
-    completions = scenario.run.stop.completions
-    margin, drawn = 1.2, -1
-    while True:
-        counts = _synthetic_counts(scenario, completions, margin) if completions else None
-        rep = _Replication(scenario, replication, counts)
-        if len(rep.jobs) == drawn or rep.enough():
-            return rep
-        drawn = len(rep.jobs)
-        margin *= 2
+    return until_enough(scenario, lambda counts: _Replication(scenario, replication, counts),
+                        lambda rep: rep.enough())
 
 
 def _blocks(procs: tuple) -> list[tuple[int, int]]:
