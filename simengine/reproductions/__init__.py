@@ -7,8 +7,11 @@ the paper's stated outcomes with the values measured and whether they hold.
 """
 from __future__ import annotations
 
+import csv
 import importlib
+import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
 #: name -> module that defines ``recipe`` (imported on first use: bokeh is heavy)
@@ -34,6 +37,20 @@ class Claim:
     @property
     def verdict(self) -> str:
         return "PASS" if self.passed else "FAIL"
+
+
+def write_claims(claims: list[Claim], path: Path) -> None:
+    """The claims as CSV (claim, paper, measured, verdict): every recipe's ``claims.csv``."""
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["claim", "paper", "measured", "verdict"])
+        for c in claims:
+            w.writerow([c.claim, c.paper, c.measured, c.verdict])
+
+
+def default_workers(quick: bool) -> int:
+    """Worker processes of a recipe: one for ``--quick`` (tests run it), else up to two."""
+    return 1 if quick else min(2, os.cpu_count() or 1)
 
 
 def get(name: str) -> Callable:

@@ -39,13 +39,12 @@ from __future__ import annotations
 
 import csv
 import math
-import os
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Callable, NamedTuple
 
-from simengine.reproductions import Claim
+from simengine.reproductions import Claim, default_workers, write_claims
 from simengine.results import Metric
 
 RATES = tuple(round(0.001 * k, 3) for k in range(1, 11))
@@ -478,7 +477,7 @@ def recipe(out: Path, quick: bool = False, log: Callable[[str], None] = print,
     out.mkdir(parents=True, exist_ok=True)
     size = QUICK if quick else FULL
     if workers is None:
-        workers = 1 if quick else min(2, os.cpu_count() or 1)
+        workers = default_workers(quick)
     configs = configurations(size)
     t0 = time.perf_counter()
     log(f"Ballier et al. 2006: {len(configs)} configurations x {size['replications']} replications x "
@@ -493,11 +492,7 @@ def recipe(out: Path, quick: bool = False, log: Callable[[str], None] = print,
         _write_csv(fig, out / f"{fig['id']}.csv")
         _write_html(fig, out / f"{fig['id']}.html")
     claims = _claims(res, size, quick, refined)
-    with open(out / "claims.csv", "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["claim", "paper", "measured", "verdict"])
-        for c in claims:
-            w.writerow([c.claim, c.paper, c.measured, c.verdict])
+    write_claims(claims, out / "claims.csv")
     log(f"done in {time.perf_counter() - t0:.1f} s -> {out}")
     return claims
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import csv
 import math
-import os
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -29,7 +28,7 @@ from typing import Callable
 
 import numpy as np
 
-from simengine.reproductions import Claim
+from simengine.reproductions import Claim, default_workers, write_claims
 
 SEEDS = (71, 13, 3, 31)
 FRACTIONS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
@@ -368,7 +367,7 @@ def recipe(out: Path, quick: bool = False, log: Callable[[str], None] = print,
     out.mkdir(parents=True, exist_ok=True)
     size = QUICK if quick else FULL
     if workers is None:
-        workers = 1 if quick else min(2, os.cpu_count() or 1)
+        workers = default_workers(quick)
     t0 = time.perf_counter()
     cfgs = configurations(size)
     log(f"Cao 2009: {len(cfgs)} runs of 4 x {size['jobs']} jobs ({'quick' if quick else 'full'}, "
@@ -386,10 +385,6 @@ def recipe(out: Path, quick: bool = False, log: Callable[[str], None] = print,
         for cfg in sorted(res):
             w.writerow([*cfg, *(f"{res[cfg].get(k, math.nan):.6g}" for k in keys)])
     claims = _claims(res, size)
-    with open(out / "claims.csv", "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["claim", "paper", "measured", "verdict"])
-        for c in claims:
-            w.writerow([c.claim, c.paper, c.measured, c.verdict])
+    write_claims(claims, out / "claims.csv")
     log(f"done in {time.perf_counter() - t0:.1f} s ({busy:.1f} s of simulation) -> {out}")
     return claims

@@ -23,7 +23,7 @@ from simengine.evolving.generate import WorkloadSpec, generate
 from simengine.evolving.metrics import TABLE1, TABLE2, app_values, per_test_metrics, summarise
 from simengine.evolving.models import ALGORITHMS
 from simengine.evolving.schedule import Schedule, schedule_flat
-from simengine.reproductions import Claim
+from simengine.reproductions import Claim, write_claims
 
 N_MAX = 100
 FULL = {"tests": 1000}
@@ -269,11 +269,7 @@ def recipe(out: Path, quick: bool = False, log: Callable[[str], None] = print) -
     _write_table_html(out / "table2.html", "Table 2: user-centric metrics", TABLE2, PAPER_T2, summary)
     _write_gantt(_gantt(w), out)
     claims = _claims(summary, quick, tests)
-    with open(out / "claims.csv", "w", newline="") as f:
-        wr = csv.writer(f)
-        wr.writerow(["claim", "paper", "measured", "verdict"])
-        for c in claims:
-            wr.writerow([c.claim, c.paper, c.measured, c.verdict])
+    write_claims(claims, out / "claims.csv")
     log(f"done in {time.perf_counter() - t0:.1f} s -> {out}")
     return claims
 

@@ -28,7 +28,7 @@ from typing import Callable
 
 import numpy as np
 
-from simengine.reproductions import Claim
+from simengine.reproductions import Claim, write_claims
 from simengine.results import Metric, percentile_linear
 
 SITES = ("vu", "leiden", "uva", "delft", "utrecht")
@@ -358,11 +358,7 @@ def recipe_for(w: int) -> Callable:
                     for t, n in res[label]["queue"]:
                         wr.writerow([f"{t:g}", label, n])
             _write_queue_html(res, out / "w50-placement-queue.html")
-        with open(out / "claims.csv", "w", newline="") as f:
-            wr = csv.writer(f)
-            wr.writerow(["claim", "paper", "measured", "verdict"])
-            for c in claims:
-                wr.writerow([c.claim, c.paper, c.measured, c.verdict])
+        write_claims(claims, out / "claims.csv")
         log(f"done in {time.perf_counter() - t0:.1f} s -> {out}")
         return claims
 

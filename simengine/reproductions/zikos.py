@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import csv
 import math
-import os
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -23,7 +22,7 @@ from typing import Callable
 
 import numpy as np
 
-from simengine.reproductions import Claim
+from simengine.reproductions import Claim, default_workers, write_claims
 from simengine.results import Metric
 
 ALPHAS = (2.0, 1.75, 1.5, 1.25)
@@ -227,7 +226,7 @@ def recipe(out: Path, quick: bool = False, log: Callable[[str], None] = print,
     out.mkdir(parents=True, exist_ok=True)
     size = QUICK if quick else FULL
     if workers is None:
-        workers = 1 if quick else min(2, os.cpu_count() or 1)
+        workers = default_workers(quick)
     t0 = time.perf_counter()
     log(f"Zikos & Karatza 2010: {len(configurations())} configurations x {size['replications']} replications "
         f"x {size['completions']} completions ({'quick' if quick else 'full'})")
@@ -236,10 +235,6 @@ def recipe(out: Path, quick: bool = False, log: Callable[[str], None] = print,
         _write_csv(fig, out / f"{fig['id']}.csv")
         _write_html(fig, out / f"{fig['id']}.html")
     claims = _claims(res)
-    with open(out / "claims.csv", "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["claim", "paper", "measured", "verdict"])
-        for c in claims:
-            w.writerow([c.claim, c.paper, c.measured, c.verdict])
+    write_claims(claims, out / "claims.csv")
     log(f"done in {time.perf_counter() - t0:.1f} s -> {out}")
     return claims
