@@ -60,12 +60,7 @@ def result_of(run: Run) -> Result:
         stored = None
     if stored is None or run.status != Status.DONE:
         raise ExportUnavailable(f"run {run.pk} has no result to export (status {run.status})")
-    arrays: dict[str, dict[str, np.ndarray]] = {group: {} for group in _NPZ_GROUPS}
-    with np.load(io.BytesIO(bytes(stored.npz)), allow_pickle=False) as npz:
-        for key in npz.files:
-            group, _, column = key.partition("_")
-            if group in arrays:
-                arrays[group][column] = npz[key]
+    arrays = _stored_arrays(stored, _NPZ_GROUPS)
     summary = run.summary or {}
     scenario = scenario_document(run)
     clusters = summary.get("clusters") or [
@@ -85,6 +80,37 @@ def result_of(run: Run) -> Result:
         engine_seconds=float(summary.get("engine_seconds", 0.0)),
         notes=list(summary.get("notes") or []),
     )
+
+
+def _stored_arrays(stored: RunResult, groups: tuple[str, ...]) -> dict[str, dict[str, np.ndarray]]:
+    """The stored ``RunResult.npz`` arrays of ``groups`` (only those are decompressed)."""
+    arrays: dict[str, dict[str, np.ndarray]] = {group: {} for group in groups}
+    with np.load(io.BytesIO(bytes(stored.npz)), allow_pickle=False) as npz:
+        for key in npz.files:
+            group, _, column = key.partition("_")
+            if group in arrays:
+                arrays[group][column] = npz[key]
+    return arrays
+
+
+def job_arrays(run: Run) -> tuple[dict[str, np.ndarray], list[str]]:
+    """The job columns of a done run's stored result (``Result.jobs``, without segments or
+    series) and its cluster names, for the run page's jobs table.
+
+    Raises :class:`ExportUnavailable` when the run has no stored result.
+    """
+    try:
+        stored = run.result
+    except RunResult.DoesNotExist:
+        stored = None
+    if stored is None or run.status != Status.DONE:
+        raise ExportUnavailable(f"run {run.pk} has no jobs yet (status {run.status}): the table is available "
+                                "when the run finishes")
+    jobs = _stored_arrays(stored, ("jobs",))["jobs"]
+    summary = run.summary or {}
+    clusters = summary.get("clusters") or [
+        {"name": c["name"]} for c in scenario_document(run)["platform"]["clusters"]]
+    return jobs, [c["name"] for c in clusters]
 
 
 def _written(write: Callable[[Path], None], name: str) -> bytes:

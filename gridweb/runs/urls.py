@@ -13,6 +13,7 @@ urlpatterns = [
     path("runs/<int:pk>/delete/", views.run_delete, name="delete"),
     path("runs/<int:pk>/comments/", views.run_comment, name="comment"),
     path("runs/<int:pk>/segments.json", views.run_segments, name="segments"),
+    path("runs/<int:pk>/jobs.json", views.run_jobs, name="jobs"),
     path("runs/<int:pk>/plots.json", views.run_plots, name="plots"),
     path("runs/<int:pk>/export/<str:kind>", views.run_export, name="export"),
     path("gallery/", views.gallery, name="gallery"),

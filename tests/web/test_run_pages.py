@@ -58,6 +58,7 @@ def run_urls(run: Run) -> dict[str, str]:
         "page": reverse("runs:run", args=[run.pk]),
         "segments": reverse("runs:segments", args=[run.pk]),
         "plots": reverse("runs:plots", args=[run.pk]),
+        "jobs": reverse("runs:jobs", args=[run.pk]),
         **{kind: reverse("runs:export", args=[run.pk, kind])
            for kind in ("jobs.csv", "schedule.swf", "scenario.json", "metrics.json")},
     }
