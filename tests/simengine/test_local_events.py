@@ -99,19 +99,3 @@ def test_every_job_is_one_run_segment_on_its_processors_and_none_overlap():
         for p, spans in busy.items():
             spans.sort()
             assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:])), f"processor {p} runs two jobs"
-
-
-def test_speed_fcfs_and_easy_on_10k_jobs():
-    # target: at least ~5000 jobs/s; measured 26k (FCFS) and 8k (EASY) jobs/s with other test
-    # runs on the same 2 cores (60k and 20k on a quiet machine). The bound leaves room for a busy CI.
-    import time
-
-    rng = np.random.default_rng(5)
-    submit, runtime, estimate, size = random_workload(rng, 10_000, 128, False)
-    size = np.minimum(size, rng.integers(1, 33, 10_000))
-    load = float((runtime * size).sum()) / (128 * (submit[-1] - submit[0]))
-    submit = submit * load / 0.85
-    for policy in ("fcfs", "easy"):
-        t0 = time.perf_counter()
-        ClusterSim(128, policy, submit, runtime, estimate, size).run()
-        assert 10_000 / (time.perf_counter() - t0) > 2000, policy
