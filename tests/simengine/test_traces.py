@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import gzip
 import shutil
-import time
 import tracemalloc
 from pathlib import Path
 
@@ -151,19 +150,15 @@ def test_shared_trace_facts() -> None:
     assert int(hpc2n.header[UNKNOWN_RUNTIME_KEY]) > 0
 
 
-def test_lcg_reads_fast_and_lean() -> None:
+def test_lcg_reads_lean() -> None:
+    # (its speed is a benchmark's business, not a timed test's: benchmarks/run_all.py)
     path = shared_trace("LCG-2005-1.swf.gz")
-    read_swf(path)  # warm the page cache and imports
-    start = time.perf_counter()
-    read_swf(path)
-    elapsed = time.perf_counter() - start
     tracemalloc.start()
     try:
         trace = read_swf(path)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert elapsed < 3.0, f"LCG took {elapsed:.2f} s"
     # The result is ~20 MB of arrays; per-line Python objects would need several times that.
     assert peak < 150e6, f"peak {peak / 1e6:.0f} MB"
     assert len(trace.jobs) == 188041
