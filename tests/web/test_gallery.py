@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import re
-import time
 from datetime import datetime, timedelta
 from datetime import timezone as tz
 from pathlib import Path
@@ -276,14 +275,10 @@ def test_the_curated_reproduction_runs_show_the_claims_they_describe(transaction
     load_demo()
     recipes = recipe_runs()
     for run in recipes["zikos"] + recipes["ballier"]:
-        started = time.monotonic()
         assert execute_run(run.pk) == Status.DONE, run.error
-        assert time.monotonic() - started < 60  # modest: gridweb_demo --run-now stays quick
         run.refresh_from_db()
     (koala,) = recipes["koala"]
-    started = time.monotonic()
     assert execute_run(koala.pk) == Status.DONE, koala.error
-    assert time.monotonic() - started < 15  # a few seconds of gridweb_demo --run-now
     koala.refresh_from_db()
 
     def metric(run: Run, name: str) -> dict:
