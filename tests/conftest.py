@@ -12,8 +12,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 ROOT = Path(__file__).resolve().parents[1]
+
+# In CI every property test draws the same examples each run (a red build then means the code
+# changed, not the dice); locally hypothesis keeps exploring new ones and remembers failures.
+hypothesis_settings.register_profile("ci", derandomize=True, database=None)
+if os.environ.get("CI"):
+    hypothesis_settings.load_profile("ci")
 # The shared folder (traces, seeds, conformance data) sits beside the repository root.
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 
