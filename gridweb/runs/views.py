@@ -140,6 +140,7 @@ def run_page_context(request: HttpRequest, run: Run, comment_form: CommentForm |
                        if count],
         "notes": (run.summary or {}).get("notes") or [],
         "has_plots": run.status == Status.DONE,
+        "job_statuses": STATUS_NAMES,
         "scenario_json": json.dumps(run.spec, indent=2),
         "comments": run.comments.select_related("author"),
         "comment_form": comment_form or CommentForm(),
@@ -292,6 +293,7 @@ def jobs_page(run: Run, request: HttpRequest) -> dict[str, Any]:
         raise BadParameter("replication", f"this run keeps the jobs of replication(s) "
                            f"{', '.join(map(str, replications))} (got {replication})")
     columns = [c for c in JOB_COLUMNS if c in jobs]
+    standard = len(columns)
     columns += [c for c, v in jobs.items() if c not in columns and c != "killed" and np.ndim(v) == 1]
     # the rows of the replication, in submit order (as stored: replication order, then submit order)
     rows = np.flatnonzero(jobs["replication"] == replication)
@@ -338,6 +340,7 @@ def jobs_page(run: Run, request: HttpRequest) -> dict[str, Any]:
     return {
         "columns": columns,
         "descriptions": {c: JOB_COLUMN_HELP.get(c, "") for c in columns},
+        "model_columns": columns[standard:],
         "rows": [list(row) for row in zip(*out_columns)] if len(page) else [],
         "total": int(len(rows)),
         "offset": offset,

@@ -20,7 +20,8 @@ from gridweb.sharing import Visibility
 from simengine.results import JOB_COLUMNS
 from simengine.workload import STATUS_NAMES
 from tests.web.conftest import client_for
-from tests.web.test_run_pages import finished_run
+from tests.web.test_gantt_browser import log_in, open_gantt, screenshot
+from tests.web.test_run_pages import finished_run, queued_run
 
 pytestmark = pytest.mark.django_db
 
@@ -99,6 +100,7 @@ def test_reservation_run_has_its_model_specific_columns_after_the_standard_ones(
     assert body["columns"][:len(JOB_COLUMNS)] == list(JOB_COLUMNS)
     assert set(RESERVATION_COLUMNS) <= set(body["columns"][len(JOB_COLUMNS):])
     assert body["columns"] == columns and body["rows"] == rows
+    assert body["model_columns"] == columns[len(JOB_COLUMNS):]
     # The reservations' rows are in the stream after the workload streams, named so.
     names = {s["index"]: s["name"] for s in body["streams"]}
     assert names[len(reservations_run.spec["workload"]["streams"])] == "reservations"
@@ -174,3 +176,68 @@ def test_private_run_jobs_are_404_for_outsiders_and_visitors(alice, bob, carol, 
     assert client_for(alice).get(reverse("runs:jobs", args=[999_999])).status_code == 404
     public = finished_run(alice, visibility=Visibility.PUBLIC)
     assert jobs(client_for(), public).status_code == 200
+def test_an_unfinished_run_has_no_jobs_yet_and_its_page_says_so(alice):
+    run = queued_run(alice)
+    response = jobs(client_for(alice), run)
+    assert response.status_code == 409 and "when the run finishes" in response.json()["error"]
+    page = client_for(alice).get(reverse("runs:run", args=[run.pk])).content.decode()
+    assert 'id="jobs-table-section"' in page and "available when the run finishes" in page
+
+
+def test_run_page_has_the_jobs_section_after_the_gantt(alice, plain_run):
+    html = client_for(alice).get(reverse("runs:run", args=[plain_run.pk])).content.decode()
+    url = reverse("runs:jobs", args=[plain_run.pk])
+    assert f'data-url="{url}"' in html
+    assert html.index('id="gantt"') < html.index('id="jobs-table-section"')
+    assert "runs/jobs_table.js" in html
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_jobs_table_in_the_browser_pages_filters_and_highlights_a_job_on_the_gantt(live_server, page, alice):
+    run = create_run(alice, reservations_demo_spec(), name=RESERVATIONS_DEMO, visibility=Visibility.PRIVATE,
+                     dispatch_now=False)
+    assert execute_run(run.pk) == Status.DONE, run.error
+    columns, rows = expected_rows(engine_result(run))
+    status = columns.index("status")
+    log_in(page, live_server.url, alice)
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    open_gantt(page, f"{live_server.url}/runs/{run.pk}/")
+    table = page.locator("#jobs-table")
+    page.wait_for_function("() => document.getElementById('jobs-table').dataset.ready === 'true'")
+    assert table.get_attribute("data-total") == str(len(rows)) and len(rows) > 100
+    assert page.locator("#jobs-range").inner_text() == f"rows 1–100 of {len(rows)}"
+    assert page.locator("#jobs-table thead th").all_inner_texts() == columns
+    first = page.locator("#jobs-table tbody tr").first.locator("td").all_inner_texts()
+    assert first[columns.index("job_id")] == str(rows[0][columns.index("job_id")])
+
+    # Page forward: rows 101–200, the 101st job first.
+    page.click("#jobs-next")
+    page.wait_for_function("() => document.getElementById('jobs-table').dataset.offset === '100'"
+                           " && document.getElementById('jobs-table').dataset.ready === 'true'")
+    assert page.locator("#jobs-range").inner_text() == f"rows 101–{min(200, len(rows))} of {len(rows)}"
+    assert page.locator("#jobs-table tbody tr").first.get_attribute("data-job") == str(rows[100][0])
+
+    # Filter by status (the rarest status the run has, so the total changes): back to the first
+    # page, only those jobs.
+    counts = {name: sum(r[status] == name for r in rows) for name in STATUS_NAMES}
+    rare = min((name for name in counts if counts[name]), key=counts.get)
+    assert 0 < counts[rare] < len(rows)
+    page.select_option("#jobs-status", rare)
+    page.wait_for_function(f"() => document.getElementById('jobs-table').dataset.total === '{counts[rare]}'"
+                           " && document.getElementById('jobs-table').dataset.ready === 'true'")
+    shown = {tr for tr in page.locator(f"#jobs-table tbody td:nth-child({status + 1})").all_inner_texts()}
+    assert shown == {rare}
+    assert page.locator("#jobs-range").inner_text().startswith("rows 1–")
+
+    # Click a completed job: its segments are highlighted on the Gantt.
+    page.select_option("#jobs-status", "completed")
+    page.wait_for_function(f"() => document.getElementById('jobs-table').dataset.total === '{counts['completed']}'"
+                           " && document.getElementById('jobs-table').dataset.ready === 'true'")
+    row = page.locator("#jobs-table tbody tr").nth(2)
+    key = f"{row.get_attribute('data-stream')}:{row.get_attribute('data-job')}"
+    row.click()
+    page.wait_for_function(f"() => gridwebGantt.highlightedKey() === '{key}'")
+    assert int(page.locator("#gantt").get_attribute("data-highlighted")) >= 1
+    assert "highlighted" in row.get_attribute("class")
+    screenshot(page, "run-jobs-table.png")
