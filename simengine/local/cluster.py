@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from simengine.gantt import KIND_KILLED, KIND_RESERVATION, KIND_RUN, KIND_SUSPENDED
-from simengine.local.profile import Profile, add, earliest, min_free, steps
+from simengine.local.profile import Profile, add, compress_queue, earliest, min_free, steps
 from simengine.preemption import PreemptionMode, choose_victims
 from simengine.schedulers.base import planned_end as _compiled_planned_end
 
@@ -447,21 +447,27 @@ class ClusterSim:
         self.repaired = True
 
     def _compress(self, t: float) -> None:
-        for key in self.queue:
-            j = key[2]
-            s_old = self.rstart[j]
-            if s_old <= t:
-                continue
-            after = t
-            if self.state[j] == SUSPENDED:
-                after = max(after, self._identity_free_at(j, t))
-                if after >= s_old:
-                    continue
-            s = self.prof.earliest(after, self.pplan[j], self.size[j], own=(s_old, self.pend[j], self.size[j]),
-                                   limit=s_old)
-            if s < s_old:
-                self._unreserve(j)
-                self._reserve(j, s)
+        """Move queued reservations earlier where the profile now allows (compiled loop)."""
+        jobs = [key[2] for key in self.queue]
+        if not jobs:
+            return
+        after = np.full(len(jobs), t)
+        for q, j in enumerate(jobs):
+            if self.state[j] == SUSPENDED and self.rstart[j] > t:
+                after[q] = max(t, self._identity_free_at(j, t))
+        rstart = np.array([self.rstart[j] for j in jobs])
+        pend = np.array([self.pend[j] for j in jobs])
+        pplan = np.array([self.pplan[j] for j in jobs], dtype=np.float64)
+        size = np.array([self.size[j] for j in jobs], dtype=np.int64)
+        moved_from = rstart.copy()
+        prof = self.prof
+        prof.times, prof.free, prof.lo, prof.n, first = compress_queue(
+            prof.times, prof.free, prof.lo, prof.n, float(t), after, rstart, pend, pplan, size)
+        if first < INF:
+            for q in np.flatnonzero(rstart != moved_from):
+                self.rstart[jobs[q]] = float(rstart[q])
+                self.pend[jobs[q]] = float(pend[q])
+            self.next_start = min(self.next_start, first)
 
     # ---- the main loop --------------------------------------------------------------------------
 

@@ -93,6 +93,32 @@ class Profile:
 
 
 @njit(cache=True)
+def compress_queue(times, free, lo, n, t, after, rstart, pend, pplan, size):
+    """Conservative backfilling's compression of the queued reservations, compiled: in queue
+    order, each reservation starting after ``t`` moves to its earliest fit at or after
+    ``after[q]`` if that is sooner (its own window counts as free while it looks).
+
+    ``rstart``/``pend`` (queued starts and ends) are updated in place; returns the profile
+    arrays and the earliest new start (inf when nothing moved).
+    """
+    first = INF
+    for q in range(rstart.shape[0]):
+        s_old = rstart[q]
+        if s_old <= t or after[q] >= s_old:
+            continue
+        s = prof_find_start(times, free, lo, n, after[q], pplan[q], size[q], s_old, s_old, pend[q], size[q])
+        if s < s_old:
+            times, free, lo, n = prof_add(times, free, lo, n, s_old, pend[q], size[q])
+            e = s + pplan[q]
+            times, free, lo, n = prof_add(times, free, lo, n, s, e, -size[q])
+            rstart[q] = s
+            pend[q] = e
+            if s < first:
+                first = s
+    return times, free, lo, n, first
+
+
+@njit(cache=True)
 def _min_free_lo(times, free, lo, n, a, b):
     i = prof_index(times, lo, n, a)
     low = free[i]
