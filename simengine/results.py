@@ -446,6 +446,33 @@ class Result:
                   header_comments=header, extra={"partition": j["cluster"][first] + 1})
 
 
+def segment_series(segments: dict[str, np.ndarray], clusters, submit: np.ndarray, start: np.ndarray,
+                   t_stop: float) -> dict[str, np.ndarray]:
+    """Time series from a schedule's Gantt segments (models that emit segments themselves):
+    utilisation of all processors and of each cluster (``run`` segments only) and queue length
+    (jobs given by ``submit``/``start`` that were submitted but not started; NaN start = never)
+    at SERIES_POINTS instants over [0, t_stop]."""
+    t = np.linspace(0.0, max(t_stop, 1e-9), SERIES_POINTS)
+
+    def active(on, off, weight):
+        # sum of the weights of the intervals [on, off) containing each instant of t
+        cum_on = np.concatenate([[0], np.cumsum(weight[np.argsort(on)])])
+        cum_off = np.concatenate([[0], np.cumsum(weight[np.argsort(off)])])
+        return cum_on[np.searchsorted(np.sort(on), t, side="right")] - \
+            cum_off[np.searchsorted(np.sort(off), t, side="right")]
+
+    run = segments["kind"] == KIND_NAMES.index("run")
+    w = segments["processors"].astype(float)
+    out = {"time": t, "utilisation": active(segments["t0"][run], segments["t1"][run], w[run])
+           / max(sum(c.processors for c in clusters), 1)}
+    began = np.where(np.isnan(start), np.inf, start)
+    out["queue_length"] = active(submit, began, np.ones(len(began)))
+    for c, spec in enumerate(clusters):
+        m = run & (segments["cluster"] == c)
+        out[f"utilisation.{spec.name}"] = active(segments["t0"][m], segments["t1"][m], w[m]) / spec.processors
+    return out
+
+
 def assemble_result(scenario, kept_jobs: list[dict[str, np.ndarray]], metric_values: list[dict[str, float]],
                     segments: dict[str, np.ndarray], series: dict[str, np.ndarray],
                     notes: list[str] = ()) -> Result:

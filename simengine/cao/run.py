@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import time
 
 import numpy as np
 
@@ -41,9 +40,10 @@ from simengine.cao.scheduler import RARS_HEFT, SCOJO_PECT, cao_params
 from simengine.cao.simulate import simulate, workflows_from_split
 from simengine.cao.workflows import COMM_RANGE, split_workflows
 from simengine.gantt import KIND_RUN, SEGMENT_COLUMNS
-from simengine.results import JOB_DTYPES, SERIES_POINTS, Result, assemble_result, order_job_rows, percentile_linear
+from simengine.replications import run_replications
+from simengine.results import JOB_DTYPES, Result, segment_series, order_job_rows, percentile_linear
 from simengine.scenario import Scenario
-from simengine.streaming import ChunkEmitter, ProgressCallback
+from simengine.streaming import ProgressCallback
 from simengine.workload import STATUS_COMPLETED, STATUS_KILLED, STATUS_REJECTED, STATUS_UNFINISHED, JobTable
 
 __all__ = ["is_cao", "run_cao", "replication_input", "CaoReplication"]
@@ -223,7 +223,7 @@ def finish(scenario: Scenario, rep: CaoReplication, replication: int, with_segme
     seg = {k: v[o] for k, v in seg.items()}
 
     metrics = _metrics(cols, seg, foreign, clusters, t_warm, t_stop)
-    series = _series(cols, seg, clusters, t_stop) if with_segments else None
+    series = segment_series(seg, clusters, cols["submit"], cols["start"], t_stop) if with_segments else None
     return cols, (seg if with_segments else None), metrics, series
 
 
@@ -280,47 +280,10 @@ def _metrics(cols, seg, foreign, clusters, t_warm: float, t_stop: float) -> dict
     return out
 
 
-def _series(cols, seg, clusters, t_stop: float) -> dict[str, np.ndarray]:
-    """Utilisation (run segments) and queue length (submitted, not yet started) over [0, t_stop]."""
-    t = np.linspace(0.0, max(t_stop, 1e-9), SERIES_POINTS)
-
-    def active(on, off, weight):
-        cum_on = np.concatenate([[0], np.cumsum(weight[np.argsort(on, kind="stable")])])
-        cum_off = np.concatenate([[0], np.cumsum(weight[np.argsort(off, kind="stable")])])
-        return cum_on[np.searchsorted(np.sort(on), t, side="right")] - \
-            cum_off[np.searchsorted(np.sort(off), t, side="right")]
-
-    run = seg["kind"] == KIND_RUN
-    w = seg["processors"].astype(float)
-    out = {"time": t, "utilisation": active(seg["t0"][run], seg["t1"][run], w[run]) /
-           max(sum(c.processors for c in clusters), 1)}
-    began = np.where(np.isnan(cols["start"]), np.inf, cols["start"])
-    out["queue_length"] = active(cols["submit"], began, np.ones(len(began)))
-    for c, spec in enumerate(clusters):
-        m = run & (seg["cluster"] == c)
-        out[f"utilisation.{spec.name}"] = active(seg["t0"][m], seg["t1"][m], w[m]) / spec.processors
-    return out
-
-
 def run_cao(scenario: Scenario, on_progress: ProgressCallback | None = None) -> Result:
     """The Result of a scenario whose clusters use ``scojo-pect`` (see the module docstring)."""
-    emit = ChunkEmitter(on_progress)
-    R = scenario.run.replications
-    t0 = time.perf_counter()
-    kept, values, notes = [], [], []
-    segments = series = None
-    for r in range(R):
+    def replicate(r: int, with_segments: bool):
         rep = simulate_replication(scenario, r)
-        cols, seg, metrics, ser = finish(scenario, rep, r, with_segments=r == 0)
-        if r == 0:
-            segments, series = seg, ser
-            emit.segments(seg, cols)
-        if scenario.run.keep_jobs == "all" or r == 0:
-            kept.append(cols)
-        values.append(metrics)
-        notes += rep.notes
-        emit.progress((r + 1) / R, float(np.nanmax(cols["end"], initial=0.0)) if r == 0 else 0.0)
-    result = assemble_result(scenario, kept, values, segments, series, notes)
-    result.engine_seconds = time.perf_counter() - t0
-    emit.metrics(result.metrics)
-    return result
+        return (*finish(scenario, rep, r, with_segments=with_segments), rep.notes)
+
+    return run_replications(scenario, on_progress, replicate)

@@ -11,7 +11,6 @@ processors = largest stage), the Gantt segments of Algorithm 1's node mapping (k
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 
@@ -19,9 +18,10 @@ from simengine.evolving.generate import FlatWorkload
 from simengine.evolving.metrics import app_values, per_test_metrics
 from simengine.evolving.models import ALGORITHMS
 from simengine.evolving.schedule import schedule, schedule_flat
-from simengine.results import BOUNDED_SLOWDOWN_TAU, JOB_DTYPES, Result, assemble_result
+from simengine.results import BOUNDED_SLOWDOWN_TAU, JOB_DTYPES, Result
 from simengine.scenario import EvolvingStream, Scenario
-from simengine.streaming import ChunkEmitter, ProgressCallback
+from simengine.replications import run_replications
+from simengine.streaming import ProgressCallback
 from simengine.workload import STATUS_COMPLETED
 
 #: metrics of simengine.evolving.metrics, as named in the Result (per-job ones averaged)
@@ -105,20 +105,8 @@ def _replication(scenario: Scenario, r: int, with_segments: bool):
 
 def run_evolving(scenario: Scenario, on_progress: ProgressCallback | None = None) -> Result:
     """The Result of a scenario with an evolving stream (see the module docstring)."""
-    emit = ChunkEmitter(on_progress)
-    R = scenario.run.replications
-    t0 = time.perf_counter()
-    kept, values, segments = [], [], None
-    for r in range(R):
-        jobs, seg, metrics = _replication(scenario, r, with_segments=r == 0)
-        if r == 0:
-            segments = seg
-            emit.segments(seg, jobs)
-        if scenario.run.keep_jobs == "all" or r == 0:
-            kept.append(jobs)
-        values.append(metrics)
-        emit.progress((r + 1) / R, float(jobs["end"].max(initial=0.0)) if r == 0 else 0.0)
-    result = assemble_result(scenario, kept, values, segments, {})
-    result.engine_seconds = time.perf_counter() - t0
-    emit.metrics(result.metrics)
-    return result
+    def replicate(r: int, with_segments: bool):
+        jobs, seg, metrics = _replication(scenario, r, with_segments=with_segments)
+        return jobs, seg, metrics, None, []
+
+    return run_replications(scenario, on_progress, replicate)

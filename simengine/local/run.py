@@ -20,7 +20,6 @@ by :class:`simengine.local.cluster.ClusterSim`. The Result has
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 
@@ -28,10 +27,11 @@ from simengine.gantt import KIND_KILLED, KIND_RESERVATION, KIND_RUN, KIND_SUSPEN
 from simengine.local.cluster import (AR_ACCEPTED, AR_ACTIVE, AR_DONE, AR_REJECTED, DONE, KILLED, SUSPENDED,
                                      AdvanceReservation, ClusterSim)
 from simengine.preemption import preemption_mode
-from simengine.results import (BOUNDED_SLOWDOWN_TAU, JOB_DTYPES, SERIES_POINTS, Result, assemble_result,
+from simengine.replications import run_replications
+from simengine.results import (BOUNDED_SLOWDOWN_TAU, JOB_DTYPES, Result, segment_series,
                                percentile_linear)
 from simengine.scenario import Scenario
-from simengine.streaming import ChunkEmitter, ProgressCallback
+from simengine.streaming import ProgressCallback
 from simengine.workload import STATUS_COMPLETED, STATUS_KILLED, STATUS_REJECTED, STATUS_UNFINISHED
 
 #: name of the job stream the reservations' rows belong to (its index: number of workload streams)
@@ -303,53 +303,15 @@ def finish(rep: _Replication, replication: int, with_segments: bool):
 
     series = None
     if with_segments:
-        series = _series(cols, segments, clusters, t_stop)
+        queued = cols["reservation"] < 0  # the queue counts workload jobs, not reservations
+        series = segment_series(segments, clusters, cols["submit"][queued], cols["start"][queued], t_stop)
     return cols, segments, metrics, series
-
-
-def _series(cols, segments, clusters, t_stop: float) -> dict[str, np.ndarray]:
-    """Utilisation (run segments) and queue length (submitted, not yet started) over [0, t_stop]."""
-    t = np.linspace(0.0, max(t_stop, 1e-9), SERIES_POINTS)
-
-    def active(on, off, weight):
-        cum_on = np.concatenate([[0], np.cumsum(weight[np.argsort(on)])])
-        cum_off = np.concatenate([[0], np.cumsum(weight[np.argsort(off)])])
-        return cum_on[np.searchsorted(np.sort(on), t, side="right")] - \
-            cum_off[np.searchsorted(np.sort(off), t, side="right")]
-
-    run = segments["kind"] == KIND_RUN
-    out = {"time": t}
-    capacity = sum(c.processors for c in clusters)
-    w = segments["processors"].astype(float)
-    out["utilisation"] = active(segments["t0"][run], segments["t1"][run], w[run]) / max(capacity, 1)
-    jobs = cols["reservation"] < 0
-    began = np.where(np.isnan(cols["start"]), np.inf, cols["start"])
-    out["queue_length"] = active(cols["submit"][jobs], began[jobs], np.ones(int(jobs.sum())))
-    for c, spec in enumerate(clusters):
-        m = run & (segments["cluster"] == c)
-        out[f"utilisation.{spec.name}"] = active(segments["t0"][m], segments["t1"][m], w[m]) / spec.processors
-    return out
 
 
 def run_local(scenario: Scenario, on_progress: ProgressCallback | None = None) -> Result:
     """The Result of a scenario with reservations, preemption or priorities (module docstring)."""
-    emit = ChunkEmitter(on_progress)
-    R = scenario.run.replications
-    t0 = time.perf_counter()
-    kept, values, notes = [], [], []
-    segments = series = None
-    for r in range(R):
+    def replicate(r: int, with_segments: bool):
         rep = _simulate(scenario, r)
-        cols, seg, metrics, ser = finish(rep, r, with_segments=r == 0)
-        if r == 0:
-            segments, series = seg, ser
-            emit.segments(seg, cols)
-        if scenario.run.keep_jobs == "all" or r == 0:
-            kept.append(cols)
-        values.append(metrics)
-        notes += rep.notes
-        emit.progress((r + 1) / R, float(np.nanmax(cols["end"], initial=0.0)) if r == 0 else 0.0)
-    result = assemble_result(scenario, kept, values, segments, series, notes)
-    result.engine_seconds = time.perf_counter() - t0
-    emit.metrics(result.metrics)
-    return result
+        return (*finish(rep, r, with_segments=with_segments), rep.notes)
+
+    return run_replications(scenario, on_progress, replicate)
