@@ -272,6 +272,30 @@ class SegmentsResponseSerializer(serializers.Serializer):
     rows = serializers.IntegerField()
 
 
+
+class JobStreamSerializer(serializers.Serializer):
+    index = serializers.IntegerField(help_text="the stream's index (the jobs' stream column)")
+    name = serializers.CharField()
+
+
+class JobsPageSerializer(serializers.Serializer):
+    """A page of a done run's job rows (gridweb/runs/jobs_table.py; the run page's jobs.json)."""
+
+    columns = serializers.ListField(child=serializers.CharField(), help_text="column names, in row order")
+    descriptions = serializers.DictField(child=serializers.CharField(), help_text="column -> meaning and unit")
+    model_columns = serializers.ListField(child=serializers.CharField(),
+                                          help_text="the columns of the run's model beyond the standard ones")
+    rows = serializers.ListField(child=serializers.ListField(child=serializers.JSONField()),
+                                 help_text="one list per job in column order; null where a value is empty "
+                                           "(never started, not ended, rejected)")
+    total = serializers.IntegerField(help_text="rows after the filters (all pages)")
+    offset = serializers.IntegerField()
+    limit = serializers.IntegerField()
+    replication = serializers.IntegerField()
+    replications = serializers.ListField(child=serializers.IntegerField())
+    statuses = serializers.ListField(child=serializers.CharField())
+    streams = JobStreamSerializer(many=True, help_text="the streams the replication's jobs are in")
+
 # --- Comments and sweeps --------------------------------------------------------------------------
 
 

@@ -29,12 +29,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from gridweb.runs import exports
+from gridweb.runs import exports, jobs_table
 from gridweb.runs.models import Comment, Run, RunChunk, Status, Sweep
 from gridweb.scenarios.models import Scenario, TraceFile
 from gridweb.scenarios.traces import max_trace_bytes, store_trace
 from gridweb.scenarios.validation import SpecInvalid, validate_spec
 from gridweb.sharing import Visibility, default_group
+from simengine.workload import STATUS_NAMES
 
 from . import serializers as s
 from .errors import bad_input
@@ -445,6 +446,30 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Update
         except exports.ExportUnavailable as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
         return Response({"columns": columns, "rows": len(columns.get("t0", []))})
+
+    @extend_schema(
+        summary="A page of a done run's job rows, filtered and sorted (the run page's Jobs table)",
+        parameters=[
+            OpenApiParameter("offset", int, description=jobs_table.PARAMETER_HELP["offset"]),
+            OpenApiParameter("limit", int, description=jobs_table.PARAMETER_HELP["limit"]),
+            OpenApiParameter("status", str, enum=list(STATUS_NAMES), description=jobs_table.PARAMETER_HELP["status"]),
+            OpenApiParameter("stream", int, description=jobs_table.PARAMETER_HELP["stream"]),
+            OpenApiParameter("replication", int, description=jobs_table.PARAMETER_HELP["replication"]),
+            OpenApiParameter("sort", str, description=jobs_table.PARAMETER_HELP["sort"]),
+        ],
+        responses={200: s.JobsPageSerializer, 400: ERRORS_RESPONSE,
+                   404: OpenApiResponse(description="no such run that you may view"),
+                   409: OpenApiResponse(description="the run has no stored result (not done)")})
+    @action(detail=True, methods=["get"])
+    def jobs(self, request: Request, pk: str | None = None) -> Response:
+        run = self.get_object()
+        try:
+            body = jobs_table.jobs_page(run, request.query_params)  # the same code as the page's jobs.json
+        except jobs_table.BadParameter as exc:
+            raise ValidationError({exc.name: [exc.reason]}) from exc
+        except exports.ExportUnavailable as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        return Response(body)
 
     @extend_schema(methods=["get"], summary="Comments on a run you may view",
                    responses={200: s.CommentSerializer(many=True)})

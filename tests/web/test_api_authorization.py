@@ -148,6 +148,7 @@ OBJECT_CASES = [
     Case("run-cancel", "post", "queued_run", "edit", 200),
     Case("run-chunks", "get", "run", "read", 200),
     Case("run-segments", "get", "run", "read", 200),
+    Case("run-jobs", "get", "run", "read", 200),
     Case("run-comments", "get", "run", "read", 200),
     Case("run-comments", "post", "run", "viewer_write", 201, {"text": "nice utilisation"}),
     Case("run-jobs.csv", "get", "run", "read", 200),
