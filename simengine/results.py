@@ -446,6 +446,20 @@ class Result:
                   header_comments=header, extra={"partition": j["cluster"][first] + 1})
 
 
+def warm_up_by_completions(cols: dict[str, np.ndarray], eligible: np.ndarray, completions: int,
+                           t_warm: float) -> float:
+    """Mark the first ``completions`` jobs to end (among rows ``eligible`` that ended; ties by
+    row) as warm-up in ``cols["warmup"]``; return the warm-up's end: the later of ``t_warm`` and
+    the last of those ends, when there were that many."""
+    done_rows = np.flatnonzero(eligible & ~np.isnan(cols["end"]))
+    by_end = done_rows[np.lexsort((done_rows, cols["end"][done_rows]))]
+    first = by_end[:completions]
+    cols["warmup"][first] = True
+    if len(first) == completions:
+        t_warm = max(t_warm, float(cols["end"][first[-1]]))
+    return t_warm
+
+
 def segment_series(segments: dict[str, np.ndarray], clusters, submit: np.ndarray, start: np.ndarray,
                    t_stop: float) -> dict[str, np.ndarray]:
     """Time series from a schedule's Gantt segments (models that emit segments themselves):

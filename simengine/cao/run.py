@@ -41,7 +41,8 @@ from simengine.cao.simulate import simulate, workflows_from_split
 from simengine.cao.workflows import COMM_RANGE, split_workflows
 from simengine.gantt import KIND_RUN, SEGMENT_COLUMNS
 from simengine.replications import run_replications
-from simengine.results import JOB_DTYPES, Result, segment_series, order_job_rows, percentile_linear
+from simengine.results import (JOB_DTYPES, Result, order_job_rows, percentile_linear, segment_series,
+                               warm_up_by_completions)
 from simengine.scenario import Scenario
 from simengine.streaming import ProgressCallback
 from simengine.workload import STATUS_COMPLETED, STATUS_KILLED, STATUS_REJECTED, STATUS_UNFINISHED, JobTable
@@ -193,12 +194,7 @@ def finish(scenario: Scenario, rep: CaoReplication, replication: int, with_segme
     foreign, input_row = cols.pop("_foreign"), cols.pop("_input")
     t_warm = run.warmup.time
     if run.warmup.completions:
-        done_rows = np.flatnonzero(~np.isnan(cols["end"]))
-        by_end = done_rows[np.lexsort((done_rows, cols["end"][done_rows]))]
-        first_w = by_end[:run.warmup.completions]
-        cols["warmup"][first_w] = True
-        if len(first_w) == run.warmup.completions:
-            t_warm = max(t_warm, float(cols["end"][first_w[-1]]))
+        t_warm = warm_up_by_completions(cols, np.ones(len(cols["end"]), bool), run.warmup.completions, t_warm)
     for k in list(cols):
         if k in JOB_DTYPES:
             cols[k] = cols[k].astype(JOB_DTYPES[k])

@@ -28,8 +28,8 @@ from simengine.local.cluster import (AR_ACCEPTED, AR_ACTIVE, AR_DONE, AR_REJECTE
                                      AdvanceReservation, ClusterSim)
 from simengine.preemption import preemption_mode
 from simengine.replications import run_replications
-from simengine.results import (BOUNDED_SLOWDOWN_TAU, JOB_DTYPES, Result, segment_series,
-                               percentile_linear)
+from simengine.results import (BOUNDED_SLOWDOWN_TAU, JOB_DTYPES, Result, percentile_linear, segment_series,
+                               warm_up_by_completions)
 from simengine.scenario import Scenario
 from simengine.streaming import ProgressCallback
 from simengine.workload import STATUS_COMPLETED, STATUS_KILLED, STATUS_REJECTED, STATUS_UNFINISHED
@@ -222,12 +222,8 @@ def finish(rep: _Replication, replication: int, with_segments: bool):
     workload_row = cols["reservation"] < 0
     t_warm = run.warmup.time
     if run.warmup.completions:
-        done_rows = np.flatnonzero(workload_row & (cols["status"] != STATUS_REJECTED) & ~np.isnan(cols["end"]))
-        by_end = done_rows[np.lexsort((done_rows, cols["end"][done_rows]))]
-        first_w = by_end[:run.warmup.completions]
-        cols["warmup"][first_w] = True
-        if len(first_w) == run.warmup.completions:
-            t_warm = max(t_warm, float(cols["end"][first_w[-1]]))
+        t_warm = warm_up_by_completions(cols, workload_row & (cols["status"] != STATUS_REJECTED),
+                                        run.warmup.completions, t_warm)
     for k in list(cols):
         if k in JOB_DTYPES:
             cols[k] = cols[k].astype(JOB_DTYPES[k])
