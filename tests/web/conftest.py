@@ -39,3 +39,22 @@ def client_for(user=None, csrf: bool = False) -> Client:
     if user is not None:
         client.force_login(user)
     return client
+
+
+#: how long a browser test waits for anything on the page (ms)
+BROWSER_TIMEOUT_MS = 15_000
+
+
+@pytest.fixture
+def builder(live_server, page, user):
+    """The browser page logged in as the module's ``user`` (its session cookie copied in), with
+    JavaScript errors collected in ``page.js_errors``: the builder and run pages' browser tests."""
+    client = Client()
+    client.force_login(user)
+    page.context.add_cookies([{"name": "sessionid", "value": client.cookies["sessionid"].value,
+                               "url": live_server.url}])
+    page.js_errors = []
+    page.on("pageerror", lambda error: page.js_errors.append(str(error)))
+    page.set_default_timeout(BROWSER_TIMEOUT_MS)
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    return page

@@ -11,35 +11,19 @@ import json
 from pathlib import Path
 
 import pytest
-from django.test import Client
 
 from gridweb.scenarios.models import Scenario, TraceFile
 from tests.conftest import ROOT
+from tests.web.conftest import BROWSER_TIMEOUT_MS as TIMEOUT_MS
 
 pytestmark = pytest.mark.slow
 
 SCREENSHOTS = ROOT / "artifacts" / "screenshots"
-TIMEOUT_MS = 15_000
 
 
 @pytest.fixture
 def user(transactional_db, django_user_model):
     return django_user_model.objects.create_user("builder-user", password="pw-builder-123")
-
-
-@pytest.fixture
-def builder(live_server, page, user):
-    """The page, logged in as ``user``, with JavaScript errors collected in ``page.js_errors``."""
-    client = Client()
-    client.force_login(user)
-    page.context.add_cookies([{"name": "sessionid", "value": client.cookies["sessionid"].value,
-                               "url": live_server.url}])
-    errors: list[str] = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    page.js_errors = errors
-    page.set_default_timeout(TIMEOUT_MS)
-    page.set_viewport_size({"width": 1400, "height": 1000})
-    return page
 
 
 def open_builder(page, url: str) -> None:

@@ -13,9 +13,8 @@ import pytest
 from gridweb.runs import execution
 from gridweb.runs.models import Run, Status
 from gridweb.scenarios.models import Scenario
-from django.test import Client
 
-from tests.web.test_builder_browser import (SCREENSHOTS, TIMEOUT_MS, error_beside, expect_text, field, open_builder,
+from tests.web.test_builder_browser import (SCREENSHOTS, error_beside, expect_text, field, open_builder,
                                             wait_validated)
 
 pytestmark = pytest.mark.slow
@@ -26,20 +25,6 @@ RESERVATION_COLOUR = "#8e6cbf"  # static/runs/gantt.js, KIND_COLOURS.reservation
 @pytest.fixture
 def user(transactional_db, django_user_model):
     return django_user_model.objects.create_user("reservations-user", password="pw-reservations-123")
-
-
-@pytest.fixture
-def builder(live_server, page, user):
-    """The page, logged in as ``user`` (a session cookie copied in), JavaScript errors in ``page.js_errors``."""
-    client = Client()
-    client.force_login(user)
-    page.context.add_cookies([{"name": "sessionid", "value": client.cookies["sessionid"].value,
-                               "url": live_server.url}])
-    page.js_errors = []
-    page.on("pageerror", lambda error: page.js_errors.append(str(error)))
-    page.set_default_timeout(TIMEOUT_MS)
-    page.set_viewport_size({"width": 1400, "height": 1000})
-    return page
 
 
 @pytest.fixture(autouse=True)
