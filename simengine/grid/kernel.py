@@ -58,6 +58,19 @@ def _worst_fit(avail, s, nc, out, off):
 
 
 @njit(cache=True, nogil=True)
+def _unlink(j, c, prv, nxt, rhead, rtail):
+    """Take local job j out of cluster c's list of running jobs (in start order)."""
+    if prv[j] >= 0:
+        nxt[prv[j]] = nxt[j]
+    else:
+        rhead[c] = nxt[j]
+    if nxt[j] >= 0:
+        prv[nxt[j]] = prv[j]
+    else:
+        rtail[c] = prv[j]
+
+
+@njit(cache=True, nogil=True)
 def grid_kernel(procs, l_submit, l_run, l_size, l_cluster, g_submit, g_run, g_size, g_ncomp, g_deadline,
                 placement, lp, mp, wait_x, gp, final_attempt, latest_first, requeue, bypass, horizon, t_warm,
                 l_start, l_end, l_state, l_kills, g_state, g_hold, g_tries, g_kills, g_decided, comp_off,
@@ -222,14 +235,7 @@ def grid_kernel(procs, l_submit, l_run, l_size, l_cluster, g_submit, g_run, g_si
             free[c] += l_size[j]
             lbusy[c] -= l_size[j]
             l_state[j] = L_DONE
-            if prv[j] >= 0:
-                nxt[prv[j]] = nxt[j]
-            else:
-                rhead[c] = nxt[j]
-            if nxt[j] >= 0:
-                prv[nxt[j]] = prv[j]
-            else:
-                rtail[c] = prv[j]
+            _unlink(j, c, prv, nxt, rhead, rtail)
             if not pending[c]:
                 pending[c] = True
                 n_pend += 1
@@ -328,14 +334,7 @@ def grid_kernel(procs, l_submit, l_run, l_size, l_cluster, g_submit, g_run, g_si
                             after = prv[j] if latest_first else nxt[j]
                             freed += l_size[j]
                             # kill j: unlink, free its processors, log the lost part
-                            if prv[j] >= 0:
-                                nxt[prv[j]] = nxt[j]
-                            else:
-                                rhead[c] = nxt[j]
-                            if nxt[j] >= 0:
-                                prv[nxt[j]] = prv[j]
-                            else:
-                                rtail[c] = prv[j]
+                            _unlink(j, c, prv, nxt, rhead, rtail)
                             prv[j] = -1
                             nxt[j] = -1
                             free[c] += l_size[j]
