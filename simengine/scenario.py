@@ -20,7 +20,7 @@ import math
 import os
 import types
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, Callable, Literal, Union, get_args, get_origin
 
 import numpy as np
 import yaml
@@ -274,6 +274,15 @@ class Arrival(_Model):
             raise ValueError(f"give exactly one of rate, mean_interarrival or target_load{got}")
         return self
 
+    def jobs_per_second(self, at_full_load: Callable[[], float]) -> float:
+        """Arrival rate lambda: ``rate``, 1 / ``mean_interarrival``, or ``target_load`` times
+        ``at_full_load()``, the rate at which the stream's jobs would offer load 1."""
+        if self.rate is not None:
+            return float(self.rate)
+        if self.mean_interarrival is not None:
+            return 1.0 / self.mean_interarrival
+        return self.target_load * at_full_load()
+
 
 class ExactEstimate(_Model):
     """Estimates (requested times) equal the runtimes."""
@@ -359,12 +368,8 @@ class SyntheticStream(_Model):
         capacity is the sum of processors x speed of the target cluster(s) (MODELS.md §1,
         size and runtime independent).
         """
-        a = self.arrival
-        if a.rate is not None:
-            return float(a.rate)
-        if a.mean_interarrival is not None:
-            return 1.0 / a.mean_interarrival
-        return a.target_load * self.capacity(platform) / (self.mean_size() * self.runtime.mean())
+        return self.arrival.jobs_per_second(
+            lambda: self.capacity(platform) / (self.mean_size() * self.runtime.mean()))
 
 
 class TraceStream(_Model):

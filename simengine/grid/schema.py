@@ -110,13 +110,8 @@ class CoallocatedJobs(BaseModel):
 
     def arrival_rate(self, platform) -> float:
         """Jobs per second; with ``target_load`` U: U * capacity / (E[N_c] E[size] E[runtime])."""
-        a = self.arrival
-        if a.rate is not None:
-            return float(a.rate)
-        if a.mean_interarrival is not None:
-            return 1.0 / a.mean_interarrival
-        return a.target_load * self.capacity(platform) / (
-            self.mean_components() * self.mean_size() * self.runtime.mean())
+        return self.arrival.jobs_per_second(
+            lambda: self.capacity(platform) / (self.mean_components() * self.mean_size() * self.runtime.mean()))
 
 
 # ---- policies ------------------------------------------------------------------------------------
@@ -284,12 +279,7 @@ class KoalaJobs(BaseModel):
 
     def arrival_rate(self, platform) -> float:
         """Jobs per second; with ``target_load`` U: U * all processors / E[total size x runtime]."""
-        a = self.arrival
-        if a.rate is not None:
-            return float(a.rate)
-        if a.mean_interarrival is not None:
-            return 1.0 / a.mean_interarrival
-        return a.target_load * sum(c.processors for c in platform.clusters) / self.expected_work()
+        return self.arrival.jobs_per_second(lambda: sum(c.processors for c in platform.clusters) / self.expected_work())
 
 
 class KoalaQueueWeights(BaseModel):
