@@ -33,7 +33,7 @@ from simengine.grid.schema import is_coallocation
 from simengine.grid_lwr import grid_lwr_kernel, lwr_sites
 from simengine.registry import LOCAL_SCHEDULERS, SITE_ALLOCATION
 from simengine.results import (Result, assemble_result, empty_job_rows, finish_rows, kth_smallest_end, time_series)
-from simengine.scenario import GRID_TARGET, Scenario, SyntheticStream, TraceStream, load_scenario
+from simengine.scenario import GRID_TARGET, Scenario, SyntheticStream, TraceStream, load_scenario, trace_base_dir
 from simengine.site_allocation import choose
 from simengine.traces import read_trace
 from simengine.workload import JobTable
@@ -571,7 +571,7 @@ def run(scenario: Any, on_progress: ProgressCallback | None = None, *, workers: 
     from simengine.cao.run import is_cao, run_cao
 
     if is_cao(scenario):  # SCOJO-PECT clusters and RARS-HEFT workflows, one event loop (docs/cao.md)
-        return run_cao(scenario, on_progress)
+        return run_cao(scenario, on_progress, workers=workers)
     if is_coallocation(scenario):  # co-allocated jobs with start deadlines: the grid layer runs them
         from simengine.grid.run import run_grid
 
@@ -579,11 +579,11 @@ def run(scenario: Any, on_progress: ProgressCallback | None = None, *, workers: 
     from simengine.evolving.run import is_evolving, run_evolving
 
     if is_evolving(scenario):  # rigid and evolving applications scheduled offline (docs/evolving.md)
-        return run_evolving(scenario, on_progress)
+        return run_evolving(scenario, on_progress, workers=workers)
     from simengine.local.run import needs_local, run_local
 
     if needs_local(scenario):  # reservations, preemption or priorities: simulated event by event (docs/reservations.md)
-        return run_local(scenario, on_progress)
+        return run_local(scenario, on_progress, workers=workers)
     R = scenario.run.replications
     emit = ChunkEmitter(on_progress)
     # Traces are read (and kernels compiled) before the clock starts: engine_seconds is
@@ -613,7 +613,7 @@ def run(scenario: Any, on_progress: ProgressCallback | None = None, *, workers: 
         n_workers = workers if workers is not None else (
             os.cpu_count() or 1 if _estimated_jobs(scenario) >= POOL_MIN_JOBS else 1)
         if rest and n_workers > 1:
-            payload = [(scenario.model_dump_json(), _base_dir(scenario), r) for r in rest]
+            payload = [(scenario.model_dump_json(), trace_base_dir(scenario), r) for r in rest]
             pool = ProcessPoolExecutor(max_workers=min(n_workers, len(rest)))
             try:
                 for k, out in enumerate(pool.map(_replication_worker, payload)):
@@ -633,12 +633,6 @@ def run(scenario: Any, on_progress: ProgressCallback | None = None, *, workers: 
     emit.metrics(result.metrics)
     return result
 
-
-def _base_dir(scenario: Scenario) -> str | None:
-    for s in scenario.workload.streams:
-        if isinstance(s, TraceStream):
-            return os.path.dirname(os.path.abspath(s.resolved_path))
-    return None
 
 
 def _assemble(scenario: Scenario, outcomes: list[ReplicationOutcome],

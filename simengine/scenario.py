@@ -1194,6 +1194,16 @@ def load_scenario(source: Any, *, base_dir: str | os.PathLike | None = None) -> 
         raise ScenarioError(field_errors(e), source=label) from None
 
 
+def trace_base_dir(scenario: Scenario) -> str | None:
+    """The directory of the scenario's first trace file: what ``load_scenario(json, base_dir=...)``
+    needs to reload the scenario from its JSON in another process (None: no traces)."""
+    for s in scenario.workload.streams:
+        path = getattr(s, "resolved_path", None)
+        if path:
+            return os.path.dirname(os.path.abspath(path))
+    return None
+
+
 def scenario_hash(scenario: Scenario) -> str:
     """sha256 (hex) of the canonical JSON of the validated scenario (sorted keys, no spaces)."""
     if not isinstance(scenario, Scenario):

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from simengine.errors import FieldError, ScenarioError
-from simengine.scenario import Scenario, load_scenario, scenario_hash
+from simengine.scenario import Scenario, load_scenario, scenario_hash, trace_base_dir
 
 #: Metrics put in the sweep table (when the runs have them).
 TABLE_METRICS = ("mean_wait", "mean_response", "mean_slowdown", "mean_bounded_slowdown", "utilisation",
@@ -88,20 +88,13 @@ def expand_sweep(base: Any, parameters: dict[str, list], *, base_dir: str | None
         label = ", ".join(f"{k}={v}" for k, v in point.items())
         d["name"] = f"{base_scenario.name} [{label}]"
         try:
-            points.append((point, load_scenario(d, base_dir=base_dir or _base_dir(base_scenario))))
+            points.append((point, load_scenario(d, base_dir=base_dir or trace_base_dir(base_scenario))))
         except ScenarioError as e:
             problems += [FieldError(f"[{label}] {err.path}", err.message) for err in e.errors]
     if problems:
         raise ScenarioError(problems, source="sweep")
     return points
 
-
-def _base_dir(scenario: Scenario) -> str | None:
-    for s in scenario.workload.streams:
-        path = getattr(s, "resolved_path", None)
-        if path:
-            return os.path.dirname(path)
-    return None
 
 
 @dataclass
@@ -159,7 +152,7 @@ def sweep(base: Any, parameters: dict[str, list], *, workers: int | None = None,
     points = expand_sweep(base, parameters, base_dir=base_dir)
     n_workers = workers if workers is not None else min(len(points), os.cpu_count() or 1)
     results: list[SweepPoint] = []
-    jobs = [(s.model_dump_json(), _base_dir(s)) for _, s in points]
+    jobs = [(s.model_dump_json(), trace_base_dir(s)) for _, s in points]
     if n_workers > 1 and len(points) > 1:
         with ProcessPoolExecutor(max_workers=n_workers) as pool:
             summaries = pool.map(_run_point, *zip(*jobs))

@@ -276,10 +276,13 @@ def _metrics(cols, seg, foreign, clusters, t_warm: float, t_stop: float) -> dict
     return out
 
 
-def run_cao(scenario: Scenario, on_progress: ProgressCallback | None = None) -> Result:
-    """The Result of a scenario whose clusters use ``scojo-pect`` (see the module docstring)."""
-    def replicate(r: int, with_segments: bool):
-        rep = simulate_replication(scenario, r)
-        return (*finish(scenario, rep, r, with_segments=with_segments), rep.notes)
+def replicate(scenario: Scenario, r: int, with_segments: bool):
+    """One replication in :func:`simengine.replications.run_replications`'s terms."""
+    rep = simulate_replication(scenario, r)
+    return (*finish(scenario, rep, r, with_segments=with_segments), rep.notes)
 
-    return run_replications(scenario, on_progress, replicate)
+
+def run_cao(scenario: Scenario, on_progress: ProgressCallback | None = None,
+            workers: int | None = None) -> Result:
+    """The Result of a scenario whose clusters use ``scojo-pect`` (see the module docstring)."""
+    return run_replications(scenario, on_progress, replicate, workers)

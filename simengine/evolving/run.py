@@ -103,10 +103,13 @@ def _replication(scenario: Scenario, r: int, with_segments: bool):
     return jobs, seg, metrics
 
 
-def run_evolving(scenario: Scenario, on_progress: ProgressCallback | None = None) -> Result:
-    """The Result of a scenario with an evolving stream (see the module docstring)."""
-    def replicate(r: int, with_segments: bool):
-        jobs, seg, metrics = _replication(scenario, r, with_segments=with_segments)
-        return jobs, seg, metrics, None, []
+def replicate(scenario: Scenario, r: int, with_segments: bool):
+    """One replication in :func:`simengine.replications.run_replications`'s terms."""
+    jobs, seg, metrics = _replication(scenario, r, with_segments=with_segments)
+    return jobs, seg, metrics, None, []
 
-    return run_replications(scenario, on_progress, replicate)
+
+def run_evolving(scenario: Scenario, on_progress: ProgressCallback | None = None,
+                 workers: int | None = None) -> Result:
+    """The Result of a scenario with an evolving stream (see the module docstring)."""
+    return run_replications(scenario, on_progress, replicate, workers)

@@ -304,10 +304,13 @@ def finish(rep: _Replication, replication: int, with_segments: bool):
     return cols, segments, metrics, series
 
 
-def run_local(scenario: Scenario, on_progress: ProgressCallback | None = None) -> Result:
-    """The Result of a scenario with reservations, preemption or priorities (module docstring)."""
-    def replicate(r: int, with_segments: bool):
-        rep = _simulate(scenario, r)
-        return (*finish(rep, r, with_segments=with_segments), rep.notes)
+def replicate(scenario: Scenario, r: int, with_segments: bool):
+    """One replication in :func:`simengine.replications.run_replications`'s terms."""
+    rep = _simulate(scenario, r)
+    return (*finish(rep, r, with_segments=with_segments), rep.notes)
 
-    return run_replications(scenario, on_progress, replicate)
+
+def run_local(scenario: Scenario, on_progress: ProgressCallback | None = None,
+              workers: int | None = None) -> Result:
+    """The Result of a scenario with reservations, preemption or priorities (module docstring)."""
+    return run_replications(scenario, on_progress, replicate, workers)

@@ -1,0 +1,45 @@
+"""Replications of the event-by-event models (reservations, Cao, evolving) in a process pool give
+the Result they give in one process: each replication draws from its own SeedSequence child."""
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import simengine
+from simengine.replications import POOL_MIN_SECONDS, _pool_size
+from simengine.scenario import load_scenario
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def _with(path: str, **run):
+    s = load_scenario(EXAMPLES / path)
+    doc = s.model_dump(mode="json")
+    doc["run"].update(run)
+    return load_scenario(doc, base_dir=EXAMPLES)
+
+
+@pytest.mark.parametrize("path", ["reservations-preemption.yaml", "cao-scojo-rars.yaml", "klein-evolving.yaml"])
+def test_pool_gives_the_in_process_result(path):
+    s = _with(path, replications=3, keep_jobs="all")
+    here = simengine.run(s, workers=1)
+    chunks = []
+    pooled = simengine.run(s, workers=2, on_progress=chunks.append)
+    assert set(np.unique(here.jobs["replication"])) == {0, 1, 2}
+    for k in here.jobs:
+        np.testing.assert_array_equal(pooled.jobs[k], here.jobs[k], err_msg=k)
+    for k in here.segments:
+        np.testing.assert_array_equal(pooled.segments[k], here.segments[k], err_msg=k)
+    assert {k: m.values for k, m in pooled.metrics.items()} == {k: m.values for k, m in here.metrics.items()}
+    # progress still reaches 1 in order, and the metrics come last
+    fractions = [c["fraction"] for c in chunks if c["kind"] == "progress"]
+    assert fractions == sorted(fractions) and fractions[-1] == pytest.approx(1.0)
+    assert chunks[-1]["kind"] == "metrics"
+
+
+def test_when_the_pool_is_used():
+    assert _pool_size(1, 9, 100.0) == 1          # asked for one process
+    assert _pool_size(8, 3, 0.0) == 3            # never more processes than replications left
+    assert _pool_size(4, 1, 100.0) == 1          # one replication left: nothing to overlap
+    assert _pool_size(None, 4, POOL_MIN_SECONDS / 8) == 1   # quick replications stay here
+    assert _pool_size(None, 4, POOL_MIN_SECONDS) > 1 or (__import__("os").cpu_count() or 1) == 1
