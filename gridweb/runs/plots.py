@@ -56,9 +56,12 @@ def embed(figures: dict[str, Any]) -> tuple[str, dict[str, str]]:
 # --- What the figures plot -----------------------------------------------------------------------
 
 def measured(arrays: dict[str, np.ndarray], column: str) -> np.ndarray:
-    """``column`` of the measured jobs of every replication, without NaNs."""
+    """``column`` of the measured jobs of every replication, without NaNs. Advance reservations'
+    rows (``reservation`` >= 0) are not jobs: the engine's metrics leave them out, so do the plots."""
     status = arrays["jobs_status"]
     keep = ~arrays["jobs_warmup"].astype(bool) & ((status == STATUS_COMPLETED) | (status == STATUS_KILLED))
+    if "jobs_reservation" in arrays:
+        keep &= arrays["jobs_reservation"] < 0
     values = arrays[f"jobs_{column}"][keep].astype(float)
     return values[np.isfinite(values)]
 

@@ -349,3 +349,18 @@ def test_thumbnail_counts_neither_reservation_windows_nor_suspended_gaps_as_busy
                 "processors": [2, 2, 2, 2], "kind": [KIND_RUN, KIND_RESERVATION, KIND_RUN, KIND_SUSPENDED]}
     # busy: first slice 2 + 2 of 4 processors; second slice only the first job's 2
     assert busy_fraction(segments, 0, 4, 100.0, bins=2).tolist() == [1.0, 0.5]
+
+
+def test_the_run_plots_count_the_measured_jobs_as_the_metrics_do_without_reservations(alice, demo_run):
+    """The reservations' rows (a job stream of their own, with a request-to-window 'wait') are not
+    jobs: the wait and slowdown plots leave them out, as the engine's jobs_measured does."""
+    from gridweb.runs.gantt_data import result_arrays
+    from gridweb.runs.plots import measured
+
+    arrays = result_arrays(demo_run)
+    reservation_rows = int(((arrays["jobs_reservation"] >= 0) & (arrays["jobs_status"] == 0)).sum())
+    assert reservation_rows == 3 * demo_run.summary["replications"]  # 3 of 4 accepted and completed
+    n = int(sum(demo_run.summary["metrics"]["jobs_measured"]["values"]))
+    assert len(measured(arrays, "wait")) == len(measured(arrays, "bounded_slowdown")) == n
+    plots = client_for(alice).get(reverse("runs:plots", args=[demo_run.pk])).content.decode()
+    assert f"Wait time ({n:,} measured jobs;" in plots
