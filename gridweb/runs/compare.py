@@ -40,6 +40,8 @@ def format_number(value: float | None) -> str:
         return "—"
     if abs(value) >= 1e5 or (float(value).is_integer() and abs(value) >= 1000):
         return f"{value:,.0f}"
+    if abs(value) >= 1e4:  # :.4g would print 1.203e+04 here
+        return f"{round(value, -1):,.0f}"
     return f"{value:.4g}"
 
 
