@@ -32,7 +32,6 @@ job starts now; nobody if even all would not do), with the cluster's mode.
 """
 from __future__ import annotations
 
-import bisect
 import heapq
 import math
 from dataclasses import dataclass, field
@@ -40,9 +39,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from simengine.gantt import KIND_KILLED, KIND_RESERVATION, KIND_RUN, KIND_SUSPENDED
-from simengine.local.profile import Profile, add, compress_queue, earliest, min_free, steps
+from simengine.local.profile import (Profile, add, compress_queue, earliest, first_backfill, min_free,
+                                     queue_delete, queue_insert, replan_queue, steps)
 from simengine.preemption import PreemptionMode, choose_victims
 from simengine.schedulers.base import planned_end as _compiled_planned_end
+from simengine.schedulers.conservative import job_classes
 
 INF = math.inf
 NAN = math.nan
@@ -54,6 +55,7 @@ AR_PENDING, AR_ACCEPTED, AR_ACTIVE, AR_DONE, AR_REJECTED = range(5)
 EV_JOB_END, EV_AR_END, EV_OVERRUN = range(3)
 
 POLICIES = ("fcfs", "easy", "conservative")
+_NO_TIMES, _NO_FREE = np.empty(0), np.empty(0, np.int64)  # no step function (first_backfill without a fit test)
 
 
 #: the kernels' rule for when a running job is expected to end, as plain Python (called per
@@ -163,15 +165,26 @@ class ClusterSim:
         self.pieces: list[tuple] = []
         # the current (or next) run of each job
         self.run_start = [NAN] * n
-        self.pplan = list(self.plan0)  # planned duration
+        self.pplan = np.array(self.plan0, np.float64)  # planned duration
         self.pact = list(self.runtime)  # actual duration
         self.procs: list[tuple] = [()] * n
         self.gen = [0] * n
         self.susp_at = [NAN] * n
-        self.pend = [INF] * n  # conservative: queued reservation end / running planned end
-        self.rstart = [INF] * n  # conservative: queued reservation start
+        self.pend = np.full(n, INF)  # conservative: queued reservation end / running planned end
+        self.rstart = np.full(n, INF)  # conservative: queued reservation start
         self.running: dict[int, None] = {}  # insertion-ordered set
-        self.queue: list[tuple] = []  # sorted (-priority, rank, job)
+        # the queue: job ids sorted by (-priority, rank, id), rank 0 for a job suspended when it
+        # joined, else 1; numpy so the per-pass scans over it run compiled
+        self.qbuf = np.empty(max(n, 1), np.int64)  # a job is queued at most once
+        self.qn = 0
+        self.prio_a = np.array(self.prio, np.int64)
+        self.rank = np.ones(n, np.int64)
+        self.size_a = np.array(self.size, np.int64)
+        self.after = np.full(n, -INF)  # conservative: suspended jobs' earliest restart, set around a replan
+        self.suspended: set[int] = set()
+        # conservative: job classes (size, planned-time band) for the compression's bounds
+        if self.cons and n:
+            self.cls, self.csize, self.cdlo = job_classes(self.size_a, self.pplan.copy())
         self.owner = np.full(self.P, -1, np.int64)  # job id, -2 - reservation index, or -1 (free)
         self.pin = np.zeros(self.P, np.int32)  # suspended jobs keeping a checkpoint on each processor
         self.pinned = 0  # suspended jobs in all
@@ -191,11 +204,29 @@ class ClusterSim:
         heapq.heappush(self.events, (t, self.seq, kind, ident, gen))
         self.seq += 1
 
-    def _key(self, j: int) -> tuple:
-        return (-self.prio[j], 0 if self.state[j] == SUSPENDED else 1, j)
+    @property
+    def queue(self) -> list[int]:
+        """Queued job ids in queue order."""
+        return self.qbuf[:self.qn].tolist()
 
-    def _enqueue(self, j: int) -> None:
-        bisect.insort(self.queue, self._key(j))
+    @property
+    def qj(self) -> np.ndarray:
+        """The queue (a view: valid until it changes)."""
+        return self.qbuf[:self.qn]
+
+    def _enqueue(self, j: int) -> int:
+        """Put j in the queue (after every job ranking before it); its position."""
+        self.rank[j] = 0 if self.state[j] == SUSPENDED else 1
+        pos = queue_insert(self.qbuf, self.qn, self.prio_a, self.rank, j)
+        self.qn += 1
+        return pos
+
+    def _dequeue(self, positions) -> None:
+        """Take the jobs at these queue positions (ascending) off the queue."""
+        self.qn = queue_delete(self.qbuf, self.qn, np.asarray(positions, np.int64))
+
+    def _next_start(self) -> float:
+        return float(self.rstart[self.qj].min()) if len(self.qj) else INF
 
     def _live_ars(self, t: float):
         return [r for r in self.ars if r.status in (AR_ACCEPTED, AR_ACTIVE) and r.end > t]
@@ -260,6 +291,7 @@ class ClusterSim:
             self.pin[list(procs)] -= 1
             self.pinned -= 1
             self.resumes[j] += 1
+            self.suspended.discard(j)
         elif self.cons and self.pact[j] == 0:
             # holds nothing: drawn on the lowest free processors (or the first ones)
             ids = np.flatnonzero(self.owner == -1)[:self.size[j]]
@@ -312,6 +344,7 @@ class ClusterSim:
             self.pact[j] = self.pact[j] - elapsed + mode.overhead
             self.pplan[j] = (rest_plan if rest_plan > 0 else self.step) + mode.overhead
             self.state[j] = SUSPENDED
+            self.suspended.add(j)
             self.susp_at[j] = t
             self.pin[list(self.procs[j])] += 1
             self.pinned += 1
@@ -332,20 +365,29 @@ class ClusterSim:
         """Put j in the queue; conservative: it gets the earliest reservation that fits, and the
         queued jobs it now ranks before (lower priority) are placed again after it, in queue order
         (with equal priorities a newcomer ranks last, so nobody moves)."""
-        if not self.cons:
-            self._enqueue(j)
-            return
-        key = self._key(j)
-        pos = bisect.bisect(self.queue, key)
-        later = [k[2] for k in self.queue[pos:]]
-        for k in later:
-            self._unreserve(k)
-        self.queue.insert(pos, key)
-        for k in [j] + later:
-            self._reserve(k, self.prof.earliest(self._earliest_after(k, t), self.pplan[k], self.size[k]))
+        pos = self._enqueue(j)
+        if self.cons:
+            self._replan(t, self.qj[pos + 1:], self.qj[pos:])
 
-    def _earliest_after(self, j: int, t: float) -> float:
-        return max(t, self._identity_free_at(j, t)) if self.state[j] == SUSPENDED else t
+    def _replan(self, t: float, give_back: np.ndarray, place: np.ndarray) -> float:
+        """Give back the queued reservations of ``give_back``, then reserve the earliest fit for
+        each job of ``place`` in turn (compiled); the earliest new start."""
+        self._set_after(t)
+        prof = self.prof
+        prof.times, prof.free, prof.lo, prof.n, first = replan_queue(
+            prof.times, prof.free, prof.lo, prof.n, float(t), give_back, place, self.after, self.rstart, self.pend,
+            self.pplan, self.size_a)
+        self._clear_after()
+        self.next_start = min(self.next_start, float(first))
+        return first
+
+    def _set_after(self, t: float) -> None:
+        for j in self.suspended:
+            self.after[j] = self._identity_free_at(j, t)
+
+    def _clear_after(self) -> None:
+        for j in self.suspended:
+            self.after[j] = -INF
 
     def _reserve(self, j: int, s: float) -> None:
         self.rstart[j] = s
@@ -435,39 +477,23 @@ class ClusterSim:
         it are placed again, in queue order, after all the others (the kernel's overrun repair)."""
         if until <= t or self.prof.min_free(t, until) >= 0:
             return
-        evicted = []
-        for key in self.queue:
-            j = key[2]
-            if self.rstart[j] < until:
-                self._unreserve(j)
-                evicted.append(j)
-        for j in evicted:
-            self._reserve(j, self.prof.earliest(self._earliest_after(j, t), self.pplan[j], self.size[j]))
-        self.next_start = min((self.rstart[k[2]] for k in self.queue), default=INF)
+        evicted = self.qj[self.rstart[self.qj] < until]
+        self._replan(t, evicted, evicted)
+        self.next_start = self._next_start()
         self.repaired = True
 
     def _compress(self, t: float) -> None:
         """Move queued reservations earlier where the profile now allows (compiled loop)."""
-        jobs = [key[2] for key in self.queue]
-        if not jobs:
+        if not len(self.qj):
             return
-        after = np.full(len(jobs), t)
-        for q, j in enumerate(jobs):
-            if self.state[j] == SUSPENDED and self.rstart[j] > t:
-                after[q] = max(t, self._identity_free_at(j, t))
-        rstart = np.array([self.rstart[j] for j in jobs])
-        pend = np.array([self.pend[j] for j in jobs])
-        pplan = np.array([self.pplan[j] for j in jobs], dtype=np.float64)
-        size = np.array([self.size[j] for j in jobs], dtype=np.int64)
-        moved_from = rstart.copy()
+        self._set_after(t)
         prof = self.prof
         prof.times, prof.free, prof.lo, prof.n, first = compress_queue(
-            prof.times, prof.free, prof.lo, prof.n, float(t), after, rstart, pend, pplan, size)
+            prof.times, prof.free, prof.lo, prof.n, float(t), self.qj, self.after, self.rstart, self.pend,
+            self.pplan, self.size_a, self.P, self.cls, self.csize, self.cdlo)
+        self._clear_after()
         if first < INF:
-            for q in np.flatnonzero(rstart != moved_from):
-                self.rstart[jobs[q]] = float(rstart[q])
-                self.pend[jobs[q]] = float(pend[q])
-            self.next_start = min(self.next_start, first)
+            self.next_start = min(self.next_start, float(first))
 
     # ---- the main loop --------------------------------------------------------------------------
 
@@ -557,15 +583,13 @@ class ClusterSim:
         return True
 
     def _pass_queue(self, t: float) -> None:
-        q = self.queue
-        if not q:
+        if not len(self.qj):
             return
         guarded = bool(self._live_ars(t))
         view = self._view(t, False) if guarded else None
-        started = set()
         h = 0
-        while h < len(q):
-            j = q[h][2]
+        while h < len(self.qj):
+            j = int(self.qj[h])
             if not self._can_start(j, t, view):
                 # every job before it has started: j is the top waiting job
                 if not self._preempt_for(j, t):
@@ -575,37 +599,46 @@ class ClusterSim:
                 if not self._can_start(j, t, view):
                     raise RuntimeError("preemption did not make room")
                 # the queue may have grown (requeued or suspended victims rank after j)
-                q = self.queue
-                h = q.index(self._key(j))
+                h = int(np.flatnonzero(self.qj == j)[0])
             self._start(j, t)
-            started.add(j)
             if view is not None:
                 view = add(view[0], view[1], t, t + self.pplan[j], -self.size[j])
             h += 1
-        if self.policy == "easy" and h < len(q) and self.nfree > 0:
-            self._backfill(t, q, h, started)
-        if started:
-            self.queue = [k for k in q if k[2] not in started]
+        # the started jobs: the first h, and those backfilled
+        gone = list(range(h))
+        if self.policy == "easy" and h < len(self.qj) and self.nfree > 0:
+            self._backfill(t, h, gone)
+        if gone:
+            self._dequeue(gone)
 
-    def _backfill(self, t: float, q: list, h: int, started: set) -> None:
-        head = q[h][2]
+    def _backfill(self, t: float, h: int, gone: list) -> None:
+        """Start the jobs after the blocked head (position h) that fit now without delaying
+        it, in queue order; their positions go to ``gone``."""
+        qj = self.qj
+        head = int(qj[h])
         view = None  # built when the first candidate has enough free processors now
-        for k in range(h + 1, len(q)):
-            if self.nfree == 0:
+        k = h + 1
+        while k < len(qj) and self.nfree > 0:
+            if view is None:
+                k = first_backfill(qj, k, self.size_a, self.pplan, self.nfree, _NO_TIMES, _NO_FREE, t, False)
+            else:
+                k = first_backfill(qj, k, self.size_a, self.pplan, self.nfree, view[0], view[1], t, True)
+            if k >= len(qj):
                 break
-            j = q[k][2]
+            j = int(qj[k])
             p = self.size[j]
-            if p > self.nfree:
-                continue
             if self.state[j] == SUSPENDED and not self._procs_free(j):
+                k += 1
                 continue
             if view is None:
                 view = self._shadow_view(t, head)
-            if not _fits(view[0], view[1], t, self.pplan[j], p):
-                continue
+                if not _fits(view[0], view[1], t, self.pplan[j], p):
+                    k += 1
+                    continue
             self._start(j, t)
-            started.add(j)
+            gone.append(k)
             view = add(view[0], view[1], t, t + self.pplan[j], -p)
+            k += 1
 
     def _shadow_view(self, t: float, head: int):
         """The profile of running jobs (this pass's starts too) and reservations, with the
@@ -655,9 +688,9 @@ class ClusterSim:
             self._join_queue(j, t)
         while True:
             self._start_due(t)
-            if not self.queue:
+            if not len(self.qj):
                 break
-            top = self.queue[0][2]
+            top = int(self.qj[0])
             if self.rstart[top] <= t:
                 break  # due but blocked (its processors): re-placed by _start_due
             if not self._preempt_top(top, t):
@@ -667,13 +700,10 @@ class ClusterSim:
         if self.next_start > t:
             return
         self.next_start = INF
-        keep = []
-        for key in self.queue:
-            j = key[2]
-            if self.rstart[j] > t:
-                keep.append(key)
-                self.next_start = min(self.next_start, self.rstart[j])
-                continue
+        qj = self.qj
+        gone = []
+        for q in np.flatnonzero(self.rstart[qj] <= t).tolist():
+            j = int(qj[q])
             if self.size[j] > self.nfree and self.pact[j] > 0 or (
                     self.state[j] == SUSPENDED and not self._procs_free(j)):
                 # its processors are still busy (a suspended job's own, or an overrun): later
@@ -681,24 +711,25 @@ class ClusterSim:
                 after = self._identity_free_at(j, t) if self.state[j] == SUSPENDED else t
                 nxt = min((e[0] for e in self.events if e[0] > t), default=t + self.step)
                 self._reserve(j, self.prof.earliest(max(after, nxt), self.pplan[j], self.size[j]))
-                keep.append(key)
                 continue
             # the reservation becomes the running job's plan: nothing changes in the profile
             plan_end = self.pend[j]
             self._start(j, t)
             self.pend[j] = plan_end
-        self.queue = keep
-        self.next_start = min((self.rstart[k[2]] for k in self.queue), default=INF)
+            gone.append(q)
+        if gone:
+            self._dequeue(gone)
+        self.next_start = self._next_start()
 
     def _preempt_top(self, j: int, t: float) -> bool:
         if not self._preempt_for(j, t):
             return False
         # j starts now: its reservation moves to [t, t + plan); those it now overlaps move
         self._unreserve(j)
-        self.queue.remove(self._key(j))
+        self._dequeue(np.flatnonzero(self.qj == j))
         self._start(j, t)
         self.prof.add(t, self.pend[j], -self.size[j])
         self._repair(t, self.pend[j])
         self._compress(t)
-        self.next_start = min((self.rstart[k[2]] for k in self.queue), default=INF)
+        self.next_start = self._next_start()
         return True

@@ -93,29 +93,216 @@ class Profile:
 
 
 @njit(cache=True)
-def compress_queue(times, free, lo, n, t, after, rstart, pend, pplan, size):
+def compress_queue(times, free, lo, n, t, qj, after, rstart, pend, pplan, size, processors, cls, csize, cdlo):
     """Conservative backfilling's compression of the queued reservations, compiled: in queue
-    order, each reservation starting after ``t`` moves to its earliest fit at or after
-    ``after[q]`` if that is sooner (its own window counts as free while it looks).
+    order (job ids ``qj``), each reservation starting after ``t`` moves to its earliest fit at
+    or after max(t, ``after[j]``) if that is sooner (its own window counts as free while it looks).
 
-    ``rstart``/``pend`` (queued starts and ends) are updated in place; returns the profile
-    arrays and the earliest new start (inf when nothing moved).
+    ``rstart``/``pend`` (per job: queued starts and ends) are updated in place; returns the
+    profile arrays and the earliest new start (inf when nothing moved).
+
+    The result is that of searching every job from max(t, after[j]), found with less work
+    (the kernels' idea, simengine/schedulers/conservative.py). A start s before the job's
+    reservation [s_old, e_old) of p processors and d seconds needs p free at the instant s,
+    so none exists when ``reach[p]`` (a lower bound of the first instant >= t with p free)
+    is at or after s_old. Otherwise s is (a) a *slide*: [s, s_old) has p free, so s lies in
+    the free run just before s_old, and the search starts where that run does; or (b) a
+    *jump*: a fit of (p, d) on the profile as it stands, which starts no earlier than the
+    first fit of (p, dlo) for the job's class (its size, dlo <= d): ``bound[c]``, a lower
+    bound of that, set by each search and lowered where a moved reservation gives
+    processors back (taking them only delays fits). The new start is the earlier of (a) and (b).
     """
+    reach = np.full(processors + 1, INF)
+    for i in range(lo, n):
+        _lower_reach(reach, times[i] if times[i] > t else t, free[i], processors)
+    bound = np.empty(csize.shape[0])
+    for c in range(csize.shape[0]):
+        bound[c] = reach[csize[c]]
+    seen = np.empty(processors + 1)
+    back = np.empty(processors + 1)
     first = INF
-    for q in range(rstart.shape[0]):
-        s_old = rstart[q]
-        if s_old <= t or after[q] >= s_old:
+    for q in range(qj.shape[0]):
+        j = qj[q]
+        s_old = rstart[j]
+        a = after[j] if after[j] > t else t
+        p = size[j]
+        if s_old <= t or a >= s_old or reach[p] >= s_old:
             continue
-        s = prof_find_start(times, free, lo, n, after[q], pplan[q], size[q], s_old, s_old, pend[q], size[q])
-        if s < s_old:
-            times, free, lo, n = prof_add(times, free, lo, n, s_old, pend[q], size[q])
-            e = s + pplan[q]
-            times, free, lo, n = prof_add(times, free, lo, n, s, e, -size[q])
-            rstart[q] = s
-            pend[q] = e
-            if s < first:
-                first = s
+        d = pplan[j]
+        e_old = pend[j]
+        best = s_old
+        # (a) slide: the free run (p free) just before s_old
+        k = prof_index(times, lo, n, s_old)
+        if times[k] >= s_old and k > lo:
+            k -= 1
+        if free[k] >= p:
+            while k > lo and times[k] > a and free[k - 1] >= p:
+                k -= 1
+            s = prof_find_start(times, free, lo, n, times[k] if times[k] > a else a, d, p, s_old, s_old, e_old, p)
+            if s < best:
+                best = s
+        # (b) jump: a fit of (p, d) on the profile as it stands
+        c = cls[j]
+        if a > t or d < cdlo[c]:  # the class bound does not apply (suspended, or a resumed job's plan)
+            s = prof_find_start(times, free, lo, n, a, d, p, best, 0.0, 0.0, 0)
+            if s < best:
+                best = s
+        elif bound[c] < best:
+            s = prof_find_start(times, free, lo, n, bound[c], cdlo[c], p, best, 0.0, 0.0, 0)
+            bound[c] = s if s < best else best
+            if s < best and d != cdlo[c]:
+                s = prof_find_start(times, free, lo, n, s, d, p, best, 0.0, 0.0, 0)
+            if s < best:
+                best = s
+        if best < s_old:
+            times, free, lo, n = prof_add(times, free, lo, n, s_old, e_old, p)
+            e = best + d
+            times, free, lo, n = prof_add(times, free, lo, n, best, e, -p)
+            rstart[j] = best
+            pend[j] = e
+            if best < first:
+                first = best
+            # p came back on [x0, e_old): only fits holding an instant of it can be new
+            x0 = e if e > s_old else s_old
+            if x0 < e_old:
+                _lower_bounds(times, free, lo, n, t, x0, e_old, p, processors, reach, bound, csize, cdlo, seen, back)
     return times, free, lo, n, first
+
+
+@njit(cache=True)
+def _lower_bounds(times, free, lo, n, t, x0, x1, given, processors, reach, bound, csize, cdlo, seen, back):
+    """``given`` processors came back on [x0, x1): lower ``reach`` and the class bounds.
+
+    A new fit of a class (size P, shortest time dlo) holds an instant of [x0, x1) with P
+    free, so it starts after seen[P] - dlo (seen[P]: the first such instant), and within
+    the run of steps with P free that holds it, which starts no earlier than back[P] (where
+    the run with P free ending at x0 starts). Classes with P free all over [x0, x1) before
+    (P <= its least free count less ``given``) gain nothing.
+    """
+    seen[:] = INF
+    i = prof_index(times, lo, n, x0)
+    least = free[i]
+    while i < n and times[i] < x1:
+        _lower_reach(seen, times[i] if times[i] > x0 else x0, free[i], processors)
+        if free[i] < least:
+            least = free[i]
+        i += 1
+    for p in range(1, processors + 1):
+        if seen[p] < reach[p]:
+            reach[p] = seen[p]
+    # back[p]: walk back from x0 while the steps keep p free
+    back[:] = x0
+    k = prof_index(times, lo, n, x0)
+    if times[k] >= x0 and k > lo:
+        k -= 1
+    m = free[k] if times[k] < x0 else 0
+    if m > processors:
+        m = processors
+    while m >= 1:
+        start = times[k] if times[k] > t else t
+        for p in range(1, m + 1):
+            back[p] = start
+        if k == lo or start <= t:
+            break
+        k -= 1
+        if free[k] < m:
+            m = free[k]
+    for c in range(csize.shape[0]):
+        P = csize[c]
+        if seen[P] == INF or P <= least - given:
+            continue
+        b = seen[P] - cdlo[c]
+        if back[P] > b:
+            b = back[P]
+        if b < t:
+            b = t
+        if b < bound[c]:
+            bound[c] = b
+
+
+@njit(cache=True)
+def _lower_reach(reach, x, f, processors):
+    """p processors are free at instant x for every p <= f: reach[p] = min(reach[p], x)
+    (reach is non-decreasing in p, so stop at the first p already reached by x)."""
+    p = f if f < processors else processors
+    while p >= 1 and reach[p] > x:
+        reach[p] = x
+        p -= 1
+
+
+@njit(cache=True)
+def replan_queue(times, free, lo, n, t, give_back, place, after, rstart, pend, pplan, size):
+    """Give back the queued reservations of jobs ``give_back``, then give each job of ``place``
+    in turn the earliest reservation at or after max(t, ``after[j]``) (insertion before lower
+    priorities, overrun repair). Returns the profile arrays and the earliest new start."""
+    for q in range(give_back.shape[0]):
+        j = give_back[q]
+        if pend[j] > rstart[j]:
+            times, free, lo, n = prof_add(times, free, lo, n, rstart[j], pend[j], size[j])
+    first = INF
+    for q in range(place.shape[0]):
+        j = place[q]
+        a = after[j] if after[j] > t else t
+        s = prof_find_start(times, free, lo, n, a, pplan[j], size[j], INF, 0.0, 0.0, 0)
+        e = s + pplan[j]
+        rstart[j] = s
+        pend[j] = e
+        if e > s:
+            times, free, lo, n = prof_add(times, free, lo, n, s, e, -size[j])
+        if s < first:
+            first = s
+    return times, free, lo, n, first
+
+
+@njit(cache=True)
+def queue_insert(buf, n, prio, rank, j):
+    """Insert job j into the queue ``buf[:n]`` (ordered by -priority, rank, id; room for one
+    more) after every job ranking before it; returns its position."""
+    a, b = 0, n
+    kp, kr = -prio[j], rank[j]
+    while a < b:
+        mid = (a + b) // 2
+        m = buf[mid]
+        mp = -prio[m]
+        if mp < kp or (mp == kp and (rank[m] < kr or (rank[m] == kr and m <= j))):
+            a = mid + 1
+        else:
+            b = mid
+    for i in range(n, a, -1):
+        buf[i] = buf[i - 1]
+    buf[a] = j
+    return a
+
+
+@njit(cache=True)
+def queue_delete(buf, n, gone):
+    """Remove the positions ``gone`` (ascending) from the queue ``buf[:n]``; returns its new length."""
+    if gone.shape[0] == 0:
+        return n
+    w = gone[0]
+    g = 0
+    for r in range(gone[0], n):
+        if g < gone.shape[0] and gone[g] == r:
+            g += 1
+            continue
+        buf[w] = buf[r]
+        w += 1
+    return w
+
+
+@njit(cache=True)
+def first_backfill(qj, k, size, pplan, nfree, times, free, t, check_fit):
+    """First queue position >= k whose job asks for at most ``nfree`` processors and (when
+    ``check_fit``) fits on the step function (times, free) from t for its planned duration."""
+    m = times.shape[0]
+    while k < qj.shape[0]:
+        j = qj[k]
+        p = size[j]
+        if p <= nfree:
+            if not check_fit or pplan[j] <= 0 or _min_free_lo(times, free, 0, m, t, t + pplan[j]) >= p:
+                return k
+        k += 1
+    return k
 
 
 @njit(cache=True)
