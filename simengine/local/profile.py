@@ -118,6 +118,11 @@ def compress_queue(times, free, lo, n, t, qj, after, rstart, pend, pplan, size, 
     bound = np.empty(csize.shape[0])
     for c in range(csize.shape[0]):
         bound[c] = reach[csize[c]]
+    # the classes of the queued jobs, by size (csize is sorted): only their bounds are read
+    queued = np.zeros(csize.shape[0], np.bool_)
+    for q in range(qj.shape[0]):
+        queued[cls[qj[q]]] = True
+    act = np.flatnonzero(queued)
     seen = np.empty(processors + 1)
     back = np.empty(processors + 1)
     first = INF
@@ -165,13 +170,14 @@ def compress_queue(times, free, lo, n, t, qj, after, rstart, pend, pplan, size, 
             # p came back on [x0, e_old): only fits holding an instant of it can be new
             x0 = e if e > s_old else s_old
             if x0 < e_old:
-                _lower_bounds(times, free, lo, n, t, x0, e_old, p, processors, reach, bound, csize, cdlo, seen, back)
+                _lower_bounds(times, free, lo, n, t, x0, e_old, p, processors, reach, bound, act, csize, cdlo, seen, back)
     return times, free, lo, n, first
 
 
 @njit(cache=True)
-def _lower_bounds(times, free, lo, n, t, x0, x1, given, processors, reach, bound, csize, cdlo, seen, back):
-    """``given`` processors came back on [x0, x1): lower ``reach`` and the class bounds.
+def _lower_bounds(times, free, lo, n, t, x0, x1, given, processors, reach, bound, act, csize, cdlo, seen, back):
+    """``given`` processors came back on [x0, x1): lower ``reach`` and the bounds of the
+    classes ``act`` (ascending size).
 
     A new fit of a class (size P, shortest time dlo) holds an instant of [x0, x1) with P
     free, so it starts after seen[P] - dlo (seen[P]: the first such instant), and within
@@ -200,16 +206,20 @@ def _lower_bounds(times, free, lo, n, t, x0, x1, given, processors, reach, bound
         m = processors
     while m >= 1:
         start = times[k] if times[k] > t else t
-        for p in range(1, m + 1):
-            back[p] = start
         if k == lo or start <= t:
+            back[1:m + 1] = start
             break
+        f = free[k - 1]
+        if f < m:  # the run of p free, f < p <= m, starts here
+            back[max(f, 0) + 1:m + 1] = start
+            m = f
         k -= 1
-        if free[k] < m:
-            m = free[k]
-    for c in range(csize.shape[0]):
+    for a in range(act.shape[0]):
+        c = act[a]
         P = csize[c]
-        if seen[P] == INF or P <= least - given:
+        if seen[P] == INF:
+            break  # nor for larger sizes
+        if P <= least - given:
             continue
         b = seen[P] - cdlo[c]
         if back[P] > b:
