@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from bokeh.core.properties import value as literal
 from bokeh.embed import components
 from bokeh.models import ColumnDataSource, FactorRange, HoverTool, Whisker
 from bokeh.palettes import Category10_10
@@ -21,6 +22,8 @@ from bokeh.plotting import figure
 from simengine.workload import STATUS_COMPLETED, STATUS_KILLED
 
 PLOT_HEIGHT = 260
+LEGEND_ROW = 20  # pixels per legend item under a figure
+LEGEND_CHARS = 48  # longer legend labels are cut (the full name is in the page's table)
 TOOLS = "pan,wheel_zoom,box_zoom,reset,save"
 
 
@@ -33,6 +36,24 @@ def _figure(title: str, x_label: str, y_label: str, **kwargs: Any):
                  x_axis_label=x_label, y_axis_label=y_label, **kwargs)
     fig.toolbar.logo = None
     return fig
+
+
+def legend_below(fig, ncols: int = 1) -> None:
+    """Move the legend under the plot in ``ncols`` columns (the figure grows to keep its plot
+    area): inside, it hid the points and lines in its corner. Clicking an item hides its line."""
+    if not fig.legend:
+        return
+    legend = fig.legend[0]
+    legend.click_policy = "hide"
+    legend.ncols = ncols
+    legend.location = "top_left"
+    for item in legend.items:  # a label cannot wrap: a long one ran past the figure's edge
+        text = getattr(item.label, "value", None)
+        if isinstance(text, str) and len(text) > LEGEND_CHARS:
+            item.label = literal(text[:LEGEND_CHARS - 1] + "…")
+    fig.center = [r for r in fig.center if r is not legend]
+    fig.add_layout(legend, "below")
+    fig.height = PLOT_HEIGHT + LEGEND_ROW * math.ceil(len(legend.items) / ncols)
 
 
 def time_unit(longest: float) -> tuple[float, str]:
@@ -114,8 +135,7 @@ def run_figures(arrays: dict[str, np.ndarray] | None) -> dict[str, Any]:
         for i, (name, values) in enumerate(series.items()):
             fig.step(time, values, mode="after", color="black" if name == "all" else colour(i - 1),
                      line_width=2 if name == "all" else 1, legend_label="all clusters" if name == "all" else name)
-        fig.legend.location = "bottom_right"
-        fig.legend.click_policy = "hide"
+        legend_below(fig, ncols=3)  # short names: clusters
         figures["utilisation"] = fig
     wait = measured(arrays, "wait")
     if len(wait):
@@ -152,7 +172,7 @@ def compare_figures(labelled: list[tuple[str, dict[str, np.ndarray] | None]]) ->
         if "series_time" in arrays and "series_utilisation" in arrays:
             util.step(arrays["series_time"] / scale, arrays["series_utilisation"], mode="after", color=colour(i),
                       line_width=2, legend_label=label)
-    util.legend.click_policy = "hide"
+    legend_below(util)
     figures["utilisation"] = util
     waits = [measured(arrays, "wait") for _, arrays in present]
     edges = wait_bins(waits)
@@ -163,7 +183,7 @@ def compare_figures(labelled: list[tuple[str, dict[str, np.ndarray] | None]]) ->
     for i, ((label, _), values) in enumerate(zip(present, waits)):
         wait.step(centres, fractions(values, edges), mode="center", color=colour(i), line_width=2,
                   legend_label=label)
-    wait.legend.click_policy = "hide"
+    legend_below(wait)
     figures["wait"] = wait
     return figures
 
@@ -203,7 +223,7 @@ def sweep_figure(points: list[dict[str, Any]], x_parameter: str, metric: str):
         fig.segment("x", "low", "x", "high", source=source, line_alpha=0)
     fig.add_tools(HoverTool(tooltips=[(x_parameter, "@x"), (metric, "@mean"), ("95% CI", "@low – @high")]))
     if any(groups):
-        fig.legend.click_policy = "hide"
+        legend_below(fig)
     return fig
 
 

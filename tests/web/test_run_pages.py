@@ -418,3 +418,29 @@ def test_metrics_between_ten_and_a_hundred_thousand_read_as_numbers_not_exponent
     cells = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", row))
     assert "12,030" in cells and "[10,460, 13,610]" in cells and "± 1578" in cells
     assert "e+" not in cells
+
+
+def test_sweep_and_compare_legends_sit_under_the_plot_and_fit_its_width():
+    """Inside the plot the sweep legend hid the top-right point (easy at load 0.7) and a compare
+    legend of sweep-point names ran past the figure."""
+    from bokeh.models import Legend
+
+    from gridweb.runs.plots import LEGEND_CHARS, LEGEND_ROW, PLOT_HEIGHT, compare_figures, sweep_figure
+
+    points = [{"values": {"platform.clusters.0.scheduler.name": name, "workload.streams.0.arrival.target_load": load},
+               "metrics": {"mean_wait": {"mean": 1000 * load, "ci_low": None, "ci_high": None}}}
+              for name in ("fcfs", "easy") for load in (0.5, 0.6, 0.7)]
+    sweep = sweep_figure(points, "platform.clusters.0.scheduler.name", "mean_wait")
+    arrays = {"series_time": np.array([0.0, 10.0]), "series_utilisation": np.array([0.5, 0.7]),
+              "jobs_status": np.array([0, 0]), "jobs_warmup": np.array([0, 0]), "jobs_wait": np.array([1.0, 2.0])}
+    long_name = "#19 walk sched x load [platform.clusters.0.scheduler.name=fcfs, workload.streams.0.arrival.target_load=0.5]"
+    compared = compare_figures([(long_name, arrays), ("#20 short", arrays)])
+    for fig, items in ((sweep, 3), (compared["utilisation"], 2), (compared["wait"], 2)):
+        assert not [r for r in fig.center if isinstance(r, Legend)]
+        (legend,) = [r for r in fig.below if isinstance(r, Legend)]
+        assert len(legend.items) == items and fig.height == PLOT_HEIGHT + items * LEGEND_ROW
+        assert all(len(item.label.value) <= LEGEND_CHARS for item in legend.items)
+    labels = [item.label.value for item in compared["wait"].legend[0].items]
+    assert labels == [long_name[:LEGEND_CHARS - 1] + "…", "#20 short"]
+    assert [item.label.value for item in sweep.legend[0].items] == [
+        f"workload.streams.0.arrival.target_load={load}" for load in (0.5, 0.6, 0.7)]
