@@ -444,3 +444,16 @@ def test_sweep_and_compare_legends_sit_under_the_plot_and_fit_its_width():
     assert labels == [long_name[:LEGEND_CHARS - 1] + "…", "#20 short"]
     assert [item.label.value for item in sweep.legend[0].items] == [
         f"workload.streams.0.arrival.target_load={load}" for load in (0.5, 0.6, 0.7)]
+
+
+def test_a_run_cancelled_before_any_segment_does_not_promise_a_gantt(alice):
+    """Cancelled in its first replication, a run has no segments yet: the notice said 'the Gantt
+    shows what it simulated before' over an empty chart."""
+    empty = Run.objects.create(owner=alice, name="early", spec={"name": "early"}, status=Status.CANCELLED)
+    partial = Run.objects.create(owner=alice, name="late", spec={"name": "late"}, status=Status.CANCELLED,
+                                 segments_count=1200)
+    client = client_for(alice)
+    page = client.get(reverse("runs:run", args=[empty.pk])).content.decode()
+    assert "there is no Gantt to show" in page and "shows what it simulated before" not in page
+    page = client.get(reverse("runs:run", args=[partial.pk])).content.decode()
+    assert "the Gantt shows what it simulated before" in page and "no Gantt to show" not in page
