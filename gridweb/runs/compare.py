@@ -64,7 +64,8 @@ class MetricCell:
             return ""
         if self.ci_low is None or self.ci_high is None:
             return "no CI (1 replication)" if self.replications <= 1 else "no CI"
-        return f"[{format_number(self.ci_low)}, {format_number(self.ci_high)}]"
+        # a dash, not a comma, between the ends: the numbers have thousands commas ([147,379 – 169,661])
+        return f"[{format_number(self.ci_low)} – {format_number(self.ci_high)}]"
 
     @property
     def half_width_text(self) -> str:

@@ -406,7 +406,8 @@ def test_a_running_sweep_shows_finished_points_and_queued_ones(alice):
 
 
 def test_metrics_between_ten_and_a_hundred_thousand_read_as_numbers_not_exponents(alice):
-    """A 95th-percentile wait of 12,034.7 s was printed '1.203e+04' beside a makespan of '86,400'."""
+    """A 95th-percentile wait of 12,034.7 s was printed '1.203e+04' beside a makespan of '86,400'; its
+    interval's ends are parted by a dash, as a comma would read as one more thousands separator."""
     metrics = {"p95_wait": {"mean": 12034.7, "ci_low": 10456.2, "ci_high": 13613.2, "half_width": 1578.4,
                             "values": [11000.0, 13069.4]},
                "makespan": {"mean": 86400.0, "ci_low": None, "ci_high": None, "half_width": None,
@@ -416,7 +417,7 @@ def test_metrics_between_ten_and_a_hundred_thousand_read_as_numbers_not_exponent
     page = client_for(alice).get(reverse("runs:run", args=[run.pk])).content.decode()
     row = re.search(r'<tr data-metric="p95_wait".*?</tr>', page, re.S).group(0)
     cells = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", row))
-    assert "12,030" in cells and "[10,460, 13,610]" in cells and "± 1578" in cells
+    assert "12,030" in cells and "[10,460 – 13,610]" in cells and "± 1578" in cells
     assert "e+" not in cells
 
 
