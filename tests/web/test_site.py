@@ -32,6 +32,19 @@ def test_home_page_says_what_gridweb_is(client):
     assert "css/site.css" in body
 
 
+def test_home_page_names_every_kind_of_curated_demo_run(client):
+    """The blurb said 'four traces and Zikos & Karatza's Random' while the gallery also pins the
+    Ballier, KOALA, reservations and Cao runs (gridweb.runs.demo)."""
+    from gridweb.runs.demo import RECIPES, SHOWCASES, TRACES
+
+    body = client.get(reverse("web:home")).content.decode()
+    blurb = body.split("Curated demo runs</a>", 1)[1].split("</p>", 1)[0]
+    assert len(TRACES) == 4 and "four real workload traces" in blurb
+    assert len(RECIPES) == 5 and len(SHOWCASES) == 2
+    for family in ("Zikos", "Ballier", "KOALA", "reservations", "Cao"):
+        assert family in blurb, family
+
+
 def test_home_page_shows_the_engine_version(client, monkeypatch):
     monkeypatch.setattr(simengine, "__version__", "9.8.7", raising=False)
 
