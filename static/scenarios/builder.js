@@ -444,6 +444,8 @@
     }
     const name = ref.name || defaultName;
     const options = registry.policies.map((p) => [p.name, p.name, p.summary]);
+    // An optional policy (no default: the grid's placement, deadline policy) can be taken out again.
+    if (!defaultName) options.unshift(["", "not set", ""]);
     const nameSelect = select(`${path}.name`, "text", options, name);
     nameSelect.dataset.action = "policy";
     const policy = registry.policies.find((p) => p.name === name);
@@ -811,7 +813,7 @@
 
   function changePolicy(el) {
     const path = el.dataset.path.replace(/\.name$/, "");
-    setPath(state.doc, path, { name: el.value, params: {} });
+    setPath(state.doc, path, el.value ? { name: el.value, params: {} } : undefined);
   }
 
   function changeArrivalMode(el) {

@@ -255,3 +255,30 @@ def test_a_newly_registered_policy_gets_a_generated_parameter_form(live_server, 
     page.wait_for_function(
         f"() => document.querySelector('[data-error-for=\"{scheduler}.params.window\"]').hidden")
     assert page.js_errors == []
+
+
+def test_an_optional_grid_policy_can_be_chosen_and_taken_out_again(live_server, builder, user):
+    """The grid's placement has no default: once a policy was picked there was no way back to
+    'not set' (the select offered only the policies)."""
+    page = builder
+    open_builder(page, f"{live_server.url}/scenarios/new/?preset=das2")
+    placement = field(page, "grid.placement.name")
+    assert placement.input_value() == ""
+    assert placement.locator("option").first.inner_text() == "not set"
+    assert field(page, "grid.site_allocation.name").locator('option[value=""]').count() == 0  # has a default
+
+    seen = wait_validated(page, None)
+    placement.select_option("worst-fit")
+    seen = wait_validated(page, seen)
+    page.click("#btn-save")
+    expect_text(page.locator("#save-status"), "Saved")
+    assert Scenario.objects.get().spec["grid"]["placement"] == {"name": "worst-fit", "params": {}}
+
+    field(page, "grid.placement.name").select_option("")
+    wait_validated(page, seen)
+    assert page.locator("#builder").get_attribute("data-error-count") == "0"
+    page.click("#btn-save")
+    page.wait_for_function("() => document.getElementById('save-status').textContent.startsWith('Saved')")
+    spec = Scenario.objects.get().spec
+    assert "placement" not in spec.get("grid", {})
+    assert page.js_errors == []
