@@ -40,7 +40,7 @@ import numpy as np
 
 from simengine.gantt import KIND_KILLED, KIND_RESERVATION, KIND_RUN, KIND_SUSPENDED
 from simengine.local.profile import (Profile, add, compress_queue, earliest, first_backfill, min_free,
-                                     queue_delete, queue_insert, replan_queue, steps)
+                                     queue_delete, queue_insert, replan_queue, view_steps)
 from simengine.preemption import PreemptionMode, choose_victims
 from simengine.schedulers.base import planned_end as _compiled_planned_end
 from simengine.schedulers.conservative import job_classes
@@ -165,6 +165,7 @@ class ClusterSim:
         self.pieces: list[tuple] = []
         # the current (or next) run of each job
         self.run_start = [NAN] * n
+        self.run_start_a = np.full(n, NAN)  # the same, for compiled views
         self.pplan = np.array(self.plan0, np.float64)  # planned duration
         self.pact = list(self.runtime)  # actual duration
         self.procs: list[tuple] = [()] * n
@@ -238,19 +239,11 @@ class ClusterSim:
 
     def _view(self, t: float, still_running: bool, without=(), skip_ar=None):
         """Profile of running jobs (until their planned end) and accepted reservations."""
-        s, e, p = [], [], []
-        for j in self.running:
-            if j in without:
-                continue
-            s.append(t)
-            e.append(self._run_end(j, t, still_running))
-            p.append(self.size[j])
-        for r in self._live_ars(t):
-            if r is not skip_ar:
-                s.append(r.start)
-                e.append(r.end)
-                p.append(r.processors)
-        return steps(t, self.P, s, e, p)
+        run = np.fromiter((j for j in self.running if j not in without) if without else self.running, np.int64)
+        ars = [r for r in self._live_ars(t) if r is not skip_ar]
+        return view_steps(float(t), self.P, run, self.run_start_a, self.pplan, self.pend, self.size_a, self.step,
+                          still_running, self.cons, np.array([r.start for r in ars], np.float64),
+                          np.array([r.end for r in ars], np.float64), np.array([r.processors for r in ars], np.int64))
 
     def _take(self, k: int) -> tuple:
         """The ``k`` lowest free processors, avoiding suspended jobs' checkpoints when possible."""
@@ -304,6 +297,7 @@ class ClusterSim:
         self.state[j] = RUNNING
         self.running[j] = None
         self.run_start[j] = t
+        self.run_start_a[j] = t
         if math.isnan(self.first_start[j]):
             self.first_start[j] = t
         self.gen[j] += 1

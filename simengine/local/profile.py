@@ -17,26 +17,67 @@ import numpy as np
 from numba import njit
 
 from simengine.profile import prof_add, prof_advance, prof_find_start, prof_index
+from simengine.schedulers.base import planned_end
 
 INF = math.inf
 
 
 def steps(t: float, processors: int, starts, ends, sizes) -> tuple[np.ndarray, np.ndarray]:
     """(times, free) from time ``t`` on, with ``sizes[k]`` processors taken on [starts[k], ends[k])."""
-    s = np.maximum(np.asarray(starts, np.float64), t)
-    e = np.asarray(ends, np.float64)
-    p = np.asarray(sizes, np.int64)
-    keep = e > s
-    s, e, p = s[keep], e[keep], p[keep]
-    pts = np.concatenate(([t], s, e))
-    delta = np.concatenate(([0], -p, p))
-    order = np.argsort(pts, kind="stable")
-    pts = pts[order]
-    cum = np.cumsum(delta[order])
-    last = np.empty(len(pts), bool)
-    last[:-1] = pts[1:] != pts[:-1]
-    last[-1] = True
-    return pts[last].copy(), processors + cum[last]
+    return _steps(float(t), int(processors), np.asarray(starts, np.float64), np.asarray(ends, np.float64),
+                  np.asarray(sizes, np.int64))
+
+
+@njit(cache=True)
+def view_steps(t, processors, run, run_start, pplan, pend, size, overrun_step, still_running, conservative,
+               ar_start, ar_end, ar_size):
+    """:func:`steps` of running jobs ``run`` (from t until their planned end: ``pend`` in
+    conservative, else the kernels' planned_end) and advance reservations."""
+    m = run.shape[0]
+    k = ar_start.shape[0]
+    s = np.empty(m + k)
+    e = np.empty(m + k)
+    p = np.empty(m + k, np.int64)
+    for i in range(m):
+        j = run[i]
+        s[i] = t
+        e[i] = pend[j] if conservative else planned_end(run_start[j], pplan[j], t, overrun_step, still_running)
+        p[i] = size[j]
+    s[m:] = ar_start
+    e[m:] = ar_end
+    p[m:] = ar_size
+    return _steps(t, processors, s, e, p)
+
+
+@njit(cache=True)
+def _steps(t, processors, starts, ends, sizes):
+    m = starts.shape[0]
+    pts = np.empty(2 * m + 1)
+    delta = np.empty(2 * m + 1, np.int64)
+    pts[0] = t
+    delta[0] = 0
+    k = 1
+    for i in range(m):
+        a = starts[i] if starts[i] > t else t
+        if ends[i] > a:
+            pts[k] = a
+            delta[k] = -sizes[i]
+            pts[k + 1] = ends[i]
+            delta[k + 1] = sizes[i]
+            k += 2
+    order = np.argsort(pts[:k], kind="mergesort")
+    times = np.empty(k)
+    free = np.empty(k, np.int64)
+    w = 0
+    cum = 0
+    for r in range(k):  # one step per distinct time, with everything up to it summed
+        cum += delta[order[r]]
+        x = pts[order[r]]
+        if r == k - 1 or pts[order[r + 1]] != x:
+            times[w] = x
+            free[w] = processors + cum
+            w += 1
+    return times[:w].copy(), free[:w].copy()
 
 
 def min_free(times, free, n, a, b):
