@@ -183,6 +183,8 @@ class ClusterSim:
         self.size_a = np.array(self.size, np.int64)
         self.after = np.full(n, -INF)  # conservative: suspended jobs' earliest restart, set around a replan
         self.suspended: set[int] = set()
+        self.mark = np.zeros(n, np.bool_)
+        self._after_set: list[int] = []
         # conservative: job classes (size, planned-time band) for the compression's bounds
         if self.cons and n:
             self.cls, self.csize, self.cdlo = job_classes(self.size_a, self.pplan.copy())
@@ -366,7 +368,7 @@ class ClusterSim:
     def _replan(self, t: float, give_back: np.ndarray, place: np.ndarray) -> float:
         """Give back the queued reservations of ``give_back``, then reserve the earliest fit for
         each job of ``place`` in turn (compiled); the earliest new start."""
-        self._set_after(t)
+        self._set_after(t, place)
         prof = self.prof
         prof.times, prof.free, prof.lo, prof.n, first = replan_queue(
             prof.times, prof.free, prof.lo, prof.n, float(t), give_back, place, self.after, self.rstart, self.pend,
@@ -375,13 +377,27 @@ class ClusterSim:
         self.next_start = min(self.next_start, float(first))
         return first
 
-    def _set_after(self, t: float) -> None:
-        for j in self.suspended:
+    def _set_after(self, t: float, place: np.ndarray | None = None) -> None:
+        """Set ``after`` (when its processors are expected free) for the suspended jobs a replan
+        will place (those of ``place``) or a compression may move (reserved after t)."""
+        self._after_set = []
+        if not self.suspended:
+            return
+        if place is not None:
+            if len(place) == 1:
+                todo = [int(place[0])] if int(place[0]) in self.suspended else []
+            else:
+                self.mark[place] = True
+                todo = [j for j in self.suspended if self.mark[j]]
+                self.mark[place] = False
+        else:
+            todo = [j for j in self.suspended if self.rstart[j] > t]
+        for j in todo:
             self.after[j] = self._identity_free_at(j, t)
+        self._after_set = todo
 
     def _clear_after(self) -> None:
-        for j in self.suspended:
-            self.after[j] = -INF
+        self.after[self._after_set] = -INF
 
     def _reserve(self, j: int, s: float) -> None:
         self.rstart[j] = s
