@@ -458,3 +458,21 @@ def test_a_run_cancelled_before_any_segment_does_not_promise_a_gantt(alice):
     assert "there is no Gantt to show" in page and "shows what it simulated before" not in page
     page = client.get(reverse("runs:run", args=[partial.pk])).content.decode()
     assert "the Gantt shows what it simulated before" in page and "no Gantt to show" not in page
+
+
+def test_the_research_group_is_named_only_when_the_run_or_scenario_is_shared_with_it(alice, lab):
+    """'Private (only me) (lab)' read as if the lab could see the run."""
+    from gridweb.scenarios.models import Scenario
+
+    client = client_for(alice)
+    for visibility, shown in ((Visibility.PRIVATE, False), (Visibility.GROUP, True), (Visibility.PUBLIC, False)):
+        run = Run.objects.create(owner=alice, name="r", spec={"name": "r"}, status=Status.QUEUED, group=lab,
+                                 visibility=visibility)
+        header = client.get(reverse("runs:run", args=[run.pk])).content.decode().split('class="run-meta"')[1]
+        header = re.sub(r"\s+", " ", header.split("</p>")[0])
+        assert (f"{run.get_visibility_display()} (lab)" in header) is shown, header
+        assert ("(lab)" in header) is shown
+        scenario = Scenario.objects.create(owner=alice, name="s", spec=small_spec(), group=lab, visibility=visibility)
+        eyebrow = client.get(reverse("scenarios:detail", args=[scenario.pk])).content.decode()
+        eyebrow = eyebrow.split('<p class="eyebrow">')[1].split("</p>")[0]
+        assert ("· lab" in eyebrow) is shown, eyebrow
