@@ -16,7 +16,7 @@ import math
 import numpy as np
 from numba import njit
 
-from simengine.profile import prof_add, prof_advance, prof_find_start, prof_index
+from simengine.profile import prof_add, prof_advance, prof_find_start, prof_grow, prof_index
 from simengine.schedulers.base import planned_end
 
 INF = math.inf
@@ -201,9 +201,8 @@ def compress_queue(times, free, lo, n, t, qj, after, rstart, pend, pplan, size, 
             if s < best:
                 best = s
         if best < s_old:
-            times, free, lo, n = prof_add(times, free, lo, n, s_old, e_old, p)
             e = best + d
-            times, free, lo, n = prof_add(times, free, lo, n, best, e, -p)
+            times, free, lo, n = _move(times, free, lo, n, s_old, e_old, best, e, p)
             rstart[j] = best
             pend[j] = e
             if best < first:
@@ -213,6 +212,79 @@ def compress_queue(times, free, lo, n, t, qj, after, rstart, pend, pplan, size, 
             if x0 < e_old:
                 _lower_bounds(times, free, lo, n, t, x0, e_old, p, processors, reach, bound, act, csize, cdlo, seen, back)
     return times, free, lo, n, first
+
+
+@njit(cache=True)
+def _move(times, free, lo, n, a1, b1, a2, b2, p):
+    """p processors given back on [a1, b1) and taken on [a2, b2): the same profile as
+    prof_add(a1, b1, p) then prof_add(a2, b2, -p) (one step per change of the free count), in
+    one pass over the steps the windows touch and one shift of the steps after them."""
+    use1 = b1 > a1
+    use2 = b2 > a2
+    if not use1 and not use2:
+        return times, free, lo, n
+    x0 = min(a1 if use1 else INF, a2 if use2 else INF)
+    x1 = max(b1 if use1 else -INF, b2 if use2 else -INF)
+    times, free, lo, n = prof_grow(times, free, lo, n, 4)
+    i = prof_index(times, lo, n, x0)
+    kh = prof_index(times, lo, n, x1)
+    m = kh - i + 1
+    # the breakpoints from step i to step kh, with the windows' edges merged in
+    edges = np.empty(4)
+    ne = 0
+    if use1:
+        edges[ne] = a1
+        edges[ne + 1] = b1
+        ne += 2
+    if use2:
+        edges[ne] = a2
+        edges[ne + 1] = b2
+        ne += 2
+    edges[:ne].sort()
+    pt = np.empty(m + ne)
+    pv = np.empty(m + ne, np.int64)
+    w = 0
+    r = i  # the old step holding the current point
+    q = 0
+    prev = free[i - 1] if i > lo else np.iinfo(np.int64).min
+    while r <= kh or q < ne:
+        if q < ne and (r > kh or edges[q] < times[r]):
+            x = edges[q]
+            old = free[r - 1]  # edges lie after times[i]
+            q += 1
+        else:
+            x = times[r]
+            old = free[r]
+            if q < ne and edges[q] == x:
+                q += 1
+            r += 1
+        if w > 0 and pt[w - 1] == x:
+            continue
+        v = old
+        if use1 and a1 <= x < b1:
+            v += p
+        if use2 and a2 <= x < b2:
+            v -= p
+        if v == prev:
+            continue
+        pt[w] = x
+        pv[w] = v
+        prev = v
+        w += 1
+    # replace steps i..kh by the w points
+    shift = w - m
+    if shift > 0:
+        for k in range(n - 1, kh, -1):
+            times[k + shift] = times[k]
+            free[k + shift] = free[k]
+    elif shift < 0:
+        for k in range(kh + 1, n):
+            times[k + shift] = times[k]
+            free[k + shift] = free[k]
+    for k in range(w):
+        times[i + k] = pt[k]
+        free[i + k] = pv[k]
+    return times, free, lo, n + shift
 
 
 @njit(cache=True)

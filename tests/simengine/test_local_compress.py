@@ -106,3 +106,26 @@ def test_a_hand_checked_compression():
     assert pend.tolist() == [10.0, 15.0, 25.0]
     assert first == 0.0
     assert times[lo:n].tolist() == [0.0, 10.0, 15.0, 25.0] and free[lo:n].tolist() == [2, 0, 1, 4]
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_a_move_is_the_two_edits(seed):
+    """_move (one pass) leaves the same steps as giving back then taking with prof_add."""
+    from simengine.local.profile import _move
+    rng = np.random.default_rng(seed)
+    prof = Profile(8, 0.0)
+    for _ in range(int(rng.integers(0, 12))):
+        a = float(rng.integers(0, 40))
+        prof.add(a, a + float(rng.integers(1, 30)), int(rng.integers(-8, 9)))
+    prof.advance(float(rng.integers(0, 5)))
+    lo_t = max(float(prof.times[prof.lo]), 0.0)
+    a1 = lo_t + float(rng.integers(0, 40))
+    b1 = a1 + float(rng.choice([0, 1, 5, 20]))
+    a2 = lo_t + float(rng.integers(0, 45))
+    b2 = a2 + float(rng.choice([0, 1, 5, 20]))
+    p = int(rng.integers(1, 9))
+    t1, f1, lo1, n1 = prof_add(prof.times.copy(), prof.free.copy(), prof.lo, prof.n, a1, b1, p)
+    t1, f1, lo1, n1 = prof_add(t1, f1, lo1, n1, a2, b2, -p)
+    t2, f2, lo2, n2 = _move(prof.times.copy(), prof.free.copy(), prof.lo, prof.n, a1, b1, a2, b2, p)
+    assert t2[lo2:n2].tolist() == t1[lo1:n1].tolist()
+    assert f2[lo2:n2].tolist() == f1[lo1:n1].tolist()
