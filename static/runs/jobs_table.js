@@ -23,10 +23,14 @@
   let streamsShown = false;
   let asked = 0;
 
-  function cellText(value) {
+  // Numbers that name something, printed as they are; every other number, whole or not, with
+  // thousands separators (a column read "7200" beside "7,238.5").
+  const ID_COLUMNS = new Set(["job_id", "replication", "stream", "reservation", "workflow", "task", "component"]);
+
+  function cellText(value, column) {
     if (value === null || value === undefined) return "";
     if (typeof value === "boolean") return value ? "yes" : "";
-    if (typeof value === "number" && !Number.isInteger(value)) return value.toLocaleString(undefined, { maximumFractionDigits: 3 });
+    if (typeof value === "number" && !ID_COLUMNS.has(column)) return value.toLocaleString(undefined, { maximumFractionDigits: 3 });
     return String(value);
   }
 
@@ -55,7 +59,7 @@
       tr.dataset.stream = row[at.stream];
       row.forEach((value, i) => {
         const td = document.createElement("td");
-        td.textContent = cellText(value);
+        td.textContent = cellText(value, data.columns[i]);
         if (TEXT_COLUMNS.has(data.columns[i])) td.className = "text";
         tr.append(td);
       });

@@ -241,3 +241,24 @@ def test_jobs_table_in_the_browser_pages_filters_and_highlights_a_job_on_the_gan
     assert int(page.locator("#gantt").get_attribute("data-highlighted")) >= 1
     assert "highlighted" in row.get_attribute("class")
     screenshot(page, "run-jobs-table.png")
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_jobs_table_prints_whole_and_fractional_times_alike(live_server, page, alice):
+    """Whole numbers were printed bare ('7200') beside fractional ones with separators
+    ('7,238.5'); ids stay bare."""
+    run = create_run(alice, reservations_demo_spec(), name=RESERVATIONS_DEMO, visibility=Visibility.PRIVATE,
+                     dispatch_now=False)
+    assert execute_run(run.pk) == Status.DONE, run.error
+    log_in(page, live_server.url, alice)
+    page.goto(f"{live_server.url}/runs/{run.pk}/")
+    page.wait_for_function("() => document.getElementById('jobs-table').dataset.ready === 'true'")
+    page.select_option("#jobs-stream", "2")  # the reservations: whole-second windows (docs/reservations.md)
+    page.wait_for_function("() => document.getElementById('jobs-table').dataset.total === '4'"
+                           " && document.getElementById('jobs-table').dataset.ready === 'true'")
+    columns = page.locator("#jobs-table thead th").all_inner_texts()
+    rows = {tuple(tr.locator("td").all_inner_texts()) for tr in page.locator("#jobs-table tbody tr").all()}
+    demo_east = next(r for r in rows if r[columns.index("reservation")] == "0")
+    assert demo_east[columns.index("start")] == "7,200" and demo_east[columns.index("processors")] == "32"
+    assert demo_east[columns.index("job_id")] == "1" and demo_east[columns.index("stream")] == "2"
