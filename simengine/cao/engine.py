@@ -31,9 +31,13 @@ docs/cao.md; the short version:
   predicted start with the frame [EST, LFT]; compressions may slide it earlier, never
   before EST nor before its predecessors' (predicted) finish + comm. A task whose planned
   start comes before its predecessors have finished slips to its earliest fit after their
-  predicted finish. Reservations are best effort: never cancelled, LFT is not enforced.
+  predicted finish (``late_task="behind"``) or keeps its queue position while the class is
+  planned again in queue order (``"replan"``, the default). Reservations are best effort:
+  never cancelled, LFT is not enforced.
 * **Propagation** (when on): when a task's last predecessor finishes, its EST becomes
-  max(predecessor finish + comm) and it is re-placed at once (it may slide earlier).
+  max(predecessor finish + comm) and its class is planned again from scratch in queue order
+  (``propagation_replan="queue"``, the default: it takes the place its queue position gives
+  it, jobs queued after it may move later) or only compressed (``"gaps"``: it moves into holes).
 """
 from __future__ import annotations
 
@@ -79,6 +83,19 @@ class CaoParams:
         Non-type backfilling probability of medium (0.025) and long (0.04) tasks, eq. (5).
     propagation : bool
         Propagation heuristics (Algorithm 2) on task completion.
+    propagation_replan : {"queue", "gaps"}
+        How the class is re-planned when propagation lowers a queued task's EST (the thesis:
+        "When there are enough resources, this task will be rescheduled"). ``"queue"``: the
+        class's queue is planned again from scratch in queue order, each job at its earliest
+        fit from its bound, so the task takes the place its queue position gives it and jobs
+        queued after it may move later (never jobs queued before it). ``"gaps"``: the ordinary
+        compression, every job kept in its slot and moved earlier only into holes. No effect
+        without ``propagation``.
+    late_task : {"behind", "replan"}
+        A task whose slot comes before its predecessors have finished: ``"behind"`` gives up
+        its slot for its earliest fit after their predicted finish around every other slot;
+        ``"replan"`` keeps its queue position and the class is planned again in queue order
+        (as ``propagation_replan="queue"``), with the task from its predecessors' predicted finish.
     distribution : {"round_robin", "random"}
         How local jobs without a cluster are spread over the clusters: job i to cluster
         i mod clusters in submit order, or uniformly at random (``seed``).
@@ -101,6 +118,8 @@ class CaoParams:
     nbp_medium: float = 0.025
     nbp_long: float = 0.04
     propagation: bool = False
+    propagation_replan: str = "queue"
+    late_task: str = "replan"
     distribution: str = "round_robin"
     seed: int = 0
 
@@ -127,6 +146,10 @@ class CaoParams:
         for name in ("slpa", "slpb", "maf", "nbp_medium", "nbp_long"):
             if getattr(self, name) < 0:
                 problems.append((name, "must not be negative"))
+        if self.propagation_replan not in ("queue", "gaps"):
+            problems.append(("propagation_replan", f"must be queue or gaps, not {self.propagation_replan!r}"))
+        if self.late_task not in ("behind", "replan"):
+            problems.append(("late_task", f"must be behind or replan, not {self.late_task!r}"))
         if self.distribution not in ("round_robin", "random"):
             problems.append(("distribution", "must be round_robin or random"))
         if problems:
@@ -321,19 +344,18 @@ class Cluster:
                 b = max(b, self.v_of(c, d))
         return b
 
-    def place(self, j: Job, cap: float = math.inf) -> None:
-        """Plan ``j`` at its earliest fit from its bound; a slot it holds (``cap``) caps the bound:
-        a job is never moved later, a task whose predecessors end late waits in its slot."""
+    def place(self, j: Job, cap: float = math.inf, lb: float | None = None) -> None:
+        """Plan ``j`` at its earliest fit from its bound (or ``lb``); a slot it holds (``cap``)
+        caps the bound: a job is never moved later, a task whose predecessors end late waits in its slot."""
         c = j.cls
-        lb = min(self.vbound(j), cap)
+        lb = min(self.vbound(j) if lb is None else lb, cap)
         vn = self.vnow[c]
         s, e = self.plan[c].fit(lb, j.n, self.dur(c, vn, j.rem_est), self.dur(c, math.inf, j.rem_est), vn)
         self.plan[c].alloc(s, e, j.n)
         j.vstart, j.vend = s, e
 
-    def rebuild(self, c: int) -> None:
-        """Compress class ``c``'s plan: active and foreign jobs from now, then each queued job
-        (in queue order) to its earliest fit, never later than its current slot."""
+    def _held(self, c: int) -> list[tuple[float, float, int]]:
+        """Virtual intervals of class ``c``'s layer held from now by started (active, foreign) jobs."""
         vn = self.vnow[c]
         taken = []
         for j in self.active[c]:
@@ -344,6 +366,26 @@ class Cluster:
             left = max(j.rem_est - (self.now - j.run_t0), 0.0)
             taken.append((vn, vn + left, j.n))
             j.vend = vn + left
+        return taken
+
+    def replan(self, c: int, late: tuple = ()) -> None:
+        """Plan class ``c``'s queue again from scratch: started jobs from now, then each queued
+        job in queue order at its earliest fit from its bound, whatever its slot was (so a job
+        may move later, but only behind jobs queued before it). A task of ``late`` whose
+        predecessors' predicted finish has passed waits one virtual second, as in _dispatch."""
+        vn = self.vnow[c]
+        self.plan[c] = Profile.from_intervals(self.p.processors, vn, self._held(c))
+        for j in self.queue[c]:
+            b = self.vbound(j)
+            if b <= vn + EPS and any(j is x for x in late):
+                b = vn + 1.0
+            self.place(j, lb=b)
+
+    def rebuild(self, c: int) -> None:
+        """Compress class ``c``'s plan: active and foreign jobs from now, then each queued job
+        (in queue order) to its earliest fit, never later than its current slot."""
+        vn = self.vnow[c]
+        taken = self._held(c)
         # every queued job keeps its slot (its duration recomputed there), then in queue order
         # moves to its earliest fit: never later than its slot while the slot stays feasible
         queue = self.queue[c]
@@ -498,8 +540,10 @@ class Cluster:
         t = self.now
         vn = self.vnow[c]
         q = self.queue[c]
+        replan_late = self.p.late_task == "replan"
         for attempt in range(3):
             mismatch = False
+            late = []
             i = 0
             while i < len(q):
                 j = q[i]
@@ -509,6 +553,10 @@ class Cluster:
                 if j.preds and not self.sim.deps_met(j, t):
                     if all(pj.state == DONE for pj, _ in j.preds):
                         # only the communication is left: it waits in its slot
+                        i += 1
+                        continue
+                    if replan_late:  # it keeps its queue position: the class is re-planned below
+                        late.append(j)
                         i += 1
                         continue
                     # a reservation due before its predecessors have finished: it gives up
@@ -535,6 +583,11 @@ class Cluster:
                     if plan.min_free(j.vstart, j.vend) < 0:
                         mismatch = True  # it overlaps later slots: they move
                 self.start(j, c)
+            if late:
+                self.replan(c, tuple(late))  # the late tasks now start after their predecessors
+                if attempt < 2:
+                    continue  # start what the re-plan made due
+                break
             if not mismatch or attempt == 2:
                 break
             self.rebuild(c)
@@ -642,7 +695,10 @@ class Simulation:
                 s.lbv = cl.v_of(s.cls, s.ready)
                 s.est_frame = s.ready
                 if s in cl.queue[s.cls]:
-                    cl.rebuild(s.cls)  # it may slide earlier (never later than its slot)
+                    if self.p.propagation_replan == "queue":
+                        cl.replan(s.cls)  # it takes the place its queue position gives it
+                    else:
+                        cl.rebuild(s.cls)  # it may slide earlier into holes (never later than its slot)
             if s.ready > self.now + EPS:
                 self.push(s.ready, EV_WAKE, cl.idx, None)
             elif cl is not self.clusters[j.cluster]:

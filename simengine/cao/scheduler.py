@@ -16,6 +16,7 @@ kernels' warm-up, and schedules by conservative backfilling.
 from __future__ import annotations
 
 import math
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -78,6 +79,14 @@ class RarsHeftParams(BaseModel):
     nbp_medium: float = Field(_D.nbp_medium, ge=0, description="Non-type backfilling probability, medium tasks")
     nbp_long: float = Field(_D.nbp_long, ge=0, description="Non-type backfilling probability, long tasks")
     propagation: bool = Field(True, description="Propagation heuristics (Algorithm 2) on task completion")
+    propagation_replan: Literal["queue", "gaps"] = Field(
+        _D.propagation_replan,
+        description="When propagation lowers a task's EST: re-plan its class's queue in queue order (queue) "
+                    "or only let it move into holes (gaps)")
+    late_task: Literal["behind", "replan"] = Field(
+        _D.late_task,
+        description="A task due before its predecessors finish: re-placed behind every other slot (behind) "
+                    "or kept at its queue position with the class re-planned (replan)")
 
     @model_validator(mode="after")
     def _comm(self):
@@ -112,5 +121,6 @@ def cao_params(scheduler: dict, workflow: dict | None, clusters: int, processors
     ``rars-heft`` one (None: defaults; workflows then make no difference)."""
     kw = dict(scheduler)
     if workflow is not None:
-        kw.update({k: workflow[k] for k in ("slpa", "slpb", "maf", "nbp_medium", "nbp_long", "propagation")})
+        kw.update({k: workflow[k] for k in ("slpa", "slpb", "maf", "nbp_medium", "nbp_long", "propagation",
+                                        "propagation_replan", "late_task")})
     return CaoParams(clusters=clusters, processors=processors, **kw)

@@ -178,6 +178,93 @@ def test_propagation_moves_the_successors_est():
     assert on.workflows["makespan"][0] == pytest.approx(32300.0 - 1080.0)
 
 
+def _propagation_behind_a_backfilled_job(replan: str):
+    # A -> B (comm 100), both 4 processors and 11000 s, A's estimate 22000; SLPA 0, MAF 0.
+    # C: a local long job (2 processors, 10800 s) submitted at 100, after the workflow.
+    wf = Workflow(0.0, [4, 4], [11000.0, 11000.0], [(0, 1, 100.0)], job_id=7, estimate=[22000.0, 11000.0])
+    return simulate(table([(100.0, 2, 10800.0)]), [wf],
+                    params(slpa=0.0, maf=0.0, propagation=True, propagation_replan=replan))
+
+
+def test_propagation_replan_queue_vs_gaps():
+    # A is planned from long virtual 0 for 22000 + 8 x 60 = 22480 (ceil((22000 - 2520) / 2460)
+    # = 8 cuts): 22480 = 8 x 2520 + 2320 -> LFT(A) = 28800 + 1080 + 2320 = 32200. B: ST = EST =
+    # 32300 (long virtual 22580), planned for 11000 + 60 + 4 x 60 = 11300 (unknown phase) ->
+    # [22580, 33880). C at 100 finds A and B holding all 4 processors: it is planned at 33880.
+    # A really ends at 16640 (long virtual 4 x 2520 + 1160 = 11240). The compression lets C
+    # move into the hole before B's slot: from now it needs 1360 + (10800 - 1360 + 60) + 3 x 60
+    # = 11040 -> [11240, 22280) <= 22580. Then propagation: B's EST becomes 16740 (virtual 11340).
+    # gaps: C keeps its slot and starts at 16640; B may only move into holes: 4 processors are
+    # free from C's end, virtual 22280 = real 32000 (C's end). B: 400 s to 32400, then 2520 per
+    # slice with +60 per cut: 10660, 8200, 5740, 3280, 820 -> ends 47880 + 820 = 48700.
+    gaps = _propagation_behind_a_backfilled_job("gaps")
+    a, b, c = row(gaps, 7, TASK), gaps.jobs["task"].tolist().index(1), row(gaps, 1)
+    assert gaps.jobs["lft"][a] == pytest.approx(32200.0) and gaps.jobs["st"][b] == pytest.approx(32300.0)
+    assert gaps.jobs["end"][a] == pytest.approx(16640.0)
+    assert gaps.jobs["start"][c] == pytest.approx(16640.0) and gaps.jobs["end"][c] == pytest.approx(32000.0)
+    assert gaps.jobs["start"][b] == pytest.approx(32000.0) and gaps.jobs["end"][b] == pytest.approx(48700.0)
+    # queue: the class is planned again in queue order; B (queued at 0) comes before C (at 100):
+    # B at its EST, 16740, ends 32300 as in test_propagation_moves_the_successors_est; C goes
+    # behind B (its 2 processors are free only for 100 s before it) and starts when B ends,
+    # 32300: 100 s, then 10760, 8300, 5840, 3380, 920 left -> ends 47880 + 920 = 48800.
+    queue = _propagation_behind_a_backfilled_job("queue")
+    assert queue.jobs["end"][a] == pytest.approx(16640.0)
+    assert queue.jobs["start"][b] == pytest.approx(16740.0) and queue.jobs["end"][b] == pytest.approx(32300.0)
+    assert queue.jobs["start"][c] == pytest.approx(32300.0) and queue.jobs["end"][c] == pytest.approx(48800.0)
+    assert gaps.workflows["makespan"][0] == pytest.approx(48700.0 - 1080.0)
+    assert queue.workflows["makespan"][0] == pytest.approx(32300.0 - 1080.0)
+    assert CaoParams().propagation_replan == "queue"  # the default (docs/cao.md)
+
+
+def _late_task(late: str):
+    # Two clusters, nominal calendar short 500 / medium 930 / long 2170 (short_slice_max 500).
+    # Cluster 1 gets a 500 s short job before every interval from 3600 on, so its slices are
+    # the nominal ones; cluster 0 has no short jobs: medium [0, 1080) of every interval, so its
+    # medium virtual clock runs ahead of the plan. L (cluster 0, 4 processors, 1000 s, at 0)
+    # and M (cluster 0, 4 processors, 3000 s, at 100) are local medium jobs.
+    rows = [(0.0, 4, 1000.0, 0), (100.0, 4, 3000.0, 0)]
+    rows += [(3600.0 * k - 100, 1, 500.0, 1) for k in range(1, 10)]
+    k = len(rows)
+    jobs = JobTable(np.arange(1, k + 1), [r[0] for r in rows], [r[2] for r in rows], [r[2] for r in rows],
+                    [r[1] for r in rows], [r[3] for r in rows], np.zeros(k))
+    wf = Workflow(0.0, [4, 4], [2000.0, 2000.0], [(0, 1, 10.0)], job_id=7)  # P -> S, comm 10
+    p = CaoParams(clusters=2, processors=4, short_slice_max=500.0, cross_slice_backfill=False,
+                  slpa=0.0, maf=0.0, late_task=late)
+    return simulate(jobs, [wf], p)
+
+
+def test_late_task_behind_vs_replan():
+    # P goes to cluster 1 (L holds cluster 0's medium layer): planned 1080 + (2000 - 1080 + 60)
+    # + 60 = 2120 medium virtual -> LFT 3600 + 3600 + 500 + 110 = 7810, and it really ends
+    # then: [0, 1080), [4100, 5030), [7700, 7810). S: ST = EST = 7820, medium virtual 1080 + 930
+    # + 120 = 2130 on both clusters (tie: cluster 0), planned for 2060 + 2 x 60 = 2180 ->
+    # [2130, 4310), LFT 15340. M at 100 finds no room before S (3240 from 1000): [4310, 7550).
+    # On cluster 0 virtual 2130 comes at 3600 + 1050 = 4650, while P runs: S is late. Its bound
+    # is now P's predicted finish + 10 = 7820 = medium virtual 2130 + 30 + 120 = 2280.
+    # behind: S's earliest fit from 2280 around M's slot is after M, 7550. M starts in its slot,
+    # virtual 4310 = real 10800 + 1070 = 11870: 10 s, then 3050, 2030, 1010 left -> ends
+    # 21600 + 1010 = 22610 (virtual 7490 < 7550: compression), and S starts then: 70 s to
+    # 22680, 1990, 970 left -> ends 28800 + 970 = 29770.
+    behind = _late_task("behind")
+    p, s_, m = behind.jobs["task"].tolist().index(0), behind.jobs["task"].tolist().index(1), row(behind, 2)
+    assert behind.jobs["cluster"][p] == 1 and behind.jobs["cluster"][s_] == 0
+    assert behind.jobs["lft"][p] == pytest.approx(7810.0) and behind.jobs["end"][p] == pytest.approx(7810.0)
+    assert behind.jobs["st"][s_] == pytest.approx(7820.0) and behind.jobs["lft"][s_] == pytest.approx(15340.0)
+    B = behind.jobs
+    assert B["start"][m] == pytest.approx(11870.0) and B["end"][m] == pytest.approx(22610.0)
+    assert B["start"][s_] == pytest.approx(22610.0) and B["end"][s_] == pytest.approx(29770.0)
+    # replan: S keeps its queue place ahead of M: [2280, 4460), M behind it. At 7320 (virtual
+    # 2280) P still runs: again, from 7820 = virtual 2780. S starts at 7820: 460 s to 8280, 1600,
+    # 580 left -> ends 14400 + 580 = 14980 (virtual 4900 < 4960): M moves up and starts then:
+    # 500 s, 2560, 1540, 520 left -> ends 25200 + 520 = 25720.
+    replan = _late_task("replan")
+    assert replan.jobs["end"][p] == pytest.approx(7810.0)
+    R = replan.jobs
+    assert R["start"][s_] == pytest.approx(7820.0) and R["end"][s_] == pytest.approx(14980.0)
+    assert R["start"][m] == pytest.approx(14980.0) and R["end"][m] == pytest.approx(25720.0)
+    assert CaoParams().late_task == "replan"  # the default (docs/cao.md)
+
+
 def test_heft_rank_order():
     # A(10) -> B(20) comm 5, A -> C(5) comm 30, B -> D(10) comm 1, C -> D comm 2.
     # rank D = 10; B = 20 + 1 + 10 = 31; C = 5 + 2 + 10 = 17; A = 10 + max(5 + 31, 30 + 17) = 57.
@@ -213,6 +300,10 @@ def test_bad_parameters_name_the_field():
         CaoParams(medium_share=1.5)
     with pytest.raises(ValueError, match="cao.overhead"):
         CaoParams(overhead=2000.0)
+    with pytest.raises(ValueError, match="cao.propagation_replan: must be queue or gaps"):
+        CaoParams(propagation_replan="holes")
+    with pytest.raises(ValueError, match="cao.late_task: must be behind or replan"):
+        CaoParams(late_task="later")
     with pytest.raises(ValueError, match=r"jobs.processors\[0\]"):
         simulate(table([(0.0, 9, 100.0)]), [], params())
     with pytest.raises(ValueError, match=r"workflows\[0\].edges"):
@@ -239,10 +330,13 @@ def _random_case(seed: int):
     return jobs, wfs
 
 
-@pytest.mark.parametrize("propagation", [False, True])
-def test_invariants_on_a_random_run(propagation):
+@pytest.mark.parametrize("propagation, replan, late", [(False, "queue", "behind"), (True, "queue", "behind"),
+                                                       (True, "gaps", "behind"), (False, "queue", "replan"),
+                                                       (True, "queue", "replan"), (True, "gaps", "replan")])
+def test_invariants_on_a_random_run(propagation, replan, late):
     jobs, wfs = _random_case(3)
-    p = CaoParams(clusters=2, processors=16, propagation=propagation)
+    p = CaoParams(clusters=2, processors=16, propagation=propagation, propagation_replan=replan,
+                  late_task=late)
     res = simulate(jobs, wfs, p)
     J = res.jobs
     assert not np.isnan(J["end"]).any()

@@ -52,7 +52,8 @@ def test_defaults_are_caos():
         "medium_share": 0.3, "overhead": 60.0, "cross_slice_backfill": True}
     assert s.grid.workflow_scheduling.params == {
         "fraction": 1.0, "streams": None, "comm": [20.0, 600.0], "slpa": 1.0, "slpb": 0.0, "maf": 4.0,
-        "nbp_medium": 0.025, "nbp_long": 0.04, "propagation": True}
+        "nbp_medium": 0.025, "nbp_long": 0.04, "propagation": True, "propagation_replan": "queue",
+        "late_task": "replan"}
     assert load_scenario({**cao(), "grid": {"workflow_scheduling": {"name": "rars-heft"}}}) \
         .grid.workflow_scheduling.params["fraction"] == 0.4
 
@@ -114,6 +115,10 @@ def test_rars_heft_needs_scojo_pect():
      "grid.workflow_scheduling.params", "low <= high"),
     (lambda d: d["grid"]["workflow_scheduling"]["params"].update(streams=["s0", "nope"]),
      "grid.workflow_scheduling.params.streams.1", "unknown stream 'nope'"),
+    (lambda d: d["grid"]["workflow_scheduling"]["params"].update(propagation_replan="holes"),
+     "grid.workflow_scheduling.params.propagation_replan", "'queue' or 'gaps'"),
+    (lambda d: d["grid"]["workflow_scheduling"]["params"].update(late_task="later"),
+     "grid.workflow_scheduling.params.late_task", "'behind' or 'replan'"),
     (lambda d: d["grid"]["workflow_scheduling"].update(name="heft"), "grid.workflow_scheduling.name",
      "known: none, rars-heft"),
 ])
@@ -313,3 +318,10 @@ def test_replication_input_is_the_runners_workload():
     assert workflows == [] and len(wf_rows) == 0 and len(table) == len(jobs) == 200
     assert (params.clusters, params.processors, params.interval, params.propagation) == (2, 128, 3600.0, False)
     assert isinstance(table, JobTable) and np.array_equal(table.cluster, cluster)
+
+
+def test_propagation_rules_reach_the_engine():
+    doc = cao(clusters=2, count=100, workflows=True)
+    doc["grid"]["workflow_scheduling"]["params"].update(propagation_replan="gaps", late_task="replan")
+    params = replication_input(load_scenario(doc), 0)[8]
+    assert (params.propagation, params.propagation_replan, params.late_task) == (True, "gaps", "replan")

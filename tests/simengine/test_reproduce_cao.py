@@ -68,3 +68,19 @@ def test_registered_and_runs_are_listed(quick):
     runs = list(csv.DictReader(open(out / "runs.csv")))
     assert len(runs) == len(cao.configurations(cao.QUICK))
     assert all(r["unfinished"] == "0" for r in runs)
+
+
+def test_the_runs_use_the_engines_propagation_rules(quick):
+    # the recipe does not pick its own rules: runs.csv and the "about 20 %" claim name the default
+    from simengine.cao.engine import CaoParams
+
+    out, claims = quick
+    d = CaoParams()
+    assert cao.rules() == {"propagation_replan": d.propagation_replan, "late_task": d.late_task}
+    assert (d.propagation_replan, d.late_task) == ("queue", "replan")  # docs/cao.md, docs/reproductions.md
+    runs = list(csv.DictReader(open(out / "runs.csv")))
+    assert {(r["propagation_replan"], r["late_task"]) for r in runs} == {("queue", "replan")}
+    about = [c.claim for c in claims if "about 20 %" in c.claim]
+    assert len(about) == len(cao.PER_SEED_FRACTIONS)
+    assert all("re-plan queue, late task replan" in c for c in about)
+
