@@ -394,6 +394,9 @@ def scenario_detail(request: HttpRequest, pk: int) -> HttpResponse:
         summary = None  # e.g. saved with an older engine; the template says so
     context = {
         "streams": describe_streams(summary) if summary else [],
+        "cluster_rows": [{"cluster": c, "scheduler": params_text(c.scheduler.params or {}),
+                          "preemption": params_text(c.preemption.params or {})}
+                         for c in summary.platform.clusters] if summary else [],
         "scenario": scenario,
         "can_edit": scenario.can_edit(request.user),
         "runs": runs.order_by("-created")[:20],
@@ -404,9 +407,28 @@ def scenario_detail(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, "scenarios/detail.html", context)
 
 
+def _value_text(v) -> str:
+    """A parameter's value for people: 60 not 60.0, yes/no not True/False, a nested distribution
+    as 'uniform (low 1, high 3)' not a Python dict."""
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, float):
+        return f"{v:g}"
+    if isinstance(v, dict):
+        inner = params_text({k: x for k, x in v.items() if k != "kind"})
+        return f"{str(v['kind']).replace('_', ' ')} ({inner})" if "kind" in v else f"({inner})"
+    if isinstance(v, list):
+        return ", ".join(_value_text(x) for x in v)
+    return str(v)
+
+
+def params_text(params: dict) -> str:
+    """'overhead 60, integer yes' for ``{"overhead": 60.0, "integer": True}`` (unset ones left out)."""
+    return ", ".join(f"{k} {_value_text(v)}" for k, v in params.items() if v is not None)
+
+
 def _distribution(d) -> str:
-    params = ", ".join(f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}"
-                       for k, v in d.model_dump(by_alias=True).items() if k != "kind" and v is not None)
+    params = params_text({k: v for k, v in d.model_dump(by_alias=True).items() if k != "kind"})
     return f"{d.kind.replace('_', ' ')} ({params})"
 
 

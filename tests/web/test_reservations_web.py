@@ -328,7 +328,7 @@ def test_the_read_only_page_lists_preemption_reservations_priorities_and_lublin_
     response = client_for(alice).get(reverse("scenarios:detail", args=[scenario.pk]))
     assert response.status_code == 200
     page = response.content.decode()
-    assert "<th>Preemption</th>" in page and "suspend <small class=\"muted\">{&#x27;overhead&#x27;: 60.0}" in page
+    assert "<th>Preemption</th>" in page and 'suspend <small class="muted">overhead 60</small>' in page
     table = page.split('id="reservations-table"', 1)[1].split("</table>", 1)[0]
     assert '<tr data-reservation="0"><td>window</td><td>c1</td><td>8</td><td>600–1800</td>' in table
     assert "<td>2000–6000</td>" in table and "<td>900</td>" in table
@@ -364,3 +364,16 @@ def test_the_run_plots_count_the_measured_jobs_as_the_metrics_do_without_reserva
     assert len(measured(arrays, "wait")) == len(measured(arrays, "bounded_slowdown")) == n
     plots = client_for(alice).get(reverse("runs:plots", args=[demo_run.pk])).content.decode()
     assert f"Wait time ({n:,} measured jobs;" in plots
+
+
+def test_the_read_only_page_writes_parameters_for_people_not_as_python(alice):
+    """'uniform (low 1, high 8, integer True)' and '{'overhead': 60.0}' were Python's spelling."""
+    spec = spec_with_reservations()
+    scenario = Scenario.objects.create(owner=alice, name=spec["name"], spec=spec)
+    page = client_for(alice).get(reverse("scenarios:detail", args=[scenario.pk])).content.decode()
+    clusters = page.split('id="clusters-table"', 1)[1].split("</table>", 1)[0]
+    assert 'suspend <small class="muted">overhead 60</small>' in clusters
+    streams = page.split('id="streams-table"', 1)[1].split("</table>", 1)[0]
+    assert "size uniform (low 1, high 8, integer yes); runtime exponential (mean 300)" in streams
+    for python in ("True", "False", "{", "&#x27;"):
+        assert python not in clusters + streams, python
