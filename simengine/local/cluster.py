@@ -183,6 +183,7 @@ class ClusterSim:
         self.size_a = np.array(self.size, np.int64)
         self.after = np.full(n, -INF)  # conservative: suspended jobs' earliest restart, set around a replan
         self.suspended: set[int] = set()
+        self.procs_a: dict[int, np.ndarray] = {}  # suspended jobs' processors, as arrays
         self.mark = np.zeros(n, np.bool_)
         self._after_set: list[int] = []
         # conservative: job classes (size, planned-time band) for the compression's bounds
@@ -287,6 +288,7 @@ class ClusterSim:
             self.pinned -= 1
             self.resumes[j] += 1
             self.suspended.discard(j)
+            del self.procs_a[j]
         elif self.cons and self.pact[j] == 0:
             # holds nothing: drawn on the lowest free processors (or the first ones)
             ids = np.flatnonzero(self.owner == -1)[:self.size[j]]
@@ -341,6 +343,7 @@ class ClusterSim:
             self.pplan[j] = (rest_plan if rest_plan > 0 else self.step) + mode.overhead
             self.state[j] = SUSPENDED
             self.suspended.add(j)
+            self.procs_a[j] = np.array(self.procs[j], np.int64)
             self.susp_at[j] = t
             self.pin[list(self.procs[j])] += 1
             self.pinned += 1
@@ -410,13 +413,17 @@ class ClusterSim:
 
     def _identity_free_at(self, j: int, t: float) -> float:
         """When every processor of suspended job j is expected to be free (by plan)."""
+        own = self.owner[self.procs_a[j]]
         at = t
-        for p in self.procs[j]:
-            o = int(self.owner[p])
-            if o >= 0:
-                at = max(at, self._run_end(o, t, True))
-            elif o <= -2:
-                at = max(at, self.ars_by_index[-2 - o].end)
+        jobs = own[own >= 0]
+        if len(jobs):
+            if self.cons:
+                at = max(at, float(self.pend[jobs].max()))
+            else:
+                for o in set(jobs.tolist()):
+                    at = max(at, self._run_end(o, t, True))
+        for o in set(own[own <= -2].tolist()):
+            at = max(at, self.ars_by_index[-2 - o].end)
         return at
 
     # ---- advance reservations -------------------------------------------------------------------
