@@ -29,6 +29,10 @@ OUTPUT_VERSION = 1
 
 JOB_COLUMNS = ("job_id", "replication", "stream", "cluster", "submit", "start", "end", "processors",
                "runtime", "estimate", "wait", "response", "slowdown", "bounded_slowdown", "status", "warmup")
+#: Every Result's job columns, in table order: JOB_COLUMNS (what the kernels' pass writes), then
+#: ``measured`` (added by assemble_result where a model does not give its own); model-specific
+#: columns follow these.
+STANDARD_JOB_COLUMNS = (*JOB_COLUMNS, "measured")
 
 #: Slowdown threshold (s) for the bounded slowdown, as is usual in the literature.
 BOUNDED_SLOWDOWN_TAU = 10.0
@@ -409,6 +413,8 @@ class Result:
             "status": np.asarray(STATUS_NAMES, dtype=object)[j["status"]],
             "warmup": j["warmup"].astype(np.int8),
         }
+        if "measured" in j:  # results written before the column existed lack it
+            cols["measured"] = j["measured"].astype(np.int8)
         # model-specific columns (e.g. priority, preemptions, lost_time, reservation of
         # docs/reservations.md; workflow, task, ready, job_class of Cao's runs) follow, as kept
         for extra, values in j.items():
@@ -487,6 +493,18 @@ def segment_series(segments: dict[str, np.ndarray], clusters, submit: np.ndarray
     return out
 
 
+def measured_rows(jobs: dict[str, np.ndarray]) -> np.ndarray:
+    """The rows the job metrics (mean wait, response, slowdowns, p95 wait, jobs_measured) average,
+    by the rule most models use: past the warm-up, completed or killed, and not an advance
+    reservation's row. Models with another population (the grid layer, KOALA) give their own
+    ``measured`` column."""
+    status = jobs["status"]
+    keep = ~jobs["warmup"].astype(bool) & ((status == STATUS_COMPLETED) | (status == STATUS_KILLED))
+    if "reservation" in jobs:
+        keep &= jobs["reservation"] < 0
+    return keep
+
+
 def assemble_result(scenario, kept_jobs: list[dict[str, np.ndarray]], metric_values: list[dict[str, float]],
                     segments: dict[str, np.ndarray], series: dict[str, np.ndarray],
                     notes: list[str] = ()) -> Result:
@@ -510,6 +528,8 @@ def assemble_result(scenario, kept_jobs: list[dict[str, np.ndarray]], metric_val
 
     jobs = kept_jobs[0] if len(kept_jobs) == 1 else {k: np.concatenate([j[k] for j in kept_jobs])
                                                      for k in kept_jobs[0]}
+    if "measured" not in jobs:
+        jobs["measured"] = measured_rows(jobs)
     names = sorted({k for m in metric_values for k in m})
     metrics = {k: Metric.from_values(k, [m.get(k, math.nan) for m in metric_values]) for k in names}
     clusters = scenario.platform.clusters

@@ -31,6 +31,7 @@ JOB_COLUMN_HELP: dict[str, str] = {
     "bounded_slowdown": "max(response / max(runtime, 10 s), 1)",
     "status": "completed, killed, failed, rejected or unfinished",
     "warmup": "in the warm-up (left out of the metrics)",
+    "measured": "one of the jobs the job metrics (mean wait, response, slowdowns) average",
     # model-specific columns (docs/grid.md, docs/reservations.md, docs/cao.md)
     "component": "component of a co-allocated job", "deadline": "start deadline (s)",
     "claimed_at": "time its processors were claimed (s)", "tries": "placement tries",
@@ -129,7 +130,7 @@ def jobs_page(run: Run, params: Mapping[str, str]) -> dict[str, Any]:
     exports.ExportUnavailable
         The run has no stored result.
     """
-    from simengine.results import JOB_COLUMNS  # numba and scipy: imported when used
+    from simengine.results import STANDARD_JOB_COLUMNS  # numba and scipy: imported when used
 
     from . import exports
 
@@ -141,7 +142,7 @@ def jobs_page(run: Run, params: Mapping[str, str]) -> dict[str, Any]:
     if replication not in replications:
         raise BadParameter("replication", f"this run keeps the jobs of replication(s) "
                            f"{', '.join(map(str, replications))} (got {replication})")
-    columns = [c for c in JOB_COLUMNS if c in jobs]
+    columns = [c for c in STANDARD_JOB_COLUMNS if c in jobs]
     standard = len(columns)
     columns += [c for c, v in jobs.items() if c not in columns and c != "killed" and np.ndim(v) == 1]
     # the rows of the replication, in submit order (as stored: replication order, then submit order)

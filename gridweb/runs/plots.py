@@ -19,7 +19,7 @@ from bokeh.models import ColumnDataSource, FactorRange, HoverTool, Whisker
 from bokeh.palettes import Category10_10
 from bokeh.plotting import figure
 
-from simengine.workload import STATUS_COMPLETED, STATUS_KILLED
+from simengine.results import measured_rows
 
 PLOT_HEIGHT = 260
 LEGEND_ROW = 20  # pixels per legend item under a figure
@@ -77,12 +77,13 @@ def embed(figures: dict[str, Any]) -> tuple[str, dict[str, str]]:
 # --- What the figures plot -----------------------------------------------------------------------
 
 def measured(arrays: dict[str, np.ndarray], column: str) -> np.ndarray:
-    """``column`` of the measured jobs of every replication, without NaNs. Advance reservations'
-    rows (``reservation`` >= 0) are not jobs: the engine's metrics leave them out, so do the plots."""
-    status = arrays["jobs_status"]
-    keep = ~arrays["jobs_warmup"].astype(bool) & ((status == STATUS_COMPLETED) | (status == STATUS_KILLED))
-    if "jobs_reservation" in arrays:
-        keep &= arrays["jobs_reservation"] < 0
+    """``column`` of the measured jobs of every replication, without NaNs: the rows the engine's
+    job metrics average (its ``measured`` column; results stored before it existed: the engine's
+    usual rule, simengine.results.measured_rows)."""
+    if "jobs_measured" in arrays:
+        keep = arrays["jobs_measured"].astype(bool)
+    else:
+        keep = measured_rows({k.removeprefix("jobs_"): v for k, v in arrays.items() if k.startswith("jobs_")})
     values = arrays[f"jobs_{column}"][keep].astype(float)
     return values[np.isfinite(values)]
 

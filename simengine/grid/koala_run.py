@@ -247,6 +247,7 @@ def koala_metrics(scenario, w: KoalaWorkload, o: KoalaOutcome) -> dict[str, floa
 
 
 def _rows(scenario, w: KoalaWorkload, o: KoalaOutcome, replication: int):
+    t_w = scenario.run.warmup.time
     n = len(o.local_submit)
     ng = len(w.local_stream)
     lst = o.local_state
@@ -263,7 +264,8 @@ def _rows(scenario, w: KoalaWorkload, o: KoalaOutcome, replication: int):
     }
     extra = {"placement_time": np.full(n, np.nan), "placement_tries": np.zeros(n, np.int32),
              "claiming_tries": np.zeros(n, np.int32), "ftt": np.full(n, np.nan), "jpt": np.full(n, np.nan),
-             "jct": np.full(n, np.nan), "jst": np.full(n, np.nan)}
+             "jct": np.full(n, np.nan), "jst": np.full(n, np.nan),
+             "measured": np.zeros(n, bool)}  # the job metrics are KOALA jobs' (koala_metrics)
     g: dict[str, list] = {k: [] for k in list(cols) + list(extra)}
     owner = []  # (job, component) per KOALA row
     gid_base = int(cols["job_id"].max(initial=-1)) + 1
@@ -289,6 +291,8 @@ def _rows(scenario, w: KoalaWorkload, o: KoalaOutcome, replication: int):
             g["jpt"].append(k.jpt)
             g["jct"].append(k.jct)
             g["jst"].append(k.jst)
+            # one row per measured KOALA job (its first component), so counts are jobs
+            g["measured"].append(ci == 0 and k.state == "done" and k.job.submit >= t_w)
             owner.append((j, ci))
     from simengine.results import JOB_DTYPES
 

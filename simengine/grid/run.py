@@ -270,6 +270,9 @@ def _rows(scenario: Scenario, w: GridWorkload, o: GridOutcome, replication: int)
         "claimed_at": np.concatenate([np.full(n, np.nan), np.where(placed & (hold < D), hold, np.nan)]),
         "tries": np.concatenate([np.zeros(n, np.int32), o.global_tries[rep]]).astype(np.int32),
         "kills": np.concatenate([o.local_kills, o.global_kills[rep]]).astype(np.int32),
+        # the job metrics (mean wait, response, slowdowns) are the local jobs' (see _metrics)
+        "measured": np.concatenate([(L.submit >= scenario.run.warmup.time) & ~w.local_rejected & (st == K.L_DONE),
+                                    np.zeros(len(rep), bool)]),
     }
     cols["cluster"][:n][w.local_rejected] = -1
     return order_job_rows(cols, replication, scenario.run.warmup.time)

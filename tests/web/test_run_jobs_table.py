@@ -17,7 +17,7 @@ from gridweb.runs.execution import execute_run
 from gridweb.runs.models import Run, Status
 from gridweb.runs.services import create_run
 from gridweb.sharing import Visibility
-from simengine.results import JOB_COLUMNS
+from simengine.results import STANDARD_JOB_COLUMNS
 from simengine.workload import STATUS_NAMES
 from tests.web.conftest import client_for
 from tests.web.test_gantt_browser import log_in, open_gantt, screenshot
@@ -54,7 +54,7 @@ def jobs(client, run: Run, **params):
 def expected_rows(result, replication: int = 0) -> tuple[list[str], list[list]]:
     """Every job row of ``replication`` from the engine's Result, as the endpoint should show it."""
     j = result.jobs
-    columns = [c for c in JOB_COLUMNS if c in j]
+    columns = [c for c in STANDARD_JOB_COLUMNS if c in j]
     columns += [c for c, v in j.items() if c not in columns and c != "killed" and np.ndim(v) == 1]
     rows = []
     for i in np.flatnonzero(j["replication"] == replication):
@@ -83,7 +83,7 @@ def test_plain_run_rows_equal_the_engine_result(alice, plain_run):
     result = engine_result(plain_run)
     columns, rows = expected_rows(result)
     body = all_rows(client, plain_run)
-    assert body["columns"] == columns == list(JOB_COLUMNS)  # no model-specific columns for a plain run
+    assert body["columns"] == columns == list(STANDARD_JOB_COLUMNS)  # no model-specific columns for a plain run
     assert body["rows"] == rows and body["total"] == len(rows) > 0
     assert {c: bool(d) for c, d in body["descriptions"].items()} == {c: True for c in columns}
     # Another replication: its own rows.
@@ -97,10 +97,10 @@ def test_reservation_run_has_its_model_specific_columns_after_the_standard_ones(
     result = engine_result(reservations_run)
     columns, rows = expected_rows(result)
     body = all_rows(client, reservations_run)
-    assert body["columns"][:len(JOB_COLUMNS)] == list(JOB_COLUMNS)
-    assert set(RESERVATION_COLUMNS) <= set(body["columns"][len(JOB_COLUMNS):])
+    assert body["columns"][:len(STANDARD_JOB_COLUMNS)] == list(STANDARD_JOB_COLUMNS)
+    assert set(RESERVATION_COLUMNS) <= set(body["columns"][len(STANDARD_JOB_COLUMNS):])
     assert body["columns"] == columns and body["rows"] == rows
-    assert body["model_columns"] == columns[len(JOB_COLUMNS):]
+    assert body["model_columns"] == columns[len(STANDARD_JOB_COLUMNS):]
     # The reservations' rows are in the stream after the workload streams, named so.
     names = {s["index"]: s["name"] for s in body["streams"]}
     assert names[len(reservations_run.spec["workload"]["streams"])] == "reservations"
