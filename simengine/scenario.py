@@ -377,13 +377,20 @@ class TraceStream(_Model):
 
     kind: Literal["trace"] = "trace"
     name: str = Field(min_length=1)
-    path: str = Field(min_length=1)
-    format: Literal["swf", "gwf"] | None = None
+    path: str = Field(min_length=1, description="The trace file (.swf or .gwf, optionally .gz/.bz2/.xz); "
+                                                "relative paths are resolved against the scenario's directory")
+    format: Literal["swf", "gwf"] | None = Field(
+        None, description="swf or gwf; leave empty to tell it from the file name")
     target: str
-    site_map: dict[str, str] | None = None
-    time_scale: float = Field(1.0, gt=0)
-    target_load: float | None = Field(None, gt=0, le=1.5)
-    limit: int | None = Field(None, gt=0)
+    site_map: dict[str, str] | None = Field(
+        None, description="GWF trace site -> cluster name, so each job runs at its site's cluster (with "
+                          "target grid); without it the grid's site allocation places the jobs")
+    time_scale: float = Field(1.0, gt=0, description="Submit times are multiplied by this (>0); "
+                                                     "not together with target_load")
+    target_load: float | None = Field(
+        None, gt=0, le=1.5, description="Rescale submit times so the offered load on the target is this, in "
+                                        "(0, 1.5]; not together with time_scale")
+    limit: int | None = Field(None, gt=0, description="Replay only the first this many jobs")
     priority: int = Field(
         0, description="Queue priority of this stream's jobs on their cluster: higher goes first (then "
                        "submit order); see docs/reservations.md")
