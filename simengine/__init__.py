@@ -6,7 +6,7 @@ Pure Python + numpy (kernels compiled with numba); never imports Django.
 >>> result = simengine.run("examples/single-cluster-easy.yaml")   # doctest: +SKIP
 >>> result.metrics["mean_wait"].mean                                # doctest: +SKIP
 """
-__version__ = "0.1.0"
+__version__ = "0.2.0"  # raise with any change of results: docs/development.md
 
 from simengine.scenario import load_scenario, scenario_hash  # noqa: E402
 from simengine.runner import run  # noqa: E402
