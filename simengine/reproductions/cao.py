@@ -46,6 +46,24 @@ QUICK_SLPAS = (0.0, 1.0, 3.5)
 FULL = {"jobs": 20000, "fractions": FRACTIONS, "slpas": SLPAS}
 QUICK = {"jobs": 1500, "fractions": (0.0, 0.4, 0.8), "slpas": QUICK_SLPAS}
 PARAMS = {"slpa": 1.0, "slpb": 0.0, "maf": 4.0}
+
+#: a "rising"/"falling" figure: the last value at least this share above/below the first, and a
+#: least-squares slope of the same sign; a series that moves less is flat, not Cao's trend
+TREND_MIN = 0.05
+RISING, FALLING = f"rising (last ≥ first + {TREND_MIN:.0%})", f"falling (last ≤ first − {TREND_MIN:.0%})"
+
+
+def trend(xs, values) -> int:
+    """+1 rising, -1 falling, 0 flat (see TREND_MIN)."""
+    if len(values) < 2:
+        return 0
+    slope = float(np.polyfit(xs, values, 1)[0])
+    change = (values[-1] - values[0]) / abs(values[0]) if values[0] else math.copysign(math.inf, values[-1])
+    if change >= TREND_MIN and slope > 0:
+        return 1
+    if change <= -TREND_MIN and slope < 0:
+        return -1
+    return 0
 GANTT = {"seed": 71, "fraction": PER_SEED_FRACTION, "propagation": True, "cluster": 0, "hours": 48}
 
 
@@ -322,11 +340,11 @@ def _claims(res: dict, size: dict) -> list[Claim]:
     rr = [g(f)["rr_medium"] for f in fr]
     slope = float(np.polyfit(shares, rr, 1)[0])
     claims.append(Claim("medium-job RR rises with the reservation share (seed 71, Figure 22)",
-                        "rising", " -> ".join(f"{x:.2f}" for x in rr) + f" (slope {slope:.3f} per point)",
-                        rr[-1] > rr[0] and slope > 0))
+                        RISING, " -> ".join(f"{x:.2f}" for x in rr) + f" (slope {slope:.3f} per point)",
+                        trend(shares, rr) > 0))
     rrt = [g(f)["rr_medium_task"] for f in fr[1:]]
-    claims.append(Claim("medium grid-task RR rises with the reservation share (Figure 23)", "rising",
-                        " -> ".join(f"{x:.2f}" for x in rrt), len(rrt) > 1 and rrt[-1] > rrt[0]))
+    claims.append(Claim("medium grid-task RR rises with the reservation share (Figure 23)", RISING,
+                        " -> ".join(f"{x:.2f}" for x in rrt), trend(shares[1:], rrt) > 0))
     u0 = g(fr[0])["utilisation"]
     low = [f for f in fr if 0 < f <= 0.4]  # Cao's 7 % and 13 %
     du = [100 * (g(f)["utilisation"] - u0) for f in low]
@@ -365,9 +383,9 @@ def _claims(res: dict, size: dict) -> list[Claim]:
     for key, name in (("rr_medium", "medium jobs"), ("rr_medium_task", "medium grid tasks")):
         v = [h(x, key) for x in sl]
         slope = float(np.polyfit(sl, v, 1)[0])
-        claims.append(Claim(f"RR of {name} falls as SLPA grows 0 -> {100 * sl[-1]:.0f} % (Figures 28-29)", "falling",
+        claims.append(Claim(f"RR of {name} falls as SLPA grows 0 -> {100 * sl[-1]:.0f} % (Figures 28-29)", FALLING,
                             " -> ".join(f"{x:.2f}" for x in v) + f" (slope {slope:.3f} per unit SLPA)",
-                            v[-1] < v[0] and slope < 0))
+                            trend(sl, v) < 0))
     return claims
 
 

@@ -84,3 +84,16 @@ def test_the_runs_use_the_engines_propagation_rules(quick):
     assert len(about) == len(cao.PER_SEED_FRACTIONS)
     assert all("re-plan queue, late task replan" in c for c in about)
 
+
+
+def test_a_trend_must_be_visible_not_just_signed():
+    from simengine.reproductions.cao import trend
+
+    slpa = [0.0, 0.5, 1.0, 2.0, 3.5]
+    # Figure 28 as measured on 2026-11-21: last below first and a negative slope, but 0.4 % lower: flat
+    assert trend(slpa, [10.79, 10.73, 10.66, 10.77, 10.75]) == 0
+    assert trend(slpa, [10.0, 9.8, 9.6, 9.4, 9.0]) == -1          # 10 % lower: falling
+    assert trend([0, 6.7, 12.8], [9.74, 9.79, 11.00]) == 1        # Figure 22's start: 13 % higher
+    assert trend([0, 1, 2], [10.0, 12.0, 10.2]) == 0              # up 2 %: flat whatever the bump
+    assert trend([0, 1, 2], [10.0, 9.0, 12.0]) == 1
+    assert trend([0], [1.0]) == 0
