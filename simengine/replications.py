@@ -2,7 +2,8 @@
 (reservations and preemption, Cao's system, evolving applications): each replication's rows,
 segments, metrics and series in, replication 0's segments streamed, one Result out.
 
-Replication 0 always runs in this process (its Gantt is streamed as soon as it is done). The
+Replication 0 always runs in this process (its Gantt is streamed as soon as it is done, and a
+model that reports steps streams progress while it runs). The
 others run in a process pool when that pays: ``workers`` > 1 was asked for, or (``workers``
 None) replication 0 took long enough that the pool's start-up is small beside the rest. Every
 replication draws from its own SeedSequence child, so the Result does not depend on where or
@@ -21,9 +22,15 @@ from simengine.results import Result, assemble_result
 from simengine.scenario import Scenario, load_scenario, trace_base_dir
 from simengine.streaming import ChunkEmitter, ProgressCallback
 
-#: replicate(scenario, r, with_segments) -> (job rows, segments or None, metrics, series or None, notes);
-#: a module-level function, so that a pool worker can be handed it.
-Replicate = Callable[[Scenario, int, bool], tuple[dict, dict | None, dict, dict | None, list]]
+#: replicate(scenario, r, with_segments, on_step) -> (job rows, segments or None, metrics, series or
+#: None, notes); a module-level function, so that a pool worker can be handed it. ``on_step``
+#: (None, or a callable taking the fraction of the replication done and its simulated time) is
+#: for models whose replication takes long enough to report on the way; others ignore it.
+Replicate = Callable[[Scenario, int, bool, "Callable[[float, float], None] | None"],
+                     tuple[dict, dict | None, dict, dict | None, list]]
+
+#: least wall-clock seconds between two progress reports from inside replication 0
+STEP_REPORT_SECONDS = 0.5
 
 #: with ``workers`` None, the pool is used when the remaining replications would take longer
 #: than this in this process (replication 0's time x their number); a pool costs ~1 s to start.
@@ -42,7 +49,7 @@ def run_replications(scenario: Scenario, on_progress: ProgressCallback | None, r
     emit = ChunkEmitter(on_progress)
     R = scenario.run.replications
     t0 = time.perf_counter()
-    cols, segments, metrics, series, notes = replicate(scenario, 0, True)
+    cols, segments, metrics, series, notes = replicate(scenario, 0, True, _step_reporter(emit, R))
     emit.segments(segments, cols)
     emit.progress(1 / R, float(np.nanmax(cols["end"], initial=0.0)))
     kept, values, notes = [cols], [metrics], list(notes)
@@ -69,11 +76,26 @@ def run_replications(scenario: Scenario, on_progress: ProgressCallback | None, r
             pool.shutdown(wait=True, cancel_futures=True)
     else:
         for r in rest:
-            add(r, replicate(scenario, r, False))
+            add(r, replicate(scenario, r, False, None))
     result = assemble_result(scenario, kept, values, segments, series or {}, notes)
     result.engine_seconds = time.perf_counter() - t0
     emit.metrics(result.metrics)
     return result
+
+
+def _step_reporter(emit: ChunkEmitter, R: int) -> Callable[[float, float], None]:
+    """Progress from inside replication 0, at most every STEP_REPORT_SECONDS and never backwards
+    (a replication that draws more jobs and runs again starts its fraction over)."""
+    last = {"time": time.perf_counter(), "fraction": 0.0}
+
+    def on_step(fraction: float, sim_time: float) -> None:
+        now = time.perf_counter()
+        fraction = min(max(fraction, 0.0), 0.99) / R  # the end of the replication reports 1/R
+        if now - last["time"] >= STEP_REPORT_SECONDS and fraction > last["fraction"]:
+            last["time"], last["fraction"] = now, fraction
+            emit.progress(fraction, float(sim_time))
+
+    return on_step
 
 
 def _pool_size(workers: int | None, remaining: int, first_seconds: float) -> int:
@@ -88,4 +110,4 @@ def _pool_size(workers: int | None, remaining: int, first_seconds: float) -> int
 
 def _replicate_in_worker(args):
     replicate, scenario_json, base_dir, r = args
-    return replicate(load_scenario(scenario_json, base_dir=base_dir), r, False)
+    return replicate(load_scenario(scenario_json, base_dir=base_dir), r, False, None)

@@ -44,6 +44,7 @@ from __future__ import annotations
 import heapq
 import math
 from dataclasses import dataclass, fields
+from typing import Callable
 
 
 from simengine.cao.profile import EPS, Profile
@@ -55,6 +56,8 @@ QUEUED, RUNNING, SUSPENDED, DONE = 0, 1, 2, 3
 
 # event kinds, in the order they are handled at one instant
 EV_DONE, EV_SLICE, EV_ARRIVE, EV_GRID, EV_WAKE = range(5)
+#: events between two on_step calls (a few milliseconds of simulation)
+STEP_EVENTS = 4096
 
 
 @dataclass(frozen=True)
@@ -649,6 +652,8 @@ class Simulation:
         self.workflows: list[dict] = []
         self.unfinished = 0
         self.now = 0.0
+        #: on_step(fraction of jobs finished, now), every STEP_EVENTS events (progress of a long run)
+        self.on_step: Callable[[float, float], None] | None = None
 
     def push(self, t: float, kind: int, a, b) -> None:
         self.evseq += 1
@@ -737,9 +742,15 @@ class Simulation:
         ev = self.events
         for cl in self.clusters:
             self.push(0.0, EV_SLICE, cl.idx, None)
+        on_step, total, until_step = self.on_step, len(self.jobs), STEP_EVENTS
         while ev and self.unfinished > 0:
             t, kind, _, a, b = heapq.heappop(ev)
             self.now = t
+            if on_step is not None:
+                until_step -= 1
+                if not until_step:
+                    until_step = STEP_EVENTS
+                    on_step(1.0 - self.unfinished / total, t)
             if kind == EV_DONE:
                 cl = self.clusters[a]
                 cl.advance(t)

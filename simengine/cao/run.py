@@ -105,10 +105,10 @@ def replication_input(scenario: Scenario, replication: int, counts: list[int] | 
     return jobs, cluster, runtime, killed, local, wf_rows, table.take(local), workflows, params, notes
 
 
-def _simulate(scenario: Scenario, replication: int, counts: list[int] | None) -> CaoReplication:
+def _simulate(scenario: Scenario, replication: int, counts: list[int] | None, on_step=None) -> CaoReplication:
     jobs, cluster, runtime, killed, local, wf_rows, table, workflows, params, notes = replication_input(
         scenario, replication, counts)
-    res = simulate(table, workflows, params)
+    res = simulate(table, workflows, params, on_step=on_step)
     return CaoReplication(jobs, cluster, runtime, killed, local, wf_rows, workflows, res, notes)
 
 
@@ -127,11 +127,12 @@ def _enough(scenario: Scenario, rep: CaoReplication) -> bool:
     return streams_cover(scenario, rep.jobs, *_kth_end(rep, completions))
 
 
-def simulate_replication(scenario: Scenario, replication: int) -> CaoReplication:
-    """One replication, with more synthetic jobs each time until they cover ``run.stop.completions``."""
+def simulate_replication(scenario: Scenario, replication: int, on_step=None) -> CaoReplication:
+    """One replication, with more synthetic jobs each time until they cover ``run.stop.completions``
+    (``on_step(fraction of jobs done, simulated time)`` is called now and then on the way)."""
     from simengine.runner import until_enough
 
-    return until_enough(scenario, lambda counts: _simulate(scenario, replication, counts),
+    return until_enough(scenario, lambda counts: _simulate(scenario, replication, counts, on_step),
                         lambda rep: _enough(scenario, rep))
 
 
@@ -276,9 +277,9 @@ def _metrics(cols, seg, foreign, clusters, t_warm: float, t_stop: float) -> dict
     return out
 
 
-def replicate(scenario: Scenario, r: int, with_segments: bool):
+def replicate(scenario: Scenario, r: int, with_segments: bool, on_step=None):
     """One replication in :func:`simengine.replications.run_replications`'s terms."""
-    rep = simulate_replication(scenario, r)
+    rep = simulate_replication(scenario, r, on_step)
     return (*finish(scenario, rep, r, with_segments=with_segments), rep.notes)
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 
@@ -105,7 +106,8 @@ def _clusters_for(jobs: JobTable, p: CaoParams) -> np.ndarray:
     return cl
 
 
-def simulate(jobs: JobTable, workflows: list[Workflow] | None = None, params: CaoParams | None = None) -> CaoResult:
+def simulate(jobs: JobTable, workflows: list[Workflow] | None = None, params: CaoParams | None = None,
+             on_step: Callable[[float, float], None] | None = None) -> CaoResult:
     """Simulate Cao's system.
 
     Parameters
@@ -117,6 +119,8 @@ def simulate(jobs: JobTable, workflows: list[Workflow] | None = None, params: Ca
         Workflow grid jobs, each scheduled by RARS-HEFT at its ``submit``.
     params : CaoParams, optional
         Defaults are the thesis's.
+    on_step : callable, optional
+        Called every few thousand events with (fraction of the jobs finished, simulated time).
 
     Returns
     -------
@@ -125,6 +129,7 @@ def simulate(jobs: JobTable, workflows: list[Workflow] | None = None, params: Ca
     p = params or CaoParams()
     workflows = workflows or []
     sim = Simulation(p)
+    sim.on_step = on_step
     P = p.processors
     cl = _clusters_for(jobs, p) if len(jobs) else np.zeros(0, np.int64)
     for k in range(len(jobs)):

@@ -304,7 +304,7 @@ def finish(rep: _Replication, replication: int, with_segments: bool):
     return cols, segments, metrics, series
 
 
-def replicate(scenario: Scenario, r: int, with_segments: bool):
+def replicate(scenario: Scenario, r: int, with_segments: bool, on_step=None):
     """One replication in :func:`simengine.replications.run_replications`'s terms."""
     rep = _simulate(scenario, r)
     return (*finish(rep, r, with_segments=with_segments), rep.notes)

@@ -43,3 +43,25 @@ def test_when_the_pool_is_used():
     assert _pool_size(4, 1, 100.0) == 1          # one replication left: nothing to overlap
     assert _pool_size(None, 4, POOL_MIN_SECONDS / 8) == 1   # quick replications stay here
     assert _pool_size(None, 4, POOL_MIN_SECONDS) > 1 or (__import__("os").cpu_count() or 1) == 1
+
+
+def test_a_long_replication_reports_progress_on_the_way(monkeypatch):
+    # Cao's event loop reports every STEP_EVENTS events; with the throttle off every report
+    # goes out: fractions rise inside replication 0 (below 1/R) before its segments are sent.
+    import simengine.cao.engine as engine
+    import simengine.replications as replications
+
+    monkeypatch.setattr(engine, "STEP_EVENTS", 200)
+    monkeypatch.setattr(replications, "STEP_REPORT_SECONDS", 0.0)
+    s = _with("cao-scojo-rars.yaml", replications=2)
+    chunks = []
+    simengine.run(s, workers=1, on_progress=chunks.append)
+    first_segments = next(i for i, c in enumerate(chunks) if c["kind"] == "segments")
+    inside = [c for c in chunks[:first_segments] if c["kind"] == "progress"]
+    assert len(inside) >= 3
+    fractions = [c["fraction"] for c in inside]
+    assert fractions == sorted(set(fractions)) and 0 < fractions[0] and fractions[-1] < 0.5
+    times = [c["sim_time"] for c in inside]
+    assert times == sorted(times) and times[-1] > 0
+    every = [c["fraction"] for c in chunks if c["kind"] == "progress"]
+    assert every == sorted(every) and every[-1] == pytest.approx(1.0)
