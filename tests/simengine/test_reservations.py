@@ -407,5 +407,5 @@ def test_jobs_csv_carries_the_preemption_columns(tmp_path):
     res = run(small_run_scenario())
     res.write(tmp_path / "o")
     lines = (tmp_path / "o" / "jobs.csv").read_text().splitlines()
-    assert lines[0].endswith(",warmup,priority,preemptions,lost_time,reservation")
+    assert lines[0].endswith(",warmup,measured,priority,preemptions,lost_time,reservation")
     assert sorted(line.split(",")[-1] for line in lines[1:]) == ["-1", "0", "1"]
