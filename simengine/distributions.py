@@ -93,8 +93,8 @@ def _draws(n: int) -> int:
 class Exponential(_Dist):
     """Exponential with the given mean (rate 1/mean)."""
 
-    kind: Literal["exponential"] = "exponential"
-    mean_: float = Field(alias="mean", gt=0)
+    kind: Literal["exponential"] = Field("exponential", description="Distribution kind: exponential")
+    mean_: float = Field(alias="mean", gt=0, description="Mean m > 0 (rate 1/m)")
 
     model_config = ConfigDict(
         extra="forbid",
@@ -124,10 +124,11 @@ class Exponential(_Dist):
 class Uniform(_Dist):
     """Uniform on [low, high); with ``integer: true`` uniform on the whole numbers low..high inclusive."""
 
-    kind: Literal["uniform"] = "uniform"
-    low: float
-    high: float
-    integer: bool = False
+    kind: Literal["uniform"] = Field("uniform", description="Distribution kind: uniform")
+    low: float = Field(description="Lower bound (inclusive)")
+    high: float = Field(description="Upper bound, > low (exclusive); with integer: ≥ low and inclusive")
+    integer: bool = Field(
+        False, description="Draw whole numbers low..high inclusive (low and high must be whole)")
 
     @model_validator(mode="after")
     def _check(self):
@@ -172,8 +173,8 @@ class Uniform(_Dist):
 class Constant(_Dist):
     """Always ``value``."""
 
-    kind: Literal["constant"] = "constant"
-    value: float
+    kind: Literal["constant"] = Field("constant", description="Distribution kind: constant")
+    value: float = Field(description="The value every draw takes")
 
     def sample(self, rng, n):
         return np.full(_draws(n), float(self.value))
@@ -194,9 +195,10 @@ class Constant(_Dist):
 class Choice(_Dist):
     """One of ``values``, with probabilities proportional to ``weights`` (equal when omitted)."""
 
-    kind: Literal["choice"] = "choice"
-    values: list[float] = Field(min_length=1)
-    weights: list[float] | None = None
+    kind: Literal["choice"] = Field("choice", description="Distribution kind: choice")
+    values: list[float] = Field(min_length=1, description="The possible values, at least one")
+    weights: list[float] | None = Field(
+        None, description="Relative weights, one per value, non-negative, not all zero; empty: equal weights")
 
     @model_validator(mode="after")
     def _check(self):
@@ -240,8 +242,9 @@ class Choice(_Dist):
 class Empirical(_Dist):
     """Resample ``values`` uniformly with replacement (e.g. a column of a trace)."""
 
-    kind: Literal["empirical"] = "empirical"
-    values: list[float] = Field(min_length=1)
+    kind: Literal["empirical"] = Field("empirical", description="Distribution kind: empirical")
+    values: list[float] = Field(
+        min_length=1, description="Values drawn uniformly with replacement (e.g. a trace column); ≥ 1")
 
     @field_validator("values", mode="before")
     @classmethod
@@ -275,9 +278,11 @@ class Empirical(_Dist):
 class HyperExponential(_Dist):
     """With probability ``p[i]`` an exponential of mean ``means[i]``."""
 
-    kind: Literal["hyperexponential"] = "hyperexponential"
-    p: list[float] = Field(min_length=1)
-    means: list[float] = Field(min_length=1)
+    kind: Literal["hyperexponential"] = Field(
+        "hyperexponential", description="Distribution kind: hyperexponential")
+    p: list[float] = Field(
+        min_length=1, description="Branch probabilities p_i: non-negative, summing to 1, one per mean")
+    means: list[float] = Field(min_length=1, description="Means m_i > 0 of the exponential branches")
 
     @model_validator(mode="after")
     def _check(self):
@@ -339,11 +344,12 @@ class BoundedPareto(_Dist):
     Sampling uses the inverse CDF ``x = L / (1 - u (1 - (L/H)^alpha))^(1/alpha)``.
     """
 
-    kind: Literal["bounded_pareto"] = "bounded_pareto"
-    alpha: float = Field(gt=0)
-    high: float = Field(gt=0)
-    low: float | None = Field(None, gt=0)
-    mean_: float | None = Field(None, alias="mean", gt=0)
+    kind: Literal["bounded_pareto"] = Field("bounded_pareto", description="Distribution kind: bounded_pareto")
+    alpha: float = Field(gt=0, description="Shape α > 0")
+    high: float = Field(gt=0, description="Upper bound H, > low")
+    low: float | None = Field(None, gt=0, description="Lower bound L > 0; give low, or mean and L is solved")
+    mean_: float | None = Field(None, alias="mean", gt=0,
+                                description="The mean, 0 < mean < high: low is solved to give it")
 
     model_config = ConfigDict(
         extra="forbid",
@@ -411,10 +417,10 @@ class RSD(_Dist):
     power of two (1 = 2**0 counts). RSD(1, 32, 0.9) has mean 6.95.
     """
 
-    kind: Literal["rsd"] = "rsd"
-    low: int = Field(ge=1)
-    high: int = Field(ge=1)
-    q: float = Field(gt=0)
+    kind: Literal["rsd"] = Field("rsd", description="Distribution kind: rsd")
+    low: int = Field(ge=1, description="Smallest value, a whole number ≥ 1")
+    high: int = Field(ge=1, description="Largest value, a whole number ≥ low")
+    q: float = Field(gt=0, description="Decay q > 0: P(i) ∝ q^i, times 3 at powers of two")
 
     @model_validator(mode="after")
     def _check(self):
@@ -453,9 +459,9 @@ class LogNormal(_Dist):
     The underlying normal has mean mu = ln(mean) - sigma**2 / 2.
     """
 
-    kind: Literal["lognormal"] = "lognormal"
-    mean_: float = Field(alias="mean", gt=0)
-    sigma: float = Field(gt=0)
+    kind: Literal["lognormal"] = Field("lognormal", description="Distribution kind: lognormal")
+    mean_: float = Field(alias="mean", gt=0, description="Arithmetic mean > 0")
+    sigma: float = Field(gt=0, description="σ > 0: standard deviation of the underlying normal (log scale)")
 
     model_config = ConfigDict(
         extra="forbid",

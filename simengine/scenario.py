@@ -109,8 +109,9 @@ class PolicyRef(_Model):
     as validated by the policy's parameter model.
     """
 
-    name: str
-    params: dict[str, Any] = {}
+    name: str = Field(description="Registered policy name; an unknown name is an error listing the known ones")
+    params: dict[str, Any] = Field(
+        {}, description="The policy's parameters, checked against its own parameter model; omitted ones take defaults")
 
 
 def _check_policy(ref: PolicyRef, registry: Registry, prefix: tuple) -> list[tuple[tuple, str]]:
@@ -129,10 +130,13 @@ def _check_policy(ref: PolicyRef, registry: Registry, prefix: tuple) -> list[tup
 class Cluster(_Model):
     """One cluster: ``processors`` identical processors of relative ``speed`` run by one local scheduler."""
 
-    name: str = Field(min_length=1)
-    processors: int = Field(gt=0)
-    speed: float = Field(1.0, gt=0)
-    scheduler: PolicyRef = Field(default_factory=lambda: PolicyRef(name="fcfs"))
+    name: str = Field(min_length=1, description="Unique cluster name (non-empty; 'grid' is reserved)")
+    processors: int = Field(gt=0, description="Number of identical processors, > 0")
+    speed: float = Field(1.0, gt=0, description="Relative speed, > 0: a job's runtime here is runtime / speed")
+    scheduler: PolicyRef = Field(
+        default_factory=lambda: PolicyRef(name="fcfs"),
+        description="Local scheduler (LOCAL_SCHEDULERS): fcfs, easy, conservative, lwr, evolving or scojo-pect, "
+                    "with its params")
     preemption: PolicyRef = Field(
         default_factory=lambda: PolicyRef(name="none"),
         description="What happens to a running job preempted by a higher-priority job or by an advance "
@@ -178,8 +182,8 @@ class Cluster(_Model):
 class FileSite(_Model):
     """A site storing input files, optionally located at a cluster."""
 
-    name: str = Field(min_length=1)
-    cluster: str | None = None
+    name: str = Field(min_length=1, description="Unique file-site name")
+    cluster: str | None = Field(None, description="The cluster the site is at (must exist); empty: at no cluster")
 
 
 def _first_of_each_name(items, field: str, what: str, found: list) -> dict[str, int]:
@@ -196,10 +200,14 @@ def _first_of_each_name(items, field: str, what: str, found: list) -> dict[str, 
 class Platform(_Model):
     """The clusters (given, or taken from ``preset``), file sites and bandwidths (MB/s)."""
 
-    preset: str | None = None
-    clusters: list[Cluster] = Field(min_length=1)
-    file_sites: list[FileSite] = []
-    bandwidth: dict[str, dict[str, Annotated[float, Field(gt=0)]]] | None = None
+    preset: str | None = Field(
+        None, description="A named topology (multicluster-4x32, grid-4site-zikos, das2, das2-w30, das3); "
+                          "its clusters are used when clusters is omitted")
+    clusters: list[Cluster] = Field(min_length=1, description="The clusters, at least one; names unique")
+    file_sites: list[FileSite] = Field([], description="Sites storing input files; names unique")
+    bandwidth: dict[str, dict[str, Annotated[float, Field(gt=0)]]] | None = Field(
+        None, description="MB/s from one site to another (site -> site -> value > 0); keys are file-site or "
+                          "cluster names")
 
     @model_validator(mode="before")
     @classmethod
@@ -261,10 +269,13 @@ class Platform(_Model):
 class Arrival(_Model):
     """Poisson arrivals; give exactly one of ``rate``, ``mean_interarrival`` or ``target_load``."""
 
-    process: Literal["poisson"] = "poisson"
-    rate: float | None = Field(None, gt=0)
-    mean_interarrival: float | None = Field(None, gt=0)
-    target_load: float | None = Field(None, gt=0, le=1.5)
+    process: Literal["poisson"] = Field("poisson", description="Arrival process: poisson (the only one)")
+    rate: float | None = Field(None, gt=0, description="λ, jobs per second (> 0); give exactly one of rate, "
+                                                       "mean_interarrival and target_load")
+    mean_interarrival: float | None = Field(None, gt=0, description="1/λ, mean seconds between arrivals (> 0)")
+    target_load: float | None = Field(
+        None, gt=0, le=1.5, description="Offered load U in (0, 1.5] on the target: "
+                                        "λ = U · capacity / (E[size] · E[runtime])")
 
     @model_validator(mode="after")
     def _exactly_one(self):
@@ -287,14 +298,14 @@ class Arrival(_Model):
 class ExactEstimate(_Model):
     """Estimates (requested times) equal the runtimes."""
 
-    kind: Literal["exact"] = "exact"
+    kind: Literal["exact"] = Field("exact", description="Estimate kind: exact (the estimate is the runtime)")
 
 
 class FactorEstimate(_Model):
     """Estimate = runtime x factor, one factor drawn per job (factor never below 1)."""
 
-    kind: Literal["factor"] = "factor"
-    factor: Distribution
+    kind: Literal["factor"] = Field("factor", description="Estimate kind: factor (estimate = runtime × factor)")
+    factor: Distribution = Field(description="The factor, drawn once per job; must never be below 1")
 
     @field_validator("factor")
     @classmethod
@@ -310,14 +321,19 @@ Estimate = Annotated[Union[ExactEstimate, FactorEstimate], Field(discriminator="
 class SyntheticStream(_Model):
     """Jobs generated from distributions, arriving as a Poisson process."""
 
-    kind: Literal["synthetic"] = "synthetic"
-    name: str = Field(min_length=1)
-    target: str
-    arrival: Arrival
-    size: Distribution
-    runtime: Distribution
-    estimate: Estimate = Field(default_factory=ExactEstimate)
-    count: int | None = Field(None, gt=0)
+    kind: Literal["synthetic"] = Field("synthetic", description="Stream kind: synthetic (jobs drawn from "
+                                                                "distributions, Poisson arrivals)")
+    name: str = Field(min_length=1, description="Unique stream name")
+    target: str = Field(description="A cluster name, or grid: the site-allocation policy picks each job's cluster")
+    arrival: Arrival = Field(description="Poisson arrivals: exactly one of rate, mean_interarrival and target_load")
+    size: Distribution = Field(description="Processors per job: draws rounded up, at least 1; the largest must fit "
+                                           "the target cluster")
+    runtime: Distribution = Field(description="Run time in seconds at speed 1; must not draw negative values")
+    estimate: Estimate = Field(
+        default_factory=ExactEstimate,
+        description="Requested time (what backfilling uses): exact (= runtime) or factor (runtime × factor ≥ 1)")
+    count: int | None = Field(None, gt=0, description="Stop the stream after this many jobs (> 0); empty: "
+                                                      "unbounded, then run.stop must end the run")
     priority: int = Field(
         0, description="Queue priority of this stream's jobs on their cluster: higher goes first (then "
                        "submit order); with preemption, a waiting job may preempt running jobs of strictly "
@@ -375,13 +391,14 @@ class SyntheticStream(_Model):
 class TraceStream(_Model):
     """Jobs replayed from a workload trace (SWF or GWF)."""
 
-    kind: Literal["trace"] = "trace"
-    name: str = Field(min_length=1)
+    kind: Literal["trace"] = Field("trace", description="Stream kind: trace (jobs replayed from an SWF or GWF file)")
+    name: str = Field(min_length=1, description="Unique stream name")
     path: str = Field(min_length=1, description="The trace file (.swf or .gwf, optionally .gz/.bz2/.xz); "
                                                 "relative paths are resolved against the scenario's directory")
     format: Literal["swf", "gwf"] | None = Field(
         None, description="swf or gwf; leave empty to tell it from the file name")
-    target: str
+    target: str = Field(description="A cluster name, or grid: the site allocation (or site_map) picks each "
+                                    "job's cluster")
     site_map: dict[str, str] | None = Field(
         None, description="GWF trace site -> cluster name, so each job runs at its site's cluster (with "
                           "target grid); without it the grid's site allocation places the jobs")
@@ -452,10 +469,11 @@ _Range = Annotated[list[Annotated[int, Field(ge=1)]], Field(min_length=2, max_le
 class EvolvingGenerate(_Model):
     """Klein & Perez's generator: inclusive [low, high] integer ranges (docs/evolving.md)."""
 
-    applications: _Range = [15, 20]
-    stages: _Range = [1, 10]
-    duration: _Range = [500, 3600]
-    nodes: _Range = [1, 75]
+    applications: _Range = Field([15, 20], description="Number of applications: [low, high], inclusive")
+    stages: _Range = Field([1, 10], description="Stages per application: [low, high], inclusive")
+    duration: _Range = Field([500, 3600], description="Stage duration in seconds: [low, high], inclusive")
+    nodes: _Range = Field([1, 75], description="Nodes per stage: [low, high], inclusive; high at most the "
+                                               "target's processors")
 
     @model_validator(mode="after")
     def _ordered(self):
@@ -471,11 +489,14 @@ class EvolvingStream(_Model):
     scheduler is ``evolving``: the ``applications`` themselves, or ``generate`` ranges drawn per
     replication (docs/evolving.md)."""
 
-    kind: Literal["evolving"] = "evolving"
-    name: str = Field(min_length=1)
-    target: str
-    applications: list[Application] | None = None
-    generate: EvolvingGenerate | None = None
+    kind: Literal["evolving"] = Field("evolving", description="Stream kind: evolving (rigid and evolving "
+                                                              "applications, Klein & Pérez)")
+    name: str = Field(min_length=1, description="Unique stream name")
+    target: str = Field(description="One cluster (not grid) whose scheduler is evolving; its processors are n_max")
+    applications: list[Application] | None = Field(
+        None, description="The applications, each {name, stages} or a bare list of stages; give this or generate")
+    generate: EvolvingGenerate | None = Field(
+        None, description="Ranges the applications are drawn from, per replication; give this or applications")
 
     @model_validator(mode="after")
     def _exactly_one(self):
@@ -491,9 +512,11 @@ class LublinStream(_Model):
     """Rigid jobs from the Lublin-Feitelson model: sizes, runtimes and daily-cycle arrivals with
     lublin99.c's parameters (simengine/lublin.py, docs/workloads-lublin.md)."""
 
-    kind: Literal["lublin"] = "lublin"
-    name: str = Field(min_length=1)
-    target: str
+    kind: Literal["lublin"] = Field("lublin", description="Stream kind: lublin (the Lublin-Feitelson workload "
+                                                          "model)")
+    name: str = Field(min_length=1, description="Unique stream name")
+    target: str = Field(description="A cluster name, or grid: the site-allocation policy picks each job's cluster; "
+                                    "no lwr clusters")
     count: int = Field(gt=0, description="Jobs to draw (a horizon cuts them short)")
     processors: int | None = Field(
         None, ge=1, description="Machine size the model draws sizes for (log2 = uhi; no job is larger); "
@@ -506,7 +529,9 @@ class LublinStream(_Model):
     target_load: float | None = Field(
         None, gt=0, description="Rescale submit times so the stream offers this load to its target "
                                 "(work over capacity x last submit)")
-    estimate: Estimate = Field(default_factory=ExactEstimate)
+    estimate: Estimate = Field(
+        default_factory=ExactEstimate,
+        description="Requested time (what backfilling uses): exact (= runtime) or factor (runtime × factor ≥ 1)")
 
     @model_validator(mode="after")
     def _one_scaling(self):
@@ -529,7 +554,9 @@ Stream = Annotated[Union[SyntheticStream, TraceStream, CoallocatedStream, KoalaS
 
 
 class Workload(_Model):
-    streams: list[Stream] = Field(min_length=1)
+    streams: list[Stream] = Field(
+        min_length=1, description="The job streams, at least one, names unique: synthetic, trace, coallocated, "
+                                  "koala, evolving or lublin (by kind)")
 
     @model_validator(mode="after")
     def _unique(self):
@@ -616,10 +643,17 @@ class Reservation(_Model):
 
 
 class Grid(_Model):
-    site_allocation: PolicyRef = Field(default_factory=lambda: PolicyRef(name="random"))
+    site_allocation: PolicyRef = Field(
+        default_factory=lambda: PolicyRef(name="random"),
+        description="Picks the cluster of each job of grid-target streams (SITE_ALLOCATION): random, deferred "
+                    "or sb_deferred")
     # co-allocated streams (simengine.grid): default worst-fit and rpp when such a stream exists
-    placement: PolicyRef | None = None
-    deadline_policy: PolicyRef | None = None
+    placement: PolicyRef | None = Field(
+        None, description="Where co-allocated (or KOALA) job components go (GRID_PLACEMENT); default worst-fit "
+                          "(docs/grid.md)")
+    deadline_policy: PolicyRef | None = Field(
+        None, description="How start deadlines are met (DEADLINE_POLICY): rpp (default; Repeated Placement, "
+                          "Wait-X, GP/LP) or koala")
     workflow_scheduling: PolicyRef = Field(
         default_factory=lambda: PolicyRef(name="none"),
         description="Workflow grid jobs: none (default) or rars-heft (Cao: a fraction of the eligible jobs "
@@ -652,27 +686,32 @@ class Grid(_Model):
 class Stop(_Model):
     """The run stops at ``horizon`` seconds or after ``completions`` jobs, whichever comes first."""
 
-    horizon: float | None = Field(None, gt=0)
-    completions: int | None = Field(None, gt=0)
+    horizon: float | None = Field(None, gt=0, description="End the run at this time (s, > 0)")
+    completions: int | None = Field(None, gt=0, description="End the run after this many completed jobs (> 0)")
 
 
 class Warmup(_Model):
     """Warm-up: jobs completing before the ``completions``-th completion, or submitted
     before ``time``, are left out of the metrics."""
 
-    completions: int = Field(0, ge=0)
-    time: float = Field(0.0, ge=0)
+    completions: int = Field(0, ge=0, description="Leave the first this many completions out of the metrics "
+                                                  "(≥ 0, below stop.completions)")
+    time: float = Field(0.0, ge=0, description="Leave jobs submitted before this time (s, ≥ 0) out of the metrics; "
+                                               "below stop.horizon")
 
 
 class RunControl(_Model):
-    seed: int = Field(1, ge=0)
-    replications: int = Field(1, ge=1)
-    stop: Stop = Field(default_factory=Stop)
-    warmup: Warmup = Field(default_factory=Warmup)
-    enforce_walltime: bool = False
-    #: job rows kept in the result: of every replication, or of replication 0 only
-    #: (metrics always cover every replication)
-    keep_jobs: Literal["all", "first"] = "all"
+    seed: int = Field(1, ge=0, description="Seed (≥ 0) all randomness derives from")
+    replications: int = Field(1, ge=1, description="Independent replications to run (≥ 1), each with its own "
+                                                   "random streams")
+    stop: Stop = Field(default_factory=Stop, description="When the run ends: at horizon or after completions, "
+                                                         "whichever comes first")
+    warmup: Warmup = Field(default_factory=Warmup, description="Jobs left out of the metrics at the start: the "
+                                                               "first completions, or submitted before time")
+    enforce_walltime: bool = Field(False, description="Kill jobs at their estimate when the runtime is longer")
+    keep_jobs: Literal["all", "first"] = Field(
+        "all", description="Job rows kept in the result: all (every replication) or first (replication 0 only); "
+                           "metrics cover all")
 
     @model_serializer(mode="wrap")
     def _leave_out_default_keep_jobs(self, handler):
@@ -686,12 +725,14 @@ class RunControl(_Model):
 class Scenario(_Model):
     """A complete simulation: platform, workload, grid policy and run control."""
 
-    name: str = "scenario"
-    description: str = ""
-    platform: Platform
-    workload: Workload
-    grid: Grid = Field(default_factory=Grid)
-    run: RunControl = Field(default_factory=RunControl)
+    name: str = Field("scenario", description="A label for the scenario")
+    description: str = Field("", description="Free text about the scenario")
+    platform: Platform = Field(description="Clusters and their local schedulers, file sites and bandwidths")
+    workload: Workload = Field(description="The job streams")
+    grid: Grid = Field(default_factory=Grid, description="Grid-level policies: site allocation, co-allocation "
+                                                         "placement and deadlines, workflows")
+    run: RunControl = Field(default_factory=RunControl, description="Run control: seed, replications, stop rule, "
+                                                                    "warm-up, kept job rows")
     reservations: list[Reservation] = Field(
         default_factory=list,
         description="Advance reservations on the clusters (docs/reservations.md); each gets a job row in "

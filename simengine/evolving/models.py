@@ -61,8 +61,8 @@ class _Model(BaseModel):
 class Stage(_Model):
     """One stage: ``nodes`` nodes for ``duration`` seconds of computation."""
 
-    duration: float = Field(gt=0)
-    nodes: int = Field(ge=1)
+    duration: float = Field(gt=0, description="Seconds of computation, > 0")
+    nodes: int = Field(ge=1, description="Nodes used, from 1 to the target's processors (n_max)")
 
     @model_validator(mode="before")
     @classmethod
@@ -88,8 +88,9 @@ class Stage(_Model):
 class Application(_Model):
     """One application: its requested evolution profile (rigid = one stage)."""
 
-    name: str | None = None
-    stages: list[Stage]
+    name: str | None = Field(None, description="Optional label of the application")
+    stages: list[Stage] = Field(description="Its evolution profile: stages {duration, nodes} or "
+                                            "[duration, nodes], at least one (one stage: rigid)")
 
     @model_validator(mode="before")
     @classmethod

@@ -88,7 +88,8 @@ class StartDeadline(BaseModel):
 class CoallocatedJobs(BaseModel):
     """Global co-allocated jobs: equal components that must all start at the job's start deadline.
 
-    Mixed into ``SyntheticStream`` (name, arrival, size, runtime, count come from there):
+    Mixed into ``SyntheticStream`` (name, arrival, estimate, count come from there;
+    ``size`` and ``runtime`` too, redeclared here only for their help text):
     ``size`` is the processors of *each* component, ``runtime`` the run time shared by
     every component, ``arrival.target_load`` the global load
     U_g = lambda E[N_c] E[S] E[runtime] / (processors of all clusters).
@@ -96,11 +97,16 @@ class CoallocatedJobs(BaseModel):
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    kind: Literal["coallocated"] = "coallocated"
+    kind: Literal["coallocated"] = Field(
+        "coallocated", description="Stream kind: coallocated (global jobs whose components all start at a deadline)")
     target: Literal["grid"] = Field("grid", description="always grid: the grid scheduler places the components")
+    size: Distribution = Field(description="S: processors of each component (one draw per job); must fit the "
+                                           "largest cluster")
+    runtime: Distribution = Field(description="Run time (s) shared by every component; must not draw negative values")
     components: Distribution | None = Field(
         None, description="components per job N_c (rounded up, at least 1); default uniform integers 2..C")
-    deadline: StartDeadline
+    deadline: StartDeadline = Field(description="Relative start deadline D - S: uniform on [min, max] seconds "
+                                                "after submission")
 
     def mean_components(self) -> float:
         return processor_count_mean(self.components) if self.components is not None else math.nan
@@ -188,8 +194,8 @@ class KoalaShape(BaseModel):
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    components: int = Field(ge=1)
-    size: int = Field(ge=1)
+    components: int = Field(ge=1, description="components per job of this shape, >= 1")
+    size: int = Field(ge=1, description="processors of each component, >= 1")
     runtime: float | None = Field(None, ge=0, description="run time (s); null: drawn from the stream's runtime")
     weight: float = Field(1.0, gt=0, description="relative probability of this shape")
 
@@ -216,9 +222,11 @@ class KoalaBackground(BaseModel):
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    low: float = Field(0.3, ge=0, le=1)
-    high: float = Field(0.4, ge=0, le=1)
-    interval: float = Field(60.0, gt=0)
+    low: float = Field(0.3, ge=0, le=1, description="local load fraction in [0, 1] below which background jobs "
+                                                   "are injected on idle processors")
+    high: float = Field(0.4, ge=0, le=1, description="local load fraction in [low, 1] above which background "
+                                                    "jobs are killed, newest first")
+    interval: float = Field(60.0, gt=0, description="seconds between band checks (> 0), the first at time 0")
     size: Distribution = Field(default_factory=lambda: Uniform(low=1, high=16, integer=True),
                                description="processors of an injected job")
     runtime: Distribution = Field(default_factory=lambda: Exponential(mean=600.0),
@@ -241,21 +249,26 @@ class KoalaJobs(BaseModel):
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    kind: Literal["koala"] = "koala"
+    kind: Literal["koala"] = Field("koala", description="Stream kind: koala (jobs placed and claimed by KOALA's "
+                                                        "policies)")
     target: Literal["grid"] = Field("grid", description="always grid: KOALA places the components")
-    size: Distribution | None = None
-    runtime: Distribution | None = None
+    size: Distribution | None = Field(None, description="processors of a component (flexible: of the whole job); "
+                                                        "required without shapes")
+    runtime: Distribution | None = Field(None, description="the job's run time (s), shared by its components; "
+                                                           "required without shapes")
     request: Literal["non-fixed", "fixed", "semi-fixed", "flexible"] = Field(
         "non-fixed", description="fixed: every component names its cluster; semi-fixed: some do; flexible: the "
                                  "total size is split by the scheduler (FCM)")
-    priority: Literal["super-high", "high", "low", "super-low"] = "high"
+    priority: Literal["super-high", "high", "low", "super-low"] = Field(
+        "high", description="placement-queue priority: super-high, high, low or super-low")
     components: Distribution | None = Field(None, description="components per job (default 1)")
     equal_sizes: bool = Field(True, description="true: one size draw per job; false: one per component")
     clusters: list[str | None] | None = Field(
         None, description="fixed / semi-fixed: the cluster of component k (null: the scheduler picks)")
     shapes: list[KoalaShape] | None = Field(None, min_length=1, description="job shapes drawn by weight "
                                                                               "(replace components/size/runtime)")
-    file: KoalaFile | None = None
+    file: KoalaFile | None = Field(None, description="one input file per job, {size (MB), replicas, sites}; "
+                                                     "empty: no file")
     background: KoalaBackground | None = Field(None, description="the background band controller (one per "
                                                                  "scenario; every cluster)")
 
