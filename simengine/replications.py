@@ -85,15 +85,17 @@ def run_replications(scenario: Scenario, on_progress: ProgressCallback | None, r
 
 def _step_reporter(emit: ChunkEmitter, R: int) -> Callable[[float, float], None]:
     """Progress from inside replication 0, at most every STEP_REPORT_SECONDS and never backwards
-    (a replication that draws more jobs and runs again starts its fraction over)."""
-    last = {"time": time.perf_counter(), "fraction": 0.0}
+    (a replication that draws more jobs and runs again starts its fraction over; clusters
+    simulated one after another each start their clock over: the furthest time is reported)."""
+    last = {"time": time.perf_counter(), "fraction": 0.0, "sim_time": 0.0}
 
     def on_step(fraction: float, sim_time: float) -> None:
         now = time.perf_counter()
         fraction = min(max(fraction, 0.0), 0.99) / R  # the end of the replication reports 1/R
+        last["sim_time"] = max(last["sim_time"], float(sim_time))
         if now - last["time"] >= STEP_REPORT_SECONDS and fraction > last["fraction"]:
             last["time"], last["fraction"] = now, fraction
-            emit.progress(fraction, float(sim_time))
+            emit.progress(fraction, last["sim_time"])
 
     return on_step
 

@@ -35,6 +35,7 @@ from __future__ import annotations
 import heapq
 import math
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 
@@ -99,6 +100,10 @@ class AdvanceReservation:
     @property
     def relaxed(self) -> bool:
         return self.lft is not None
+
+
+#: event times between two on_step calls of ClusterSim.run
+STEP_EVENTS = 2048
 
 
 class ClusterSim:
@@ -514,10 +519,12 @@ class ClusterSim:
 
     # ---- the main loop --------------------------------------------------------------------------
 
-    def run(self) -> "ClusterSim":
-        """Simulate until nothing is left to happen or the horizon."""
+    def run(self, on_step: Callable[[float, float], None] | None = None) -> "ClusterSim":
+        """Simulate until nothing is left to happen or the horizon; ``on_step(fraction of the
+        jobs arrived, now)`` is called every STEP_EVENTS event times (progress of a long run)."""
         self.ars_by_index = {r.index: r for r in self.ars}
         n = self.n
+        until_step = STEP_EVENTS
         while True:
             t = self.submit[self._arrived] if self._arrived < n else INF
             if self.events and self.events[0][0] < t:
@@ -531,6 +538,11 @@ class ClusterSim:
                 t = self.next_start
             if t == INF or t > self.horizon:
                 break
+            if on_step is not None:
+                until_step -= 1
+                if not until_step:
+                    until_step = STEP_EVENTS
+                    on_step(self._arrived / n if n else 1.0, t)
             if self.cons:
                 self.prof.advance(t)
             self.early = self.repaired = False

@@ -61,7 +61,7 @@ def _reservations_on(scenario: Scenario, c: int) -> list[AdvanceReservation]:
 class _Replication:
     """One replication's simulated clusters and workload, before the stop rule."""
 
-    def __init__(self, scenario: Scenario, replication: int, counts: list[int] | None):
+    def __init__(self, scenario: Scenario, replication: int, counts: list[int] | None, on_step=None):
         from simengine.runner import _horizon, _prepare  # the runner imports this module lazily
 
         self.scenario = scenario
@@ -86,9 +86,13 @@ class _Replication:
             if not len(idx) and not ars:
                 continue
             step = float(spec.scheduler.params.get("overrun_step", 60.0))
+            # the clusters run one after another: a step reports the share of all jobs passed
+            report = None if on_step is None else (
+                lambda f, t, before=sum(len(i) for _, i, _ in self.sims), m=len(idx):
+                on_step((before + f * m) / max(n, 1), t))
             sim = ClusterSim(spec.processors, spec.scheduler.name, jobs.submit[idx], runtime[idx], estimate[idx],
                              jobs.processors[idx], jobs.extra["priority"][idx], ars,
-                             preemption_mode(spec.preemption), step, horizon).run()
+                             preemption_mode(spec.preemption), step, horizon).run(report)
             self.sims.append((c, idx, sim))
             self.ars += ars
             self.first_start[idx] = sim.first_start
@@ -116,10 +120,10 @@ class _Replication:
         return streams_cover(self.scenario, self.jobs, *self.kth_end(completions))
 
 
-def _simulate(scenario: Scenario, replication: int) -> _Replication:
+def _simulate(scenario: Scenario, replication: int, on_step=None) -> _Replication:
     from simengine.runner import until_enough
 
-    return until_enough(scenario, lambda counts: _Replication(scenario, replication, counts),
+    return until_enough(scenario, lambda counts: _Replication(scenario, replication, counts, on_step),
                         lambda rep: rep.enough())
 
 
@@ -306,7 +310,7 @@ def finish(rep: _Replication, replication: int, with_segments: bool):
 
 def replicate(scenario: Scenario, r: int, with_segments: bool, on_step=None):
     """One replication in :func:`simengine.replications.run_replications`'s terms."""
-    rep = _simulate(scenario, r)
+    rep = _simulate(scenario, r, on_step)
     return (*finish(rep, r, with_segments=with_segments), rep.notes)
 
 

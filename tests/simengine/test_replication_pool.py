@@ -45,15 +45,18 @@ def test_when_the_pool_is_used():
     assert _pool_size(None, 4, POOL_MIN_SECONDS) > 1 or (__import__("os").cpu_count() or 1) == 1
 
 
-def test_a_long_replication_reports_progress_on_the_way(monkeypatch):
-    # Cao's event loop reports every STEP_EVENTS events; with the throttle off every report
-    # goes out: fractions rise inside replication 0 (below 1/R) before its segments are sent.
-    import simengine.cao.engine as engine
+@pytest.mark.parametrize("path, loop", [("cao-scojo-rars.yaml", "simengine.cao.engine"),
+                                        ("reservations-preemption.yaml", "simengine.local.cluster")])
+def test_a_long_replication_reports_progress_on_the_way(monkeypatch, path, loop):
+    # The event loops report every STEP_EVENTS events; with the throttle off every report goes
+    # out: fractions rise inside replication 0 (below 1/R) before its segments are sent.
+    import importlib
+
     import simengine.replications as replications
 
-    monkeypatch.setattr(engine, "STEP_EVENTS", 200)
+    monkeypatch.setattr(importlib.import_module(loop), "STEP_EVENTS", 50)
     monkeypatch.setattr(replications, "STEP_REPORT_SECONDS", 0.0)
-    s = _with("cao-scojo-rars.yaml", replications=2)
+    s = _with(path, replications=2)
     chunks = []
     simengine.run(s, workers=1, on_progress=chunks.append)
     first_segments = next(i for i, c in enumerate(chunks) if c["kind"] == "segments")
