@@ -1,5 +1,6 @@
-/* The run page's jobs table: pages of runs/<pk>/jobs.json (rows a–b of N, prev/next), filtered
- * by status, stream and replication, sorted by a clicked column header (again: descending).
+/* The run page's jobs table: pages of runs/<pk>/jobs.json (rows a–b of N, prev/next; "no jobs
+ * match" when a filter matches nothing), filtered by status, stream and replication, sorted by a
+ * clicked column header (again: descending).
  * Clicking a job of replication 0 highlights its segments on the Gantt chart (static/runs/gantt.js,
  * window.gridwebGantt.highlightJob) and scrolls to it.
  * Test hooks: data-ready, data-total and data-offset on #jobs-table; window.gridwebJobs. */
@@ -105,9 +106,11 @@
       fillFilters(data);
       drawHead(data);
       drawRows(data);
-      const first = data.total ? data.offset + 1 : 0;
       const last = data.offset + data.rows.length;
-      range.textContent = `rows ${first.toLocaleString()}–${last.toLocaleString()} of ${data.total.toLocaleString()}`;
+      // "rows 0–0 of 0" read like a bug: say that the filter matched nothing.
+      range.textContent = data.total
+        ? `rows ${(data.offset + 1).toLocaleString()}–${last.toLocaleString()} of ${data.total.toLocaleString()}`
+        : state.status || state.stream !== "" ? "no jobs match" : "no jobs";
       prev.disabled = data.offset <= 0;
       next.disabled = last >= data.total;
       table.dataset.total = String(data.total);
