@@ -269,6 +269,10 @@ def gallery(request: HttpRequest) -> HttpResponse:
 
 # --- Compare -----------------------------------------------------------------------------------------
 
+#: Runs that ended without a result: nothing to compare, so the picker leaves them out.
+NO_RESULT = (Status.FAILED, Status.CANCELLED)
+
+
 @require_safe
 def compare(request: HttpRequest) -> HttpResponse:
     ids, error = comparing.parse_run_ids(request.GET.getlist("runs"))
@@ -278,8 +282,14 @@ def compare(request: HttpRequest) -> HttpResponse:
     found = {run.pk: run for run in visible.filter(pk__in=ids)}
     if len(found) != len(ids):
         raise Http404("No such run.")  # the same answer for runs that exist but are not yours to see
-    runs = [found[pk] for pk in ids]
-    context: dict[str, Any] = {"runs": runs, "pick": visible.order_by("-created")[:60] if len(runs) < 2 else []}
+    # A failed or cancelled run asked for by id is left out and named on the page.
+    without_result = [found[pk] for pk in ids if found[pk].status in NO_RESULT]
+    runs = [found[pk] for pk in ids if found[pk].status not in NO_RESULT]
+    context: dict[str, Any] = {
+        "runs": runs,
+        "without_result": without_result,
+        "pick": visible.exclude(status__in=NO_RESULT).order_by("-created")[:60] if len(runs) < 2 else [],
+    }
     if len(runs) >= 2:
         labels = [f"#{run.pk} {run.name}" for run in runs]
         script, divs = plots.embed(plots.compare_figures(

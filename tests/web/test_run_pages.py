@@ -356,6 +356,52 @@ def test_compare_only_shows_runs_the_user_may_view(alice, bob):
     assert response.status_code == 400 and b"'x' is not a run number" in response.content
 
 
+def test_failed_and_cancelled_runs_are_not_offered_for_compare_and_are_named_when_asked_for(alice):
+    """They have no results: the picker offered them and compare showed empty columns."""
+    first = finished_run(alice, seed=3)
+    second = finished_run(alice, seed=9)
+    waiting = queued_run(alice)  # will have results: still offered
+    cancelled = Run.objects.create(owner=alice, name="stopped", spec={"name": "stopped"}, status=Status.CANCELLED)
+    failed = Run.objects.create(owner=alice, name="broken", spec={"name": "broken"}, status=Status.FAILED,
+                                error="boom")
+    client = client_for(alice)
+    compare = reverse("runs:compare")
+
+    def picked(page: str) -> list[int]:
+        return sorted(int(pk) for pk in re.findall(r'<input type="checkbox" name="runs" value="(\d+)"', page))
+
+    page = client.get(compare).content.decode()
+    assert picked(page) == sorted([first.pk, second.pk, waiting.pk])
+    assert 'id="compare-without-result"' not in page
+
+    # Asked for by id, with one usable run: the picker, and a message naming the run left out.
+    response = client.get(compare + f"?runs={first.pk},{cancelled.pk}")
+    assert response.status_code == 200
+    page = response.content.decode()
+    notice = re.search(r'<p class="notice" id="compare-without-result">(.*?)</p>', page, re.S).group(1)
+    assert f"#{cancelled.pk} stopped</a> (cancelled)" in notice and "without results" in notice
+    assert picked(page) == sorted([first.pk, second.pk, waiting.pk])
+    assert 'id="compare-metrics"' not in page
+
+    # With two usable runs: they are compared, the failed one is named and not a column.
+    response = client.get(compare + f"?runs={first.pk},{failed.pk},{second.pk}")
+    assert response.status_code == 200
+    page = response.content.decode()
+    columns = [int(pk) for pk in re.findall(r'<th data-run="(\d+)">', page)]
+    assert columns == [first.pk, second.pk]
+    notice = re.search(r'<p class="notice" id="compare-without-result">(.*?)</p>', page, re.S).group(1)
+    assert f"#{failed.pk} broken</a> (failed)" in notice and "stopped" not in notice
+
+    # Only a cancelled run: a message and the picker, not an error.
+    response = client.get(compare + f"?runs={cancelled.pk}")
+    assert response.status_code == 200 and 'id="compare-without-result"' in response.content.decode()
+
+    # The gallery's cards of such runs have no compare box either.
+    gallery = client.get(reverse("runs:gallery")).content.decode()
+    boxes = re.findall(r'<input type="checkbox" name="runs" value="(\d+)" form="compare-form">', gallery)
+    assert sorted(set(int(pk) for pk in boxes)) == sorted([first.pk, second.pk, waiting.pk])
+
+
 # --- Sweeps ---------------------------------------------------------------------------------------------
 
 
