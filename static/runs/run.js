@@ -1,6 +1,10 @@
 /* The run page around the Gantt: progress bar, simulated time, ETA and status, updated from
  * the events static/runs/gantt.js announces while it streams the run (gridweb:progress,
- * gridweb:status). */
+ * gridweb:status). When the stream says the run has ended, the page reloads itself once, so the
+ * metrics, plots and jobs table (rendered only for a finished run) appear without the user
+ * reloading. A page that opens on a finished run never streams, so it never reloads again; the
+ * tab's sessionStorage also remembers the reload, in case the fresh page still saw the run
+ * unfinished: then the notice offers a manual reload instead of reloading in a loop. */
 (function () {
   "use strict";
 
@@ -14,6 +18,13 @@
   const simTime = document.getElementById("run-sim-time");
   const eta = document.getElementById("run-eta");
   const opened = Date.now();
+  const ENDED = ["done", "failed", "cancelled"];
+  const reloadedKey = `gridweb:reloaded-run-${page.dataset.run}`;
+  const RELOADING = {
+    done: "Run finished — loading results",
+    failed: "Run failed — loading its error",
+    cancelled: "Run cancelled — reloading",
+  };
   const startedAt = config.startedAt ? Date.parse(config.startedAt) : null;
 
   // Seconds left, extrapolated from the progress made since the run started (or since the
@@ -23,6 +34,23 @@
     const elapsed = (Date.now() - (startedAt || opened)) / 1000;
     const left = elapsed * (1 - fraction) / fraction;
     return left >= 90 ? `${Math.round(left / 60)} min` : `${Math.round(left)} s`;
+  }
+
+  // True once per run and tab: the first end seen reloads; a second (the fresh page still saw
+  // the run unfinished) does not. Without sessionStorage: no automatic reload.
+  function mayReload() {
+    try {
+      if (sessionStorage.getItem(reloadedKey)) return false;
+      sessionStorage.setItem(reloadedKey, String(Date.now()));
+      return true;
+    } catch (err) {
+      return false;
+    }
+  }
+  if (ENDED.includes(page.dataset.status)) {
+    try {
+      sessionStorage.removeItem(reloadedKey); // the fresh page of the ended run: reloaded for good
+    } catch (err) { /* no storage: nothing to forget */ }
   }
 
   function showStatus(value) {
@@ -46,10 +74,18 @@
   document.addEventListener("gridweb:status", (event) => {
     const { status: value, error } = event.detail;
     showStatus(value);
-    if (!["done", "failed", "cancelled"].includes(value)) return;
+    if (!ENDED.includes(value)) return;
     const progress = document.getElementById("progress-section");
     if (progress) progress.hidden = true;
     const notice = document.getElementById("run-finished-notice");
+    if (mayReload()) {
+      if (notice) {
+        notice.textContent = RELOADING[value];
+        notice.hidden = false;
+      }
+      location.reload();
+      return;
+    }
     if (notice) {
       notice.hidden = false;
       if (error && !document.getElementById("run-error")) {

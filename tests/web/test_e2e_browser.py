@@ -114,7 +114,11 @@ def test_build_run_watch_live_share_with_the_group_and_refuse_an_outsider(full_s
         assert status_when_drawn in ("queued", "running"), status_when_drawn
         assert state_when_drawn["status"] == "running", state_when_drawn
         screenshot(page, "e2e-live-run.png")
-        page.wait_for_function("() => document.getElementById('run').dataset.status === 'done'", timeout=240_000)
+        # When the run ends the page reloads itself (static/runs/run.js): the fresh page has the
+        # done run's metrics, and its Gantt from segments.json.
+        page.wait_for_selector("#metrics-table", timeout=240_000)
+        page.wait_for_function("() => window.gridwebGantt && gridwebGantt.ready")
+        assert page.locator("#run").get_attribute("data-status") == "done"
         final = run_state(site, run_id)
         assert final["status"] == "done", final["error"]
         assert final == {**final, "visibility": "group", "owner": people["users"]["alice"]}

@@ -277,19 +277,30 @@ def test_live_page_streams_reconnects_and_ends_with_exactly_the_runs_segments(fu
             f"dispatch({run_id})\nprint(json.dumps({{'ok': True}}))\n")
         # Lose the connection once the first segments are in; the page asks again with ?after=.
         page.wait_for_function("() => gridwebGantt.segmentsCount() > 0", timeout=120_000)
+        # When the run ends the page reloads itself (static/runs/run.js): what the live page held
+        # then is kept in the tab's sessionStorage (this listener runs after run.js's).
+        page.evaluate("""() => document.addEventListener("gridweb:status", () => sessionStorage.setItem("live",
+            JSON.stringify({connections: gridwebGantt.connections(), lastSeq: gridwebGantt.lastSeq(),
+                            segments: gridwebGantt.segmentsCount(),
+                            notice: document.getElementById("run-finished-notice").textContent.trim()})))""")
         page.evaluate("gridwebGantt.dropConnection()")
-        page.wait_for_function("() => document.getElementById('run').dataset.status === 'done'", timeout=180_000)
+        # the reloaded page: the done run's metrics, and its Gantt from segments.json
+        page.wait_for_selector("#metrics-table", timeout=180_000)
+        page.wait_for_function("() => window.gridwebGantt && window.gridwebGantt.ready", timeout=60_000)
+        live = json.loads(page.evaluate("sessionStorage.getItem('live')"))
         final = full_stack_site.python_json(
             "import json\nfrom gridweb.runs.models import Run\n"
             f"run = Run.objects.get(pk={run_id})\n"
             "print(json.dumps({'status': run.status, 'segments': run.segments_count, 'last_seq': run.last_seq,"
             " 'error': run.error}))\n")
         assert final["status"] == "done", final["error"]
-        assert page.evaluate("gridwebGantt.connections()") >= 2
-        assert page.evaluate("gridwebGantt.lastSeq()") == final["last_seq"]
-        assert page.evaluate("gridwebGantt.segmentsCount()") == final["segments"] > 5000
+        assert live["connections"] >= 2
+        assert live["lastSeq"] == final["last_seq"]
+        assert live["segments"] == final["segments"] > 5000
+        assert live["notice"] == "Run finished — loading results"
+        assert page.evaluate("gridwebGantt.segmentsCount()") == final["segments"]
+        assert page.evaluate("gridwebGantt.connections()") == 0  # a done run's page does not stream
         assert page.locator("#run-status").inner_text() == "done"
-        assert page.locator("#run-finished-notice").is_visible()
         screenshot(page, "gantt-live-full-stack.png")
     finally:
         context.close()

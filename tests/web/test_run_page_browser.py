@@ -1,13 +1,24 @@
 """Small things a researcher meets on the run page while watching runs, in a real browser
 (headless Chromium, Playwright, Django's ``live_server``): the jobs table when a filter matches
-nothing.
+nothing, and a run that ends while its page is open.
+
+A live run's websocket is served by Playwright here (``page.route_web_socket``): the embedded
+live server speaks no websocket, and a mock lets the test say exactly when the run ends.
 """
 
 from __future__ import annotations
 
+import json
+import re
+
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
+from gridweb.runs.execution import execute_run
+from gridweb.runs.models import Run, Status
+from gridweb.runs.services import cancel_run, create_run
+from gridweb.sharing import Visibility
 from simengine.workload import STATUS_NAMES
 from tests.web.conftest import client_for
 from tests.web.test_gantt_browser import finished_run, small_spec
@@ -51,4 +62,119 @@ def test_a_status_filter_that_matches_no_job_says_so(live_server, builder, user)
     builder.wait_for_function(f"() => document.getElementById('jobs-table').dataset.total === '{everything}'"
                               " && document.getElementById('jobs-table').dataset.ready === 'true'")
     assert builder.locator("#jobs-range").inner_text() == f"rows 1–100 of {everything}"
+    assert builder.js_errors == []
+
+
+# --- A run that ends while its page is open --------------------------------------------------------
+
+
+def serve_stream(page) -> list:
+    """Serve the run page's websocket from the test (nothing is sent until the test says so):
+    the connections the page opened, in order."""
+    sockets: list = []
+    page.route_web_socket(re.compile(r"/ws/runs/\d+/"), lambda ws: sockets.append(ws))
+    return sockets
+
+
+def count_page_loads(page) -> list[str]:
+    """The page's document requests (first load and every reload), as they happen."""
+    loads: list[str] = []
+    page.on("request", lambda request: loads.append(request.url) if request.is_navigation_request() else None)
+    return loads
+
+
+# Kept across the reload: what the notice said when the run ended (this listener runs after
+# static/runs/run.js's, which shows the notice and asks for the reload). The page is also marked,
+# so that a wait can tell the reloaded page from it.
+RECORD_NOTICE = """() => {
+  window.testOldPage = true;
+  document.addEventListener("gridweb:status", () => sessionStorage.setItem(
+    "test-notice", document.getElementById("run-finished-notice").textContent.trim()));
+}"""
+FRESH_PAGE_READY = "() => !window.testOldPage && window.gridwebGantt && window.gridwebGantt.ready"
+
+
+def test_a_run_that_finishes_while_watched_shows_its_results_without_a_manual_reload(live_server, builder, user):
+    run = create_run(user, small_spec(), name="watched", visibility=Visibility.PRIVATE, dispatch_now=False)
+    sockets = serve_stream(builder)
+    loads = count_page_loads(builder)
+    url = f"{live_server.url}/runs/{run.pk}/"
+    builder.goto(url)
+    builder.wait_for_function("() => window.gridwebGantt && window.gridwebGantt.ready")
+    assert len(sockets) == 1 and len(loads) == 1
+    assert builder.locator("#metrics-table").count() == 0 and builder.locator("#jobs-pending").is_visible()
+    builder.evaluate(RECORD_NOTICE)
+
+    assert execute_run(run.pk) == Status.DONE
+    run.refresh_from_db()
+    sockets[0].send(json.dumps({"kind": "status", "status": "done", "error": "", "last_seq": run.last_seq}))
+
+    # The page reloads itself: the fresh page has the metrics, the jobs table and all segments.
+    builder.wait_for_selector("#metrics-table")
+    builder.wait_for_function("() => window.gridwebGantt && window.gridwebGantt.ready"
+                              " && document.getElementById('jobs-table').dataset.ready === 'true'")
+    assert builder.evaluate("sessionStorage.getItem('test-notice')") == "Run finished — loading results"
+    assert builder.locator("#run-status").inner_text() == "done"
+    assert builder.evaluate("gridwebGantt.segmentsCount()") == run.segments_count > 100
+    total = client_for(user).get(reverse("runs:jobs", args=[run.pk])).json()["total"]
+    assert builder.locator("#jobs-table").get_attribute("data-total") == str(total) and total > 100
+    assert builder.locator("#run-finished-notice").is_hidden()
+    # Once: the fresh page opened on a done run, so it did not stream and cannot reload again.
+    assert loads == [url, url] and len(sockets) == 1
+    assert builder.evaluate(f"sessionStorage.getItem('gridweb:reloaded-run-{run.pk}')") is None
+    assert builder.js_errors == []
+
+
+def test_a_reloaded_page_that_still_saw_the_run_unfinished_does_not_reload_again(live_server, builder, user):
+    """The loop guard: the run is said to be done but the page reloads onto a queued run (as if
+    the database lagged); the second end only offers a manual reload."""
+    run = create_run(user, small_spec(), name="lagging", visibility=Visibility.PRIVATE, dispatch_now=False)
+    sockets = serve_stream(builder)
+    loads = count_page_loads(builder)
+    url = f"{live_server.url}/runs/{run.pk}/"
+    builder.goto(url)
+    builder.wait_for_function("() => window.gridwebGantt && window.gridwebGantt.ready")
+    builder.evaluate(RECORD_NOTICE)
+    sockets[0].send(json.dumps({"kind": "status", "status": "done", "error": "", "last_seq": -1}))
+    builder.wait_for_function(FRESH_PAGE_READY)
+    assert builder.locator("#run-status").inner_text() == "queued"  # the reloaded page
+    assert loads == [url, url] and len(sockets) == 2
+
+    sockets[1].send(json.dumps({"kind": "status", "status": "done", "error": "", "last_seq": -1}))
+    notice = builder.locator("#run-finished-notice")
+    notice.wait_for(state="visible")
+    assert notice.inner_text() == "The run has ended: reload for its results."
+    assert notice.locator("a").get_attribute("href") == f"/runs/{run.pk}/"
+    assert builder.locator("#run-status").inner_text() == "done"
+    assert loads == [url, url] and len(sockets) == 2
+    assert builder.js_errors == []
+
+
+@pytest.mark.parametrize("ending", ["cancelled", "failed"])
+def test_a_run_cancelled_or_failed_while_watched_shows_why_after_the_reload(live_server, builder, user, ending):
+    run = create_run(user, small_spec(), name="ending", visibility=Visibility.PRIVATE, dispatch_now=False)
+    sockets = serve_stream(builder)
+    loads = count_page_loads(builder)
+    url = f"{live_server.url}/runs/{run.pk}/"
+    builder.goto(url)
+    builder.wait_for_function("() => window.gridwebGantt && window.gridwebGantt.ready")
+    builder.evaluate(RECORD_NOTICE)
+    if ending == "cancelled":
+        cancel_run(run, user)  # a queued run is cancelled at once
+        error = ""
+    else:
+        error = "scenario: the worker ran out of memory"
+        Run.objects.filter(pk=run.pk).update(status=Status.FAILED, error=error, finished_at=timezone.now())
+    sockets[0].send(json.dumps({"kind": "status", "status": ending, "error": error, "last_seq": -1}))
+
+    builder.wait_for_function(FRESH_PAGE_READY)
+    assert builder.locator("#run-status").inner_text() == ending
+    expected_notice = {"cancelled": "Run cancelled — reloading", "failed": "Run failed — loading its error"}
+    assert builder.evaluate("sessionStorage.getItem('test-notice')") == expected_notice[ending]
+    assert loads == [url, url] and len(sockets) == 1
+    assert builder.locator("#jobs-pending").inner_text() == f"No jobs table: the run has no result ({ending})."
+    if ending == "cancelled":
+        assert "This run was cancelled" in builder.locator(".run-page").inner_text()
+    else:
+        assert builder.locator("#run-error").inner_text() == error
     assert builder.js_errors == []
