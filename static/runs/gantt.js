@@ -87,6 +87,8 @@
   // (its job runs inside it) and a suspended job's gap (its preemptor runs there).
   const NOT_BUSY = new Set(["reservation", "suspended"]);
   let kinds = config.kinds || Object.keys(KIND_COLOURS);
+  const presentKinds = new Set(); // the kinds the run's segments hold so far: the legend lists these
+  let newKinds = false;
   let colourField = "colour_job"; // what the "colour" column holds: colour_job or colour_kind
   let lastSeq = -1;
   const streamNames = config.streams || [];
@@ -134,6 +136,10 @@
       out.cluster[i] = cluster.name;
       out.processors[i] = count === 1 ? `${first}` : `${first}–${first + count - 1}`;
       out.kind[i] = kind;
+      if (!presentKinds.has(kind)) {
+        presentKinds.add(kind);
+        newKinds = true;
+      }
       // A reservation window is drawn lighter: the job using it (drawn on top) stands out.
       out.alpha[i] = kind === "reservation" ? RESERVATION_ALPHA : SEGMENT_ALPHA;
       out.stream[i] = streams ? streamNames[streams[i]] ?? String(streams[i]) : "";
@@ -424,6 +430,7 @@
     fitRange();
     container.dataset.segmentsCount = String(store.count);
     if (highlightedKey !== null) highlightJob(highlightedKey);
+    if (newKinds) drawLegend(); // a kind's first segment: it joins the legend
     queueUpdate();
   }
 
@@ -441,18 +448,24 @@
     }
     container.dataset.colour = by;
     if (colourSelect && colourSelect.value !== by) colourSelect.value = by;
-    if (legend) {
-      legend.innerHTML = "";
-      if (by === "kind") {
-        for (const kind of kinds) {
-          const item = document.createElement("span");
-          item.className = "legend-item";
-          item.dataset.kind = kind;
-          item.innerHTML = `<i style="background:${KIND_COLOURS[kind] || "#555"}"></i>`;
-          item.append(kind);
-          legend.append(item);
-        }
-      }
+    drawLegend();
+  }
+  // Coloured by kind, one item per kind the run has (in the engine's order, KIND_NAMES): listing
+  // all seven for a run of plain jobs suggested kills and reservations that never happened.
+  function drawLegend() {
+    newKinds = false;
+    if (!legend) return;
+    legend.innerHTML = "";
+    if (colourField !== "colour_kind") return;
+    const shown = [...kinds.filter((kind) => presentKinds.has(kind)),
+      ...[...presentKinds].filter((kind) => !kinds.includes(kind))];
+    for (const kind of shown) {
+      const item = document.createElement("span");
+      item.className = "legend-item";
+      item.dataset.kind = kind;
+      item.innerHTML = `<i style="background:${KIND_COLOURS[kind] || "#555"}"></i>`;
+      item.append(kind);
+      legend.append(item);
     }
   }
   if (colourSelect) colourSelect.addEventListener("change", () => setColouring(colourSelect.value));

@@ -1,6 +1,6 @@
 """Small things a researcher meets on the run page while watching runs, in a real browser
 (headless Chromium, Playwright, Django's ``live_server``): the jobs table when a filter matches
-nothing, and a run that ends while its page is open.
+nothing, the Gantt legend while segments stream in, and a run that ends while its page is open.
 
 A live run's websocket is served by Playwright here (``page.route_web_socket``): the embedded
 live server speaks no websocket, and a mock lets the test say exactly when the run ends.
@@ -19,6 +19,7 @@ from gridweb.runs.execution import execute_run
 from gridweb.runs.models import Run, Status
 from gridweb.runs.services import cancel_run, create_run
 from gridweb.sharing import Visibility
+from simengine.gantt import KIND_NAMES
 from simengine.workload import STATUS_NAMES
 from tests.web.conftest import client_for
 from tests.web.test_gantt_browser import finished_run, small_spec
@@ -62,6 +63,48 @@ def test_a_status_filter_that_matches_no_job_says_so(live_server, builder, user)
     builder.wait_for_function(f"() => document.getElementById('jobs-table').dataset.total === '{everything}'"
                               " && document.getElementById('jobs-table').dataset.ready === 'true'")
     assert builder.locator("#jobs-range").inner_text() == f"rows 1–100 of {everything}"
+    assert builder.js_errors == []
+
+
+# --- The Gantt legend --------------------------------------------------------------------------------
+
+
+def legend_kinds(page) -> list[str]:
+    return page.locator("#gantt-legend [data-kind]").evaluate_all("items => items.map((i) => i.dataset.kind)")
+
+
+def segments_chunk(seq: int, kinds: list[str]) -> str:
+    """A ``segments`` chunk as the engine streams it (simengine/streaming.py): one segment per kind."""
+    n = len(kinds)
+    return json.dumps({"kind": "segments", "seq": seq, "replication": 0, "segments": {
+        "cluster": [0] * n, "first_processor": list(range(n)), "processors": [1] * n,
+        "t0": [100.0 * seq] * n, "t1": [100.0 * seq + 50] * n, "job": list(range(n)), "component": [0] * n,
+        "kind": [KIND_NAMES.index(k) for k in kinds], "job_id": list(range(1, n + 1)), "stream": [0] * n}})
+
+
+def test_the_kind_legend_grows_as_kinds_arrive_on_the_stream(live_server, builder, user):
+    run = create_run(user, small_spec(), name="live", visibility=Visibility.PRIVATE, dispatch_now=False)
+    sockets = serve_stream(builder)
+    builder.goto(f"{live_server.url}/runs/{run.pk}/")
+    builder.wait_for_function("() => window.gridwebGantt && window.gridwebGantt.ready")  # the socket is open
+    builder.select_option("#gantt-colour", "kind")
+    builder.wait_for_function("() => document.getElementById('gantt').dataset.colour === 'kind'")
+    assert legend_kinds(builder) == []  # no segment yet
+
+    sockets[0].send(segments_chunk(0, ["run", "run"]))
+    builder.wait_for_function("() => gridwebGantt.segmentsCount() === 2")
+    assert legend_kinds(builder) == ["run"]
+    # a kill and a claim arrive: they join the legend, in the engine's order of kinds
+    sockets[0].send(segments_chunk(1, ["killed", "run", "claimed"]))
+    builder.wait_for_function("() => gridwebGantt.segmentsCount() === 5")
+    assert legend_kinds(builder) == ["run", "claimed", "killed"]
+    # back to colour by job and again by kind: the same three
+    builder.select_option("#gantt-colour", "job")
+    builder.wait_for_function("() => document.getElementById('gantt').dataset.colour === 'job'")
+    assert legend_kinds(builder) == []
+    builder.select_option("#gantt-colour", "kind")
+    builder.wait_for_function("() => document.getElementById('gantt').dataset.colour === 'kind'")
+    assert legend_kinds(builder) == ["run", "claimed", "killed"]
     assert builder.js_errors == []
 
 
