@@ -137,13 +137,19 @@ RECORD_NOTICE = """() => {
 FRESH_PAGE_READY = "() => !window.testOldPage && window.gridwebGantt && window.gridwebGantt.ready"
 
 
-def test_a_run_that_finishes_while_watched_shows_its_results_without_a_manual_reload(live_server, builder, user):
-    run = create_run(user, small_spec(), name="watched", visibility=Visibility.PRIVATE, dispatch_now=False)
-    sockets = serve_stream(builder)
-    loads = count_page_loads(builder)
+def watch_queued_run(live_server, page, user, name: str):
+    """A queued run's page, open with its stream faked: (run, sockets, page loads, url)."""
+    run = create_run(user, small_spec(), name=name, visibility=Visibility.PRIVATE, dispatch_now=False)
+    sockets = serve_stream(page)
+    loads = count_page_loads(page)
     url = f"{live_server.url}/runs/{run.pk}/"
-    builder.goto(url)
-    builder.wait_for_function("() => window.gridwebGantt && window.gridwebGantt.ready")
+    page.goto(url)
+    page.wait_for_function("() => window.gridwebGantt && window.gridwebGantt.ready")
+    return run, sockets, loads, url
+
+
+def test_a_run_that_finishes_while_watched_shows_its_results_without_a_manual_reload(live_server, builder, user):
+    run, sockets, loads, url = watch_queued_run(live_server, builder, user, "watched")
     assert len(sockets) == 1 and len(loads) == 1
     assert builder.locator("#metrics-table").count() == 0 and builder.locator("#jobs-pending").is_visible()
     builder.evaluate(RECORD_NOTICE)
@@ -171,12 +177,7 @@ def test_a_run_that_finishes_while_watched_shows_its_results_without_a_manual_re
 def test_a_reloaded_page_that_still_saw_the_run_unfinished_does_not_reload_again(live_server, builder, user):
     """The loop guard: the run is said to be done but the page reloads onto a queued run (as if
     the database lagged); the second end only offers a manual reload."""
-    run = create_run(user, small_spec(), name="lagging", visibility=Visibility.PRIVATE, dispatch_now=False)
-    sockets = serve_stream(builder)
-    loads = count_page_loads(builder)
-    url = f"{live_server.url}/runs/{run.pk}/"
-    builder.goto(url)
-    builder.wait_for_function("() => window.gridwebGantt && window.gridwebGantt.ready")
+    run, sockets, loads, url = watch_queued_run(live_server, builder, user, "lagging")
     builder.evaluate(RECORD_NOTICE)
     sockets[0].send(json.dumps({"kind": "status", "status": "done", "error": "", "last_seq": -1}))
     builder.wait_for_function(FRESH_PAGE_READY)
@@ -195,12 +196,7 @@ def test_a_reloaded_page_that_still_saw_the_run_unfinished_does_not_reload_again
 
 @pytest.mark.parametrize("ending", ["cancelled", "failed"])
 def test_a_run_cancelled_or_failed_while_watched_shows_why_after_the_reload(live_server, builder, user, ending):
-    run = create_run(user, small_spec(), name="ending", visibility=Visibility.PRIVATE, dispatch_now=False)
-    sockets = serve_stream(builder)
-    loads = count_page_loads(builder)
-    url = f"{live_server.url}/runs/{run.pk}/"
-    builder.goto(url)
-    builder.wait_for_function("() => window.gridwebGantt && window.gridwebGantt.ready")
+    run, sockets, loads, url = watch_queued_run(live_server, builder, user, "ending")
     builder.evaluate(RECORD_NOTICE)
     if ending == "cancelled":
         cancel_run(run, user)  # a queued run is cancelled at once
