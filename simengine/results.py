@@ -117,15 +117,17 @@ def kth_smallest_end(start: np.ndarray, runtime: np.ndarray, limit: float, k: in
 
 def order_job_rows(cols: dict[str, np.ndarray], replication: int,
                    warmup_time: float) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """Job rows of an event-driven model (grid layer, KOALA) in submit order (stable), with the
-    columns every job table derives: replication, estimate (= runtime: these models plan with
-    exact run times), wait, response, slowdown, bounded slowdown and the warm-up flag.
+    """Job rows of an event-driven model (grid layer, KOALA, reservations) in submit order
+    (stable), with the columns every job table derives: replication, estimate (= runtime unless
+    given: the grid models plan with exact run times), wait, response, slowdown, bounded
+    slowdown and the warm-up flag.
     Returns the rows and ``position`` (``position[i]`` is the new row of input row ``i``)."""
     order = np.argsort(cols["submit"], kind="stable")
     cols = {k: v[order] for k, v in cols.items()}
     total = len(order)
     cols["replication"] = np.full(total, replication, np.int32)
-    cols["estimate"] = cols["runtime"].copy()
+    if "estimate" not in cols:
+        cols["estimate"] = cols["runtime"].copy()
     cols["wait"] = cols["start"] - cols["submit"]
     cols["response"] = cols["end"] - cols["submit"]
     r = cols["runtime"]

@@ -28,7 +28,7 @@ from simengine.local.cluster import (AR_ACCEPTED, AR_ACTIVE, AR_DONE, AR_REJECTE
                                      AdvanceReservation, ClusterSim)
 from simengine.preemption import preemption_mode
 from simengine.replications import run_replications
-from simengine.results import (BOUNDED_SLOWDOWN_TAU, JOB_DTYPES, Result, percentile_linear, segment_series,
+from simengine.results import (JOB_DTYPES, Result, order_job_rows, percentile_linear, segment_series,
                                warm_up_by_completions)
 from simengine.scenario import Scenario
 from simengine.streaming import ProgressCallback
@@ -209,20 +209,8 @@ def finish(rep: _Replication, replication: int, with_segments: bool):
          "estimate": np.array([r.length for r in ars], float), "status": a_status,
          "priority": np.zeros(nr, np.int32), "preemptions": np.zeros(nr, np.int32), "lost_time": np.zeros(nr),
          "reservation": np.array([r.index for r in ars], np.int32)}
-    cols = {k: np.concatenate([np.asarray(w[k]), np.asarray(a[k])]) for k in w}
-    order = np.argsort(cols["submit"], kind="stable")
-    cols = {k: v[order] for k, v in cols.items()}
-    position = np.empty(len(order), np.int64)
-    position[order] = np.arange(len(order))
-    total = len(order)
-    cols["replication"] = np.full(total, replication, np.int32)
-    cols["wait"] = cols["start"] - cols["submit"]
-    cols["response"] = cols["end"] - cols["submit"]
-    r_ = cols["runtime"]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        cols["slowdown"] = np.where(r_ > 0, cols["response"] / r_, np.nan)
-    cols["bounded_slowdown"] = np.maximum(cols["response"] / np.maximum(r_, BOUNDED_SLOWDOWN_TAU), 1.0)
-    cols["warmup"] = cols["submit"] < run.warmup.time
+    cols, position = order_job_rows({k: np.concatenate([np.asarray(w[k]), np.asarray(a[k])]) for k in w},
+                                    replication, run.warmup.time)
     workload_row = cols["reservation"] < 0
     t_warm = run.warmup.time
     if run.warmup.completions:
