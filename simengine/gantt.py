@@ -22,27 +22,21 @@ SEGMENT_COLUMNS = ("cluster", "first_processor", "processors", "t0", "t1", "job"
 
 
 @njit(cache=True)
-def _assign(start, end, size, processors, order_events, is_end):
-    n = start.shape[0]
+def _assign(start, end, size, hk, hv, state, held, offset, order_events, is_end):
+    """Hand out processors for a batch of events (job ``order_events[e]``, an end when
+    ``is_end[e]``) in the order given; the free-processor heap (``hk``, ``hv``, its size in
+    ``state[0]``) and the processors each job holds (``held[offset[j]:offset[j + 1]]``)
+    carry over from one batch to the next. Returns the started jobs' blocks."""
     total = 0
-    for j in range(n):
-        if not np.isnan(start[j]):
-            total += size[j]
+    for e in range(order_events.shape[0]):
+        if not is_end[e]:
+            total += size[order_events[e]]
     seg_job = np.empty(total, np.int64)
     seg_first = np.empty(total, np.int64)
     seg_count = np.empty(total, np.int64)
     ns = 0
-    # free processor ids in a min-heap
-    hk = np.empty(processors + 1)
-    hv = np.empty(processors + 1, np.int64)
-    hn = 0
-    for p in range(processors):
-        hn = heap_push(hk, hv, hn, float(p), p)
-    held = np.empty(total, np.int64)  # processors held by each job, at offset[j]
-    offset = np.zeros(n + 1, np.int64)
-    for j in range(n):
-        offset[j + 1] = offset[j] + (size[j] if not np.isnan(start[j]) else 0)
-    taken = np.empty(processors, np.int64)
+    hn = state[0]
+    taken = np.empty(hk.shape[0], np.int64)
     for e in range(order_events.shape[0]):
         j = order_events[e]
         if is_end[e]:
@@ -72,7 +66,53 @@ def _assign(start, end, size, processors, order_events, is_end):
         if start[j] == end[j]:  # zero-length: gives its processors back at once
             for k in range(m):
                 hn = heap_push(hk, hv, hn, float(taken[k]), taken[k])
+    state[0] = hn
     return seg_job[:ns], seg_first[:ns], seg_count[:ns]
+
+
+#: order of events at one instant: ends, then zero-length jobs (they hand their processors
+#: straight back), then the other starts; ties by job index
+EVENT_END, EVENT_ZERO, EVENT_START = 0, 1, 2
+
+
+class ProcessorAssigner:
+    """Which processors the jobs of one cluster hold, decided in batches of events.
+
+    Each job takes the lowest-numbered free processors when it starts (see the module
+    docstring). ``events(jobs, kinds, times)`` takes the events of a batch -- every event of
+    the batch must come after every event of the batches before it in (time, kind, job)
+    order -- and returns the blocks (job, first processor, count) of the jobs it starts. One
+    batch of all events gives :func:`assign_processors`; the live Gantt gives them slice by
+    slice of simulated time and gets the same blocks.
+    """
+
+    def __init__(self, start: np.ndarray, end: np.ndarray, size: np.ndarray, processors: int):
+        self.start, self.end = start, end
+        self.size = np.asarray(size, np.int64)
+        self.offset = np.zeros(len(self.size) + 1, np.int64)
+        np.cumsum(self.size, out=self.offset[1:])
+        self.held = np.empty(int(self.offset[-1]), np.int64)
+        P = int(processors)
+        # free processor ids in a min-heap (ids in order already form one)
+        self.hk = np.empty(P + 1)
+        self.hv = np.empty(P + 1, np.int64)
+        self.hk[:P] = np.arange(P)
+        self.hv[:P] = np.arange(P)
+        self.state = np.array([P], np.int64)
+
+    def events(self, jobs: np.ndarray, kinds: np.ndarray, times: np.ndarray):
+        order = np.lexsort((jobs, kinds, times))
+        return _assign(self.start, self.end, self.size, self.hk, self.hv, self.state, self.held, self.offset,
+                       jobs[order], kinds[order] == EVENT_END)
+
+
+def job_events(start: np.ndarray, end: np.ndarray, jobs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(jobs, kinds, times) of the start events of ``jobs`` (started ones) and their end events."""
+    positive = jobs[end[jobs] > start[jobs]]
+    times = np.concatenate([end[positive], start[jobs]])
+    kinds = np.concatenate([np.full(len(positive), EVENT_END, np.int8),
+                            np.where(end[jobs] > start[jobs], EVENT_START, EVENT_ZERO).astype(np.int8)])
+    return np.concatenate([positive, jobs]), kinds, times
 
 
 def assign_processors(start: np.ndarray, end: np.ndarray, size: np.ndarray, processors: int):
@@ -80,14 +120,7 @@ def assign_processors(start: np.ndarray, end: np.ndarray, size: np.ndarray, proc
 
     ``start``/``end`` are NaN for jobs that never started; those get no segment.
     """
-    started = np.flatnonzero(~np.isnan(start))
-    positive = started[end[started] > start[started]]
-    # events at one instant: ends, then zero-length jobs (they hand their processors
-    # straight back), then the other starts
-    times = np.concatenate([end[positive], start[started]])
-    kinds = np.concatenate([np.zeros(len(positive), np.int8),
-                            np.where(end[started] > start[started], 2, 1).astype(np.int8)])
-    jobs = np.concatenate([positive, started])
-    order = np.lexsort((jobs, kinds, times))
-    return _assign(start.astype(np.float64), end.astype(np.float64), size.astype(np.int64), int(processors),
-                   jobs[order], kinds[order] == 0)
+    start = np.asarray(start, np.float64)
+    end = np.asarray(end, np.float64)
+    assigner = ProcessorAssigner(start, end, np.where(np.isnan(start), 0, size), processors)
+    return assigner.events(*job_events(start, end, np.flatnonzero(~np.isnan(start))))

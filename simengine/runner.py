@@ -26,7 +26,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from simengine.streaming import CHUNK_SEGMENTS, ChunkEmitter, ProgressCallback  # noqa: F401 - re-exported
+from simengine.kernel_feed import feed_live
+from simengine.streaming import ChunkEmitter, LiveGantt, ProgressCallback  # noqa: F401 - re-exported
 from simengine.gantt import KIND_RUN, SEGMENT_COLUMNS, assign_processors
 from simengine.generate import generate_stream
 from simengine.grid.schema import is_coallocation
@@ -39,7 +40,6 @@ from simengine.traces import read_trace
 from simengine.workload import JobTable
 
 
-#: Segments per streamed chunk.
 #: Below this many jobs in all, replications run in this process (starting a pool costs more).
 POOL_MIN_JOBS = 200_000
 
@@ -174,23 +174,43 @@ def _route(jobs: JobTable, scenario: Scenario, rng: np.random.Generator) -> np.n
 
 
 def _schedule_clusters(scenario: Scenario, jobs: JobTable, cluster: np.ndarray, runtime: np.ndarray,
-                       estimate: np.ndarray, horizon: float):
-    """Start times (and LWR processors) of every job, cluster by cluster."""
+                       estimate: np.ndarray, horizon: float, live: LiveGantt | None = None):
+    """Start times (and LWR processors) of every job, cluster by cluster; with ``live``, all
+    clusters advance together slice by slice and their Gantt streams (simengine.kernel_feed)."""
     n = len(jobs)
     start = np.full(n, np.nan)
     proc = np.full(n, -1, np.int64)
+    steppers = []
     for c, spec in enumerate(scenario.platform.clusters):
         idx = np.flatnonzero(cluster == c)
         if not len(idx):
             continue
         entry = LOCAL_SCHEDULERS.get(spec.scheduler.name)
         params = entry.params.model_validate(spec.scheduler.params)
-        out = entry.implementation(jobs.submit[idx], runtime[idx], estimate[idx], jobs.processors[idx],
-                                   spec.processors, params, horizon=horizon)
+        steppers.append((c, idx, entry.implementation.steps(jobs.submit[idx], runtime[idx], estimate[idx],
+                                                            jobs.processors[idx], spec.processors, params,
+                                                            horizon=horizon)))
+    if live is not None:
+        feed_live(live, steppers, jobs, runtime, scenario.platform.processors, scenario.run.stop.completions,
+                  horizon, _drawn_until(scenario, jobs))
+    for c, idx, steps in steppers:
+        out = steps.to_end()
         start[idx] = out.start
         if out.processor is not None:
             proc[idx] = out.processor
     return start, proc
+
+
+def _drawn_until(scenario: Scenario, jobs: JobTable) -> float:
+    """The last submission of the endless synthetic stream that ends first: what happens
+    before it cannot change when more jobs are drawn (``until_enough``)."""
+    if scenario.run.stop.completions is None:
+        return math.inf
+    last = math.inf
+    for i in endless_streams(scenario):
+        mine = np.flatnonzero(jobs.stream == i)
+        last = min(last, float(jobs.submit[mine[-1]]) if len(mine) else -math.inf)
+    return last
 
 
 def _horizon(scenario: Scenario) -> float:
@@ -344,13 +364,15 @@ def _until_enough(scenario: Scenario, attempt: Callable[[list[int] | None], Simu
     return until_enough(scenario, attempt, lambda sim: _enough(scenario, sim))
 
 
-def simulate_replication(scenario: Scenario, replication: int, with_segments: bool) -> ReplicationOutcome:
+def simulate_replication(scenario: Scenario, replication: int, with_segments: bool,
+                         live: LiveGantt | None = None) -> ReplicationOutcome:
+    """One replication; ``live``: stream its Gantt while it runs (replication 0)."""
     if _stateful_policy(scenario) is not None:
         return simulate_stateful(scenario, [replication], with_segments)[0]
 
     def attempt(counts):
         jobs, cluster, runtime, estimate, killed, notes = _prepare(scenario, replication, counts)
-        start, proc = _schedule_clusters(scenario, jobs, cluster, runtime, estimate, _horizon(scenario))
+        start, proc = _schedule_clusters(scenario, jobs, cluster, runtime, estimate, _horizon(scenario), live)
         return Simulated(jobs, cluster, runtime, killed, start, proc, notes)
 
     return finish_replication(scenario, _until_enough(scenario, attempt), replication, with_segments)
@@ -604,11 +626,12 @@ def run(scenario: Any, on_progress: ProgressCallback | None = None, *, workers: 
         jobs = rows.result()
         emit.progress(1.0, 0.0)
     else:
-        first = simulate_replication(scenario, 0, with_segments=True)
+        live = emit.live(R)
+        first = simulate_replication(scenario, 0, with_segments=True, live=live)
         outcomes = [first]
-        # Replication 0's Gantt goes out now, so a watcher sees it while the others run.
-        emit.segments(first.segments, first.jobs)
-        emit.progress(1 / R, float(np.nanmax(first.jobs["end"], initial=0.0)))
+        # The rest of replication 0's Gantt goes out now, so a watcher sees it while the others run.
+        if live is not None:
+            live.finish(first.segments, first.jobs)
         rest = list(range(1, R))
         n_workers = workers if workers is not None else (
             os.cpu_count() or 1 if _estimated_jobs(scenario) >= POOL_MIN_JOBS else 1)
@@ -629,7 +652,7 @@ def run(scenario: Any, on_progress: ProgressCallback | None = None, *, workers: 
     result = _assemble(scenario, outcomes, jobs)
     result.engine_seconds = time.perf_counter() - t0
     if not emit.sent_segments:
-        emit.segments(result.segments, result.jobs)
+        emit.segments(result.segments, result.jobs, R)
     emit.metrics(result.metrics)
     return result
 

@@ -1,17 +1,68 @@
 """The numbered chunks a run streams to its ``on_progress`` callback (docs/output.md, Streaming).
 
-One emitter for every simulation path, so the chunk format is written once.
+One emitter for every simulation path, so the chunk format is written once, and one live
+Gantt (:class:`LiveGantt`) that every model feeds while its replication 0 runs:
+
+- ``update(frontier, closed, open)``: the model has simulated everything before ``frontier``;
+  ``closed`` are segments that ended before it (new since the last update), ``open`` every
+  segment in progress at it (a running job, a held claim, a reservation window). Rows a model
+  reports closed must be rows of its final Result (the model caps the frontier where later
+  events could still change them: the stop time, the last job drawn).
+- ``finish(segments, jobs)``: the Result's segments; the rows not streamed yet go out.
+
+The live Gantt sends a ``segments`` chunk at least every ``LIVE_INTERVAL`` seconds of wall time
+while updates come (the first as soon as there is something to show). Each chunk covers a
+contiguous window ``[w0, w1)`` of simulated time: its ``segments`` are the rows that closed in
+it (sorted by ``t1``), its ``open`` rows the snapshot at ``w1``. The rows of all chunks together
+are exactly the Result's segments.
 """
 from __future__ import annotations
 
+import math
+import time
 from typing import Any, Callable
 
 import numpy as np
 
-#: Gantt segments per chunk
-CHUNK_SEGMENTS = 5000
+#: most segment rows in one chunk
+CHUNK_ROWS = 65536
+#: wall-clock seconds between two live chunks (docs promise at most 0.5 s)
+LIVE_INTERVAL = 0.4
+
+#: the columns of a streamed segment row: MODELS.md §8's segment, the job named by its
+#: ``job_id`` within its ``stream`` (as jobs.csv names it)
+LIVE_DTYPES = {"cluster": np.int16, "first_processor": np.int32, "processors": np.int32, "t0": np.float64,
+               "t1": np.float64, "kind": np.int8, "component": np.int16, "job_id": np.int64, "stream": np.int32}
+LIVE_COLUMNS = tuple(LIVE_DTYPES)
 
 ProgressCallback = Callable[[dict[str, Any]], None]
+
+
+def live_rows(columns: dict[str, Any], n: int | None = None) -> dict[str, np.ndarray]:
+    """``columns`` as the live row columns (dtypes of LIVE_DTYPES; missing ``component``: 0)."""
+    if n is None:
+        n = len(columns["t0"])
+    out = {}
+    for name, dtype in LIVE_DTYPES.items():
+        values = columns.get(name)
+        out[name] = np.zeros(n, dtype) if values is None else np.asarray(values).astype(dtype, copy=False)
+    return out
+
+
+def empty_rows() -> dict[str, np.ndarray]:
+    return {name: np.zeros(0, dtype) for name, dtype in LIVE_DTYPES.items()}
+
+
+def concat_rows(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    if not parts:
+        return empty_rows()
+    if len(parts) == 1:
+        return parts[0]
+    return {name: np.concatenate([p[name] for p in parts]) for name in LIVE_COLUMNS}
+
+
+def take_rows(rows: dict[str, np.ndarray], which) -> dict[str, np.ndarray]:
+    return {name: values[which] for name, values in rows.items()}
 
 
 class ChunkEmitter:
@@ -30,20 +81,133 @@ class ChunkEmitter:
     def progress(self, fraction: float, sim_time: float) -> None:
         self.send({"kind": "progress", "fraction": fraction, "sim_time": sim_time})
 
-    def segments(self, seg: dict[str, np.ndarray], jobs: dict[str, np.ndarray] | None = None) -> None:
-        """Replication 0's segments in blocks; ``job`` indexes ``jobs`` rows, and each row also
-        carries the job's ``job_id`` and ``stream`` so a client can name the job."""
-        self.sent_segments = True
+    def live(self, replications: int = 1) -> LiveGantt | None:
+        """The live Gantt of replication 0 (None when nobody listens: models skip the work)."""
         if self.callback is None:
-            return
-        columns = dict(seg)
-        rows = seg["job"].astype(np.int64)
-        if jobs is not None:
-            columns["job_id"] = jobs["job_id"][rows] if len(rows) else np.zeros(0, np.int64)
-            columns["stream"] = jobs["stream"][rows] if len(rows) else np.zeros(0, np.int64)
-        for a in range(0, len(rows), CHUNK_SEGMENTS):
-            self.send({"kind": "segments", "replication": 0,
-                       "segments": {k: v[a:a + CHUNK_SEGMENTS].tolist() for k, v in columns.items()}})
+            return None
+        return LiveGantt(self, replications)
+
+    def segments(self, seg: dict[str, np.ndarray], jobs: dict[str, np.ndarray] | None = None,
+                 replications: int = 1) -> None:
+        """Replication 0's segments at once (models without a live feed)."""
+        self.sent_segments = True
+        if self.callback is not None:
+            LiveGantt(self, replications).finish(seg, jobs)
 
     def metrics(self, metrics: dict[str, Any]) -> None:
         self.send({"kind": "metrics", "metrics": {k: m.as_dict() for k, m in metrics.items()}, "fraction": 1.0})
+
+
+class LiveGantt:
+    """Replication 0's Gantt while it is simulated (see the module docstring)."""
+
+    def __init__(self, emit: ChunkEmitter, replications: int = 1, interval: float | None = None,
+                 clock: Callable[[], float] = time.monotonic):
+        self.emit, self.R, self.clock = emit, max(1, replications), clock
+        self.interval = LIVE_INTERVAL if interval is None else interval
+        self.sent_until = -math.inf  # closed rows with t1 before this have been sent
+        self.frontier = -math.inf
+        self.pending: list[dict[str, np.ndarray]] = []
+        self.open = empty_rows()
+        self.queued: list[int] | None = None
+        self.last_sent: float | None = None
+        self.begin, self.expected_end = 0.0, math.nan
+        self.finished = False
+
+    def expect(self, begin: float, end: float) -> None:
+        """The simulated times the replication starts and is expected to end at (for its
+        progress fraction, which is measured in simulated time)."""
+        self.begin, self.expected_end = float(begin), float(end)
+
+    def restart(self) -> None:
+        """The model simulates the replication again from its start (with more jobs drawn):
+        what it reported and was not sent yet is dropped; what was sent stays."""
+        self.pending = []
+        self.open = empty_rows()
+        self.frontier = self.sent_until
+
+    def update(self, frontier: float, closed: dict[str, np.ndarray] | None = None,
+               open_rows: dict[str, np.ndarray] | None = None, queued: list[int] | None = None) -> None:
+        """Everything before ``frontier`` is simulated (see the module docstring); ``queued``:
+        jobs waiting in each cluster's queue at it."""
+        if frontier <= self.frontier:
+            return
+        self.frontier = float(frontier)
+        if closed is not None and len(closed["t0"]):
+            keep = closed["t1"] >= self.sent_until  # a repeated attempt reports sent rows again
+            self.pending.append(closed if keep.all() else take_rows(closed, keep))
+        if open_rows is not None:
+            self.open = open_rows
+        if queued is not None:
+            self.queued = [int(q) for q in queued]
+        now = self.clock()
+        if self.last_sent is None or now - self.last_sent >= self.interval:
+            self._send(self.frontier, concat_rows(self.pending), final=False)
+            self.pending = []
+
+    def fraction(self, at: float) -> float:
+        span = self.expected_end - self.begin
+        done = (at - self.begin) / span if span > 0 else 0.0
+        return min(max(done, 0.0), 0.99) / self.R
+
+    def finish(self, seg: dict[str, np.ndarray] | None, jobs: dict[str, np.ndarray] | None = None) -> None:
+        """The Result's segments (``job`` a row of ``jobs``): the rows not sent yet go out,
+        the last chunk marked ``final``."""
+        if self.finished:
+            return
+        self.finished = True
+        self.emit.sent_segments = True
+        n = len(seg["t0"]) if seg else 0
+        columns = dict(seg) if n else {}
+        if n:
+            rows = np.asarray(seg["job"], np.int64)
+            if jobs is not None:
+                columns["job_id"] = jobs["job_id"][rows]
+                columns["stream"] = jobs["stream"][rows]
+        rows = live_rows(columns, n) if n else empty_rows()
+        rows = take_rows(rows, rows["t1"] >= self.sent_until)
+        end = max(self.frontier, float(rows["t1"].max()) if len(rows["t1"]) else -math.inf)
+        end = np.nextafter(end, math.inf) if math.isfinite(end) else self.begin
+        self.open = empty_rows()
+        self._send(end, rows, final=True)
+
+    def _send(self, until: float, rows: dict[str, np.ndarray], final: bool) -> None:
+        """Chunks of ``rows`` (closed before ``until``) covering [sent_until, until)."""
+        order = np.argsort(rows["t1"], kind="stable")
+        t1 = rows["t1"][order]
+        w0 = self.sent_until if math.isfinite(self.sent_until) else min(self.begin, float(t1[0]) if len(t1) else
+                                                                        self.begin)
+        pieces = _split(t1, CHUNK_ROWS)
+        for k, (a, b) in enumerate(pieces):
+            last = k == len(pieces) - 1
+            w1 = until if last else float(t1[b])
+            chunk: dict[str, Any] = {"kind": "segments", "replication": 0, "window": [w0, w1],
+                                     "segments": take_rows(rows, order[a:b])}
+            if last:
+                chunk["open"] = self.open
+                chunk["final"] = final
+                if self.queued is not None:
+                    chunk["queued"] = self.queued
+                chunk["sim_time"] = min(until, self.frontier) if math.isfinite(self.frontier) else w1
+                chunk["fraction"] = 1.0 / self.R if final else self.fraction(until)
+            self.emit.send(chunk)
+            w0 = w1
+        self.sent_until = until
+        self.last_sent = self.clock()
+
+
+def _split(t1: np.ndarray, size: int) -> list[tuple[int, int]]:
+    """Cut sorted ``t1`` into pieces of about ``size`` rows, never between equal values."""
+    n = len(t1)
+    pieces, a = [], 0
+    while n - a > size:
+        b = a + size
+        b = int(np.searchsorted(t1, t1[b], side="left"))
+        if b <= a:  # one value fills the piece: it goes whole
+            b = int(np.searchsorted(t1, t1[a], side="right"))
+            if b >= n:
+                break
+        pieces.append((a, b))
+        a = b
+    pieces.append((a, n))
+    return pieces

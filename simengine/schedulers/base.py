@@ -1,6 +1,7 @@
 """What every local scheduler receives and returns, and the rules they share."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -15,6 +16,40 @@ class ClusterSchedule:
 
     start: np.ndarray
     processor: np.ndarray | None = None
+
+
+class ClusterSteps:
+    """One cluster's compiled scheduler, advanced in slices of simulated time.
+
+    The kernels are numba generators: they fill ``start`` (and ``processor``) as they go
+    and pause before handling any event at or after ``until[0]``. After
+    ``advance(T)`` every event before T has been handled, so every job starting before T
+    has its start, and none starting at T or later has one yet (what the live Gantt,
+    simengine.streaming, streams while a replication runs). ``to_end()`` runs the rest in
+    one go: the schedule does not depend on how it was sliced.
+    """
+
+    def __init__(self, kernel, start: np.ndarray, until: np.ndarray, processor: np.ndarray | None = None):
+        self.kernel, self.start, self.until, self.processor = kernel, start, until, processor
+        self.done = False
+
+    @staticmethod
+    def outputs(n: int) -> tuple[np.ndarray, np.ndarray]:
+        """A ``start`` column (NaN: not started) and the ``until`` cell for n jobs."""
+        return np.full(n, np.nan), np.full(1, np.inf)
+
+    def advance(self, until: float) -> None:
+        """Handle every event before ``until``."""
+        if self.done:
+            return
+        self.until[0] = until
+        for _ in self.kernel:  # the kernel yields when its next event is at or after until
+            return
+        self.done = True
+
+    def to_end(self) -> ClusterSchedule:
+        self.advance(math.inf)
+        return ClusterSchedule(self.start, self.processor)
 
 
 class BackfillParams(BaseModel):

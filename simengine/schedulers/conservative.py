@@ -36,7 +36,8 @@ from simengine.schedulers._linked_profile import (
     lp_advance, lp_at, lp_at_back, lp_bound_node, lp_deactivate, lp_fit, lp_lower_bounds, lp_new,
     lp_release, lp_seek, lp_set_bound, lp_take,
 )
-from simengine.schedulers.base import BackfillParams, ClusterSchedule, check_inputs, compact_queue, planned_end
+from simengine.schedulers.base import (BackfillParams, ClusterSchedule, ClusterSteps, check_inputs, compact_queue,
+                                      planned_end)
 
 QUEUED, RUNNING, DONE = 1, 2, 3
 # Durations within this factor of a class's shortest share its class (and bound).
@@ -61,12 +62,13 @@ def _place(j, s, x, d, p, pstart, pend, snode, enode, nt, nf, L, fs, S):
 
 
 @njit(cache=True)
-def conservative_kernel(submit, runtime, estimate, size, processors, horizon, overrun_step, cls, csize, cdlo):
-    """Start times of jobs sorted by submit time; ``cls`` is each job's class (classes
-    sorted by size, ``csize``/``cdlo`` their size and shortest requested time)."""
+def conservative_kernel(submit, runtime, estimate, size, processors, horizon, overrun_step, cls, csize, cdlo, start,
+                        until):
+    """Start times (into ``start``) of jobs sorted by submit time; ``cls`` is each job's class
+    (classes sorted by size, ``csize``/``cdlo`` their size and shortest requested time). A
+    generator that pauses before each event at or after ``until[0]`` (ClusterSteps)."""
     n = submit.shape[0]
     nclass = csize.shape[0]
-    start = np.full(n, np.nan)
     pstart = np.full(n, math.inf)  # reserved start of queued jobs
     pend = np.full(n, math.inf)  # reservation end (queued) or planned end (running)
     state = np.zeros(n, np.int8)
@@ -112,6 +114,8 @@ def conservative_kernel(submit, runtime, estimate, size, processors, horizon, ov
             t = ok_[0]
         if t == math.inf or t > horizon:
             break
+        while t >= until[0]:
+            yield t
         lp_advance(t, nt, L, fs, S)
         h = S[HEAD]
         early_completion = False
@@ -311,7 +315,6 @@ def conservative_kernel(submit, runtime, estimate, size, processors, horizon, ov
             for j in range(n):
                 if state[j] == RUNNING:
                     on = heap_push(ok_, ov, on, pend[j], j)
-    return start
 
 
 def job_classes(size: np.ndarray, plan: np.ndarray, ratio: float = CLASS_RATIO):
@@ -321,14 +324,22 @@ def job_classes(size: np.ndarray, plan: np.ndarray, ratio: float = CLASS_RATIO):
     return pcls[np.asarray(inverse).reshape(-1)], csize, cdlo
 
 
-@LOCAL_SCHEDULERS.register("conservative", BackfillParams,
-                           "Conservative backfilling (a reservation for every queued job)")
-def schedule(submit, runtime, estimate, size, processors, params, horizon=math.inf) -> ClusterSchedule:
+def steps(submit, runtime, estimate, size, processors, params, horizon=math.inf) -> ClusterSteps:
     check_inputs(submit, size, processors)
     # A zero-length reservation holds nothing, so a job that asks for no time but runs
     # is planned as asking for one overrun step (traces only give 0 for 0-runtime jobs).
     plan = np.where((estimate == 0) & (runtime > 0), float(params.overrun_step), estimate).astype(np.float64)
     size = np.asarray(size, np.int64)
     cls, csize, cdlo = job_classes(size, plan)
-    return ClusterSchedule(conservative_kernel(submit, runtime, plan, size, processors, horizon,
-                                               float(params.overrun_step), cls, csize, cdlo))
+    start, until = ClusterSteps.outputs(len(submit))
+    return ClusterSteps(conservative_kernel(submit, runtime, plan, size, processors, horizon,
+                                            float(params.overrun_step), cls, csize, cdlo, start, until), start, until)
+
+
+@LOCAL_SCHEDULERS.register("conservative", BackfillParams,
+                           "Conservative backfilling (a reservation for every queued job)")
+def schedule(submit, runtime, estimate, size, processors, params, horizon=math.inf) -> ClusterSchedule:
+    return steps(submit, runtime, estimate, size, processors, params, horizon).to_end()
+
+
+schedule.steps = steps

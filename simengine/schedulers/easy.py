@@ -10,7 +10,8 @@ from numba import njit
 
 from simengine.registry import LOCAL_SCHEDULERS
 from simengine.schedulers._heap import heap_pop, heap_push, new_heap
-from simengine.schedulers.base import BackfillParams, ClusterSchedule, check_inputs, compact_queue, planned_end
+from simengine.schedulers.base import (BackfillParams, ClusterSchedule, ClusterSteps, check_inputs, compact_queue,
+                                      planned_end)
 
 
 @njit(cache=True)
@@ -23,9 +24,10 @@ def _start(j, t, start, runtime, running, slot, nrun, hkeys, hvals, hn):
 
 
 @njit(cache=True)
-def easy_kernel(submit, runtime, estimate, size, processors, horizon, overrun_step, hkeys, hvals):
+def easy_kernel(submit, runtime, estimate, size, processors, horizon, overrun_step, hkeys, hvals, start, until):
+    """Fills ``start``; a generator that pauses before each event at or after ``until[0]``
+    (see :class:`~simengine.schedulers.base.ClusterSteps`)."""
     n = submit.shape[0]
-    start = np.full(n, np.nan)
     free = processors
     hn = 0
     # running jobs, unordered, with each job's slot for O(1) removal
@@ -48,6 +50,8 @@ def easy_kernel(submit, runtime, estimate, size, processors, horizon, overrun_st
             t = hkeys[0]
         if t == math.inf or t > horizon:
             break
+        while t >= until[0]:
+            yield t
         while hn > 0 and hkeys[0] <= t:
             j = hvals[0]
             hn = heap_pop(hkeys, hvals, hn)
@@ -111,12 +115,19 @@ def easy_kernel(submit, runtime, estimate, size, processors, horizon, overrun_st
         elif h == qn:
             qn = 0
             removed = 0
-    return start
+
+
+def steps(submit, runtime, estimate, size, processors, params, horizon=math.inf) -> ClusterSteps:
+    check_inputs(submit, size, processors)
+    hkeys, hvals = new_heap(len(submit) + 1)
+    start, until = ClusterSteps.outputs(len(submit))
+    return ClusterSteps(easy_kernel(submit, runtime, estimate, size, processors, horizon, float(params.overrun_step),
+                                    hkeys, hvals, start, until), start, until)
 
 
 @LOCAL_SCHEDULERS.register("easy", BackfillParams, "EASY backfilling (one reservation, for the queue head)")
 def schedule(submit, runtime, estimate, size, processors, params, horizon=math.inf) -> ClusterSchedule:
-    check_inputs(submit, size, processors)
-    hkeys, hvals = new_heap(len(submit) + 1)
-    return ClusterSchedule(easy_kernel(submit, runtime, estimate, size, processors, horizon,
-                                       float(params.overrun_step), hkeys, hvals))
+    return steps(submit, runtime, estimate, size, processors, params, horizon).to_end()
+
+
+schedule.steps = steps

@@ -3,18 +3,18 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 from numba import njit
 
 from simengine.registry import LOCAL_SCHEDULERS, NoParams
 from simengine.schedulers._heap import heap_pop, heap_push, new_heap
-from simengine.schedulers.base import ClusterSchedule, check_inputs
+from simengine.schedulers.base import ClusterSchedule, ClusterSteps, check_inputs
 
 
 @njit(cache=True)
-def fcfs_kernel(submit, runtime, size, processors, horizon, hkeys, hvals):
+def fcfs_kernel(submit, runtime, size, processors, horizon, hkeys, hvals, start, until):
+    """Fills ``start``; a generator that pauses before each event at or after ``until[0]``
+    (see :class:`~simengine.schedulers.base.ClusterSteps`)."""
     n = submit.shape[0]
-    start = np.full(n, np.nan)
     free = processors
     hn = 0
     arrived = 0  # jobs [0, arrived) have been submitted
@@ -27,6 +27,8 @@ def fcfs_kernel(submit, runtime, size, processors, horizon, hkeys, hvals):
             t = hkeys[0]
         if t > horizon:
             break
+        while t >= until[0]:
+            yield t
         while hn > 0 and hkeys[0] <= t:
             free += size[hvals[0]]
             hn = heap_pop(hkeys, hvals, hn)
@@ -37,11 +39,19 @@ def fcfs_kernel(submit, runtime, size, processors, horizon, hkeys, hvals):
             free -= size[head]
             hn = heap_push(hkeys, hvals, hn, t + runtime[head], head)
             head += 1
-    return start
+
+
+def steps(submit, runtime, estimate, size, processors, params, horizon=math.inf) -> ClusterSteps:
+    check_inputs(submit, size, processors)
+    hkeys, hvals = new_heap(len(submit) + 1)
+    start, until = ClusterSteps.outputs(len(submit))
+    return ClusterSteps(fcfs_kernel(submit, runtime, size, processors, horizon, hkeys, hvals, start, until),
+                        start, until)
 
 
 @LOCAL_SCHEDULERS.register("fcfs", NoParams, "First-come first-served, no backfilling")
 def schedule(submit, runtime, estimate, size, processors, params, horizon=math.inf) -> ClusterSchedule:
-    check_inputs(submit, size, processors)
-    hkeys, hvals = new_heap(len(submit) + 1)
-    return ClusterSchedule(fcfs_kernel(submit, runtime, size, processors, horizon, hkeys, hvals))
+    return steps(submit, runtime, estimate, size, processors, params, horizon).to_end()
+
+
+schedule.steps = steps

@@ -14,16 +14,20 @@ import numpy as np
 from numba import njit
 
 from simengine.registry import LOCAL_SCHEDULERS, NoParams
-from simengine.schedulers.base import ClusterSchedule, check_inputs
+from simengine.schedulers.base import ClusterSchedule, ClusterSteps, check_inputs
 
 
 @njit(cache=True)
-def lwr_kernel(submit, runtime, processors, horizon, start, proc):
+def lwr_kernel(submit, runtime, processors, horizon, start, proc, until):
+    """A generator that pauses before each arrival at or after ``until[0]`` (ClusterSteps):
+    a job's start, decided at its arrival, is never earlier than the arrival."""
     drain = np.full(processors, -math.inf)  # when each processor's queue empties
     for j in range(submit.shape[0]):
         t = submit[j]
         if t > horizon:
             break
+        while t >= until[0]:
+            yield t
         best = 0
         best_work = max(0.0, drain[0] - t)
         for p in range(1, processors):
@@ -38,12 +42,18 @@ def lwr_kernel(submit, runtime, processors, horizon, start, proc):
             start[j] = s
 
 
-@LOCAL_SCHEDULERS.register("lwr", NoParams, "Least Work Remaining: per-processor FCFS queues (one-processor jobs)")
-def schedule(submit, runtime, estimate, size, processors, params, horizon=math.inf) -> ClusterSchedule:
+def steps(submit, runtime, estimate, size, processors, params, horizon=math.inf) -> ClusterSteps:
     check_inputs(submit, size, processors)
     if len(size) and size.max() > 1:
         raise ValueError("LWR schedules one-processor jobs only")
-    start = np.full(len(submit), np.nan)
+    start, until = ClusterSteps.outputs(len(submit))
     proc = np.full(len(submit), -1, np.int64)
-    lwr_kernel(submit, runtime, processors, horizon, start, proc)
-    return ClusterSchedule(start, proc)
+    return ClusterSteps(lwr_kernel(submit, runtime, processors, horizon, start, proc, until), start, until, proc)
+
+
+@LOCAL_SCHEDULERS.register("lwr", NoParams, "Least Work Remaining: per-processor FCFS queues (one-processor jobs)")
+def schedule(submit, runtime, estimate, size, processors, params, horizon=math.inf) -> ClusterSchedule:
+    return steps(submit, runtime, estimate, size, processors, params, horizon).to_end()
+
+
+schedule.steps = steps

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from simengine.profile import AvailabilityProfile
 from simengine.schedulers import _linked_profile as lp
 from simengine.schedulers.base import planned_end
+from simengine.schedulers.base import ClusterSteps
 from simengine.schedulers.conservative import conservative_kernel, job_classes
 
 P = 8
@@ -110,7 +111,9 @@ def workloads(draw):
 
 def run_kernel(submit, runtime, plan, size, ratio):
     cls, csize, cdlo = job_classes(size, plan, ratio)
-    return conservative_kernel(submit, runtime, plan, size, P, math.inf, 60.0, cls, csize, cdlo)
+    start, until = ClusterSteps.outputs(len(submit))
+    return ClusterSteps(conservative_kernel(submit, runtime, plan, size, P, math.inf, 60.0, cls, csize, cdlo, start,
+                                            until), start, until).to_end().start
 
 
 @settings(max_examples=300, deadline=None)

@@ -8,10 +8,12 @@ import numpy as np
 import pytest
 
 import simengine
+from simengine import streaming
 from simengine.errors import ScenarioError
 from simengine.gantt import KIND_NAMES
 from simengine.traces import read_swf
 from simengine.workload import STATUS_NAMES
+from tests.simengine.live_stream import check_live_stream, streamed_rows
 
 
 def scenario(**run) -> dict:
@@ -135,24 +137,31 @@ def test_segments_cover_every_started_job_without_overlap():
 def test_streamed_segments_name_their_job_by_job_id_and_stream():
     chunks = []
     result = simengine.run(scenario(replications=2), on_progress=chunks.append)
-    streamed = {k: [v for c in chunks if c["kind"] == "segments" for v in c["segments"][k]]
-                for k in ("job", "job_id", "stream")}
-    rows = np.asarray(streamed["job"])
+    rows = streamed_rows(chunks)
     # Two streams each number their jobs from 1, so a row's job is (stream, job_id).
-    assert set(streamed["stream"]) == {0, 1}
-    assert streamed["job_id"] == result.jobs["job_id"][rows].tolist()
-    assert streamed["stream"] == result.jobs["stream"][rows].tolist()
-    assert np.all(result.jobs["replication"][rows] == 0)
+    assert set(rows["stream"].tolist()) == {0, 1}
+    check_live_stream(chunks, result)
 
 
 def test_streaming_chunks_are_numbered_and_carry_every_segment():
     chunks = []
     result = simengine.run(scenario(), on_progress=chunks.append)
-    assert [c["seq"] for c in chunks] == list(range(len(chunks)))
-    streamed = [t for c in chunks if c["kind"] == "segments" for t in c["segments"]["t0"]]
-    assert streamed == result.segments["t0"].tolist()
+    check_live_stream(chunks, result)
     assert chunks[-1]["kind"] == "metrics" and chunks[-1]["fraction"] == 1.0
-    json.dumps(chunks)  # chunks go over the wire as JSON
+
+
+def test_kernel_path_streams_segments_while_it_simulates(monkeypatch):
+    """With a chunk allowed at every slice, replication 0's Gantt arrives slice by slice, in
+    simulated-time order, and the progress fraction grows with simulated time."""
+    monkeypatch.setattr(streaming, "LIVE_INTERVAL", 0.0)
+    chunks = []
+    result = simengine.run(scenario(replications=2), on_progress=chunks.append)
+    seg = check_live_stream(chunks, result, during=True)
+    assert len(seg) >= 5
+    fractions = [c["fraction"] for c in seg]
+    assert fractions == sorted(fractions) and fractions[-1] == 0.5
+    assert any(len(c["open"]["t0"]) for c in seg[:-1])  # running jobs show before they end
+    assert all(len(c["queued"]) == 2 for c in seg if "queued" in c)
 
 
 def test_horizon_stop(tmp_path):

@@ -1,0 +1,135 @@
+"""Replication 0 of the kernel path, simulated in slices of simulated time so that its Gantt
+streams while it runs (simengine.streaming.LiveGantt).
+
+Every cluster's compiled scheduler (:class:`~simengine.schedulers.base.ClusterSteps`) is
+advanced to the same time T, slice after slice; after each slice the jobs that started before
+T are known, their processors are handed out by the same
+:class:`~simengine.gantt.ProcessorAssigner` the Result uses (so the rows are the Result's), the
+segments that ended before T are reported closed and the ones still running open. Slices grow
+or shrink to take about ``SLICE_SECONDS`` of wall time each.
+
+The frontier reported never passes a time after which the Result could still differ: the stop
+time once the ``run.stop.completions``-th completion is known, the horizon, and, while more
+synthetic jobs may have to be drawn, the last job drawn of each endless stream
+(``runner.until_enough`` simulates again with more; the schedule before that time is the same).
+"""
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from simengine.gantt import EVENT_END, EVENT_START, EVENT_ZERO, KIND_RUN, ProcessorAssigner
+from simengine.schedulers.base import ClusterSteps
+from simengine.streaming import LiveGantt, concat_rows, empty_rows, take_rows
+
+#: wall-clock seconds a slice should take
+SLICE_SECONDS = 0.1
+#: the first slice is this share of the expected span (then slices grow geometrically)
+FIRST_SLICE = 1 / 4096
+
+
+class _Cluster:
+    """One cluster's jobs while they are fed slice by slice."""
+
+    def __init__(self, c: int, idx: np.ndarray, steps: ClusterSteps, submit: np.ndarray, runtime: np.ndarray,
+                 size: np.ndarray, processors: int):
+        self.c, self.idx, self.steps = c, idx, steps
+        self.submit, self.runtime, self.size = submit, runtime, size
+        self.end = np.full(len(idx), np.nan)
+        self.pinned = steps.processor is not None
+        self.assigner = None if self.pinned else ProcessorAssigner(steps.start, self.end, size, processors)
+        self.arrived = 0
+        self.waiting = np.zeros(0, np.int64)  # arrived, not started (local indices)
+        self.running = np.zeros(0, np.int64)  # started, end not handed to the assigner yet
+        self.active = empty_rows()  # rows not reported closed yet (job_id holds the local index)
+
+    def feed(self, T: float) -> np.ndarray:
+        """Take in the jobs that started before T; returns their ends."""
+        start = self.steps.start
+        k = int(np.searchsorted(self.submit, T, side="left"))
+        candidates = np.concatenate([self.waiting, np.arange(self.arrived, k)])
+        self.arrived = k
+        began = start[candidates] < T
+        new = candidates[began]
+        self.waiting = candidates[~began]
+        self.end[new] = start[new] + self.runtime[new]
+        if self.pinned:
+            job, first, count = new, self.steps.processor[new], np.ones(len(new), np.int64)
+        else:
+            ending = self.running[self.end[self.running] < T]
+            self.running = np.concatenate([self.running[self.end[self.running] >= T], new[self.end[new] >= T]])
+            positive = new[self.end[new] > start[new]]
+            ended = np.concatenate([ending, positive[self.end[positive] < T]])
+            jobs = np.concatenate([ended, new])
+            kinds = np.concatenate([np.full(len(ended), EVENT_END, np.int8),
+                                    np.where(self.end[new] > start[new], EVENT_START, EVENT_ZERO).astype(np.int8)])
+            times = np.concatenate([self.end[ended], start[new]])
+            job, first, count = self.assigner.events(jobs, kinds, times)
+        if len(job):
+            n = len(job)
+            self.active = concat_rows([self.active, {
+                "cluster": np.full(n, self.c, np.int16), "first_processor": first.astype(np.int32),
+                "processors": count.astype(np.int32), "t0": start[job], "t1": self.end[job],
+                "kind": np.full(n, KIND_RUN, np.int8), "component": np.zeros(n, np.int16),
+                "job_id": job.astype(np.int64), "stream": np.zeros(n, np.int32)}])
+        return self.end[new]
+
+    def report(self, F: float, job_id: np.ndarray, stream: np.ndarray):
+        """(rows that ended before F, rows open at F), named by job; closed ones are dropped."""
+        closed = self.active["t1"] < F
+        out = take_rows(self.active, closed)
+        self.active = take_rows(self.active, ~closed)
+        opened = take_rows(self.active, self.active["t0"] < F)
+        for rows in (out, opened):
+            g = self.idx[rows["job_id"]]
+            rows["job_id"], rows["stream"] = job_id[g], stream[g].astype(np.int32)
+        return out, opened
+
+
+def feed_live(live: LiveGantt, steppers: list[tuple[int, np.ndarray, ClusterSteps]], jobs, runtime: np.ndarray,
+              processors: list[int], completions: int | None, horizon: float, drawn_until: float) -> None:
+    """Advance every cluster's scheduler to the end, slice by slice, telling ``live`` what each
+    slice showed. ``drawn_until``: the frontier cap while more jobs may be drawn (module docstring)."""
+    live.restart()
+    n = len(jobs)
+    if not n:
+        return
+    submit = jobs.submit
+    clusters = [_Cluster(c, idx, steps, submit[idx], runtime[idx], jobs.processors[idx].astype(np.int64),
+                         processors[c]) for c, idx, steps in steppers]
+    begin = float(submit[0])
+    expected = float(submit[min(completions, n) - 1]) if completions else float(submit[-1])
+    if math.isfinite(horizon):
+        expected = min(expected, horizon)
+    live.expect(begin, expected)
+    step = max((expected - begin) * FIRST_SLICE, 1e-9)
+    T = begin
+    t_stop = horizon
+    done_before, pending_ends = 0, np.zeros(0)
+    while not all(cl.steps.done for cl in clusters):
+        T = T + step
+        wall = time.perf_counter()
+        for cl in clusters:
+            cl.steps.advance(T)
+        ends = [cl.feed(T) for cl in clusters]
+        if completions and t_stop == horizon:
+            pending_ends = np.concatenate([pending_ends, *ends])
+            before = pending_ends[pending_ends < T]
+            if done_before + len(before) >= completions:
+                t_stop = min(horizon, float(np.sort(before)[completions - done_before - 1]))
+            done_before += len(before)
+            pending_ends = pending_ends[pending_ends >= T]
+        F = min(T, t_stop, drawn_until)
+        closed, opened = zip(*(cl.report(F, jobs.job_id, jobs.stream) for cl in clusters))
+        queued = [0] * len(processors)
+        for cl in clusters:
+            queued[cl.c] = len(cl.waiting)
+        live.update(F, concat_rows(list(closed)), concat_rows(list(opened)), queued)
+        if T >= t_stop or T >= drawn_until:
+            break  # nothing more can be streamed before the Result: run the rest in one go
+        took = time.perf_counter() - wall
+        step *= min(4.0, max(0.5, SLICE_SECONDS / max(took, 1e-6)))
+    for cl in clusters:
+        cl.steps.to_end()
