@@ -216,6 +216,19 @@ SPECTACULAR_SETTINGS = {
 # Where uploaded traces are materialised for the engine (from the database, on any worker machine).
 GRIDWEB_DATA_DIR = Path(os.environ.get("GRIDWEB_DATA_DIR", BASE_DIR / "artifacts" / "data"))
 GRIDWEB_TRACE_DIR = GRIDWEB_DATA_DIR / "traces"
+# Result arrays of finished runs (and their Gantt columns, memory-mapped by the level-of-detail
+# views) go through Django's storage API, storage "results": local files under GRIDWEB_DATA_DIR by
+# default; any storage backend (GRIDWEB_RESULTS_STORAGE, e.g. a shared network folder or an object
+# store) when workers run on other machines (docs/deploy.md).
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    "results": {
+        "BACKEND": os.environ.get("GRIDWEB_RESULTS_STORAGE", "django.core.files.storage.FileSystemStorage"),
+        "OPTIONS": ({"location": str(GRIDWEB_DATA_DIR / "results")}
+                    if "GRIDWEB_RESULTS_STORAGE" not in os.environ else {}),
+    },
+}
 # Largest trace upload accepted (bytes); larger uploads are refused before anything is stored.
 GRIDWEB_MAX_TRACE_BYTES = int(os.environ.get("GRIDWEB_MAX_TRACE_BYTES", 20 * 1024 * 1024))
 DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024  # scenario JSON bodies

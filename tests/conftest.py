@@ -300,6 +300,18 @@ def full_stack_site(test_database_url: str, test_redis_url: str, tmp_path_factor
 
 
 @pytest.fixture(scope="session", autouse=True)
+def results_storage_in_tmp(tmp_path_factory) -> Iterator[None]:
+    """Result files written by this process's tests go to a temporary folder, not artifacts/."""
+    from django.conf import settings
+    from django.test import override_settings
+
+    storages = {**settings.STORAGES, "results": {"BACKEND": "django.core.files.storage.FileSystemStorage",
+                                                 "OPTIONS": {"location": str(tmp_path_factory.mktemp("results"))}}}
+    with override_settings(STORAGES=storages):
+        yield
+
+
+@pytest.fixture(scope="session", autouse=True)
 def fast_password_hashing() -> Iterator[None]:
     """Tests create many users: a cheap hasher in this process (never in the live site's processes)."""
     from django.test import override_settings

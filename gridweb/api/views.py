@@ -29,7 +29,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from gridweb.runs import exports, jobs_table
+from gridweb.runs import exports, frames, jobs_table
 from gridweb.runs.models import Comment, Run, RunChunk, Status, Sweep
 from gridweb.scenarios.models import Scenario, TraceFile
 from gridweb.scenarios.traces import max_trace_bytes, store_trace
@@ -432,7 +432,8 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Update
         if errors:
             raise ValidationError(errors)
         rows = list(RunChunk.objects.filter(run=run, seq__gt=after).order_by("seq")[:limit + 1])
-        chunks = [{**row.payload, "seq": row.seq, "kind": row.kind} for row in rows[:limit]]
+        chunks = [{**frames.chunk_as_json(row.payload, row.data), "seq": row.seq, "kind": row.kind}
+                  for row in rows[:limit]]
         return Response({"run": run.pk, "status": run.status, "last_seq": run.last_seq,
                          "more": len(rows) > limit, "chunks": chunks})
 

@@ -10,7 +10,12 @@ class RunsConfig(AppConfig):
         # Embedded mode: the first request a server serves starts the worker thread, which picks
         # up the runs a stopped process left (see gridweb.runs.execution).
         from django.core.signals import request_started
+        from django.db.models.signals import post_delete
 
+        from . import result_store
         from .execution import start_embedded_worker_on_first_request
+        from .models import RunResult
 
         request_started.connect(start_embedded_worker_on_first_request, dispatch_uid="gridweb-embedded-worker")
+        # a deleted run's result files go with it
+        post_delete.connect(result_store.on_result_deleted, sender=RunResult, dispatch_uid="gridweb-result-files")

@@ -6,7 +6,12 @@ the chunks announced while it is connected, and ``{"kind": "status", ...}`` once
 ended (at once for a run that had already ended). Announcements carry only a ``seq``; the
 chunks themselves are read from the database, each sent once: the consumer keeps the highest
 ``seq`` it sent and only ever sends higher ones, so replay and live chunks never overlap and
-never leave a gap. Chunks go out as the JSON text stored (no decoding and re-encoding).
+never leave a gap. Chunks go out as stored (no decoding and re-encoding): ``segments`` chunks as
+binary frames (gridweb.runs.frames), the others as JSON text. A page holds at most
+``LIVE_ROWS_LIMIT`` streamed rows: a segments chunk whose rows would take the run past it goes
+out as a summary frame without rows (the same for every client, since it depends only on the
+chunk's place in the stream), and the page draws from level-of-detail tiles instead
+(gridweb.runs.gantt_tiles).
 
 Refusals are sent after accepting the handshake, so that browsers see the close code:
 4403 when the user may not view the run, 4404 when it does not exist, 4400 when ``after`` is
@@ -26,10 +31,13 @@ from django.db.models import TextField
 from django.db.models.functions import Cast
 
 from .execution import group_name, register_stream_loop
+from .frames import summary_frame
 from .models import FINISHED, Run, RunChunk
 
 CLOSE_BAD_REQUEST, CLOSE_FORBIDDEN, CLOSE_NOT_FOUND = 4400, 4403, 4404
-BATCH = 8  # chunks read per query (a segments chunk is a few hundred kB of JSON)
+BATCH = 8  # chunks read per query (a segments chunk is up to a few MB of columns)
+#: streamed segment rows a page holds at most (beyond: summary frames and tiles)
+LIVE_ROWS_LIMIT = 100_000
 
 
 class RunStreamConsumer(AsyncWebsocketConsumer):
@@ -82,10 +90,16 @@ class RunStreamConsumer(AsyncWebsocketConsumer):
             rows = await self._chunks_after(self.sent)
             if not rows:
                 return
-            for seq, text in rows:
-                if seq > self.sent:
+            for seq, text, data, rows_before, count in rows:
+                if seq <= self.sent:
+                    continue
+                if data is None:
                     await self.send(text_data=text)
-                    self.sent = seq
+                elif rows_before + count <= LIVE_ROWS_LIMIT:
+                    await self.send(bytes_data=bytes(data))
+                else:
+                    await self.send(bytes_data=summary_frame(json.loads(text)))
+                self.sent = seq
 
     async def _send_status(self, status: str, error: str) -> None:
         if self.status_sent:
@@ -102,9 +116,10 @@ class RunStreamConsumer(AsyncWebsocketConsumer):
         return None if run.can_view(self.scope.get("user")) else CLOSE_FORBIDDEN
 
     @database_sync_to_async
-    def _chunks_after(self, after: int) -> list[tuple[int, str]]:
+    def _chunks_after(self, after: int) -> list[tuple[int, str, Any, int, int]]:
         return list(RunChunk.objects.filter(run_id=self.run_id, seq__gt=after).order_by("seq")
-                    .annotate(text=Cast("payload", TextField())).values_list("seq", "text")[:BATCH])
+                    .annotate(text=Cast("payload", TextField()))
+                    .values_list("seq", "text", "data", "rows_before", "rows")[:BATCH])
 
     @database_sync_to_async
     def _ended(self) -> tuple[str, str] | None:

@@ -40,7 +40,6 @@ No run is lost, and none runs twice at once:
 from __future__ import annotations
 
 import asyncio
-import io
 import logging
 import math
 import multiprocessing
@@ -63,6 +62,8 @@ import simengine
 from gridweb.scenarios.validation import SpecInvalid, trace_dir, validate_spec
 from simengine.errors import SimEngineError
 
+from . import result_store
+from .frames import json_safe, segments_chunk_frame
 from .models import FINISHED, Run, RunChunk, RunResult, Status
 from .sweeps import finish_sweep, mark_sweep_running
 from .thumbnails import gantt_thumbnail
@@ -266,19 +267,18 @@ class _Progress:
     def __call__(self, chunk: dict[str, Any]) -> None:
         self.check()
         seq, kind = int(chunk["seq"]), str(chunk["kind"])
+        data, rows = None, 0
         if kind == "segments":
-            columns = chunk["segments"]
-            self.segments += len(columns.get("t0", ()))
-            if columns.get("t1"):
-                self.sim_time = max(self.sim_time, float(max(columns["t1"])))
-            payload = chunk
+            payload, data, rows = segments_chunk_frame(chunk)
         else:
             payload = json_safe(chunk)  # metrics can be NaN; JSON (and PostgreSQL) cannot
-            if "fraction" in chunk:
-                self.fraction = float(chunk["fraction"])
-            if chunk.get("sim_time"):
-                self.sim_time = max(self.sim_time, float(chunk["sim_time"]))
-        RunChunk.objects.create(run_id=self.run_id, seq=seq, kind=kind[:16], payload=payload)
+        if "fraction" in chunk:
+            self.fraction = float(chunk["fraction"])
+        if chunk.get("sim_time") is not None and math.isfinite(chunk["sim_time"]):
+            self.sim_time = max(self.sim_time, float(chunk["sim_time"]))
+        RunChunk.objects.create(run_id=self.run_id, seq=seq, kind=kind[:16], payload=payload, data=data, rows=rows,
+                                rows_before=self.segments)
+        self.segments += rows
         self.last_seq = seq
         self.write_progress()
         announce(self.run_id, {"type": "run.chunk", "seq": seq})
@@ -302,17 +302,6 @@ def engine_processes() -> int | None:
     daemonic and may not start processes of its own (scale with more worker processes instead);
     the engine's own choice elsewhere (the embedded worker, a solo or threads pool)."""
     return 1 if multiprocessing.current_process().daemon else None
-
-
-def json_safe(value: Any) -> Any:
-    """``value`` with NaN and infinities replaced by None (JSON has no such numbers)."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: json_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [json_safe(v) for v in value]
-    return value
 
 
 def execute_run(run_id: int, worker: str | None = None) -> str:
@@ -349,20 +338,18 @@ def execute_run(run_id: int, worker: str | None = None) -> str:
 
 
 def _store_result(run: Run, result: simengine.results.Result, progress: _Progress) -> str:
-    """Everything a done run keeps, in one transaction: the result arrays and the run's fields."""
-    buffer = io.BytesIO()
-    result.write_npz(buffer)
-    npz = buffer.getvalue()
+    """Everything a done run keeps: the result files, then in one transaction the run's fields
+    (the files of an attempt that lost the run, or of a run cancelled meanwhile, are removed)."""
+    location, size = result_store.save(run, result)
     summary = json_safe(result.summary())
     thumbnail = gantt_thumbnail(result.segments, result.cluster_names, result.cluster_processors)
     with transaction.atomic():
         locked = Run.objects.select_for_update().filter(pk=run.pk, attempt=run.attempt,
                                                          status=Status.RUNNING).first()
-        if locked is None:
-            return SKIPPED
-        cancelled = locked.cancel_requested
-        if not cancelled:
-            RunResult.objects.update_or_create(run=locked, defaults={"npz": npz, "size": len(npz)})
+        cancelled = locked is not None and locked.cancel_requested
+        if locked is not None and not cancelled:
+            RunResult.objects.update_or_create(run=locked, defaults={"npz": None, "location": location,
+                                                                      "size": size})
             locked.summary = summary
             locked.thumbnail = thumbnail
             locked.segments_count = int(len(result.segments["t0"]))
@@ -374,6 +361,10 @@ def _store_result(run: Run, result: simengine.results.Result, progress: _Progres
             locked.finished_at = timezone.now()
             locked.save(update_fields=["summary", "thumbnail", "segments_count", "last_seq", "progress",
                                        "sim_time", "eta", "status", "finished_at", "updated"])
+    if locked is None or cancelled:
+        result_store.delete(location)  # nobody will read them
+    if locked is None:
+        return SKIPPED
     if cancelled:
         return _end(run, Status.CANCELLED, "")
     _after_end(locked)

@@ -1,6 +1,7 @@
 """Downloads of a finished run, written by the engine's own writers (docs/output.md).
 
-A done run keeps its arrays as ``RunResult.npz`` (``simengine.Result.write_npz``) and its
+A done run keeps its arrays in the results storage (``simengine.Result.write_npz``,
+gridweb.runs.result_store) and its
 summary (``Result.summary()``) in ``Run.summary``. :func:`result_of` puts a
 ``simengine.results.Result`` back together from those two, so the jobs CSV, the SWF
 schedule and the segments come out of exactly the code the command line uses.
@@ -8,7 +9,6 @@ schedule and the segments come out of exactly the code the command line uses.
 
 from __future__ import annotations
 
-import io
 import json
 import math
 import tempfile
@@ -21,6 +21,7 @@ import numpy as np
 from simengine.gantt import KIND_NAMES, SEGMENT_COLUMNS
 from simengine.results import Metric, Result
 
+from . import result_store
 from .models import Run, RunResult, Status
 
 _NPZ_GROUPS = ("jobs", "segments", "series")
@@ -83,9 +84,9 @@ def result_of(run: Run) -> Result:
 
 
 def _stored_arrays(stored: RunResult, groups: tuple[str, ...]) -> dict[str, dict[str, np.ndarray]]:
-    """The stored ``RunResult.npz`` arrays of ``groups`` (only those are decompressed)."""
+    """The stored result's arrays of ``groups`` (only those are decompressed)."""
     arrays: dict[str, dict[str, np.ndarray]] = {group: {} for group in groups}
-    with np.load(io.BytesIO(bytes(stored.npz)), allow_pickle=False) as npz:
+    with result_store.open_npz(stored) as npz:
         for key in npz.files:
             group, _, column = key.partition("_")
             if group in arrays:

@@ -1,50 +1,24 @@
 """What the run page's Gantt and plots read: the cluster layout, a run's segments as compact
-columnar JSON, and the stored result arrays.
+columnar JSON, and the stored result arrays (gridweb.runs.result_store).
 
-A finished run's segments come from its stored result (``RunResult.npz``, the engine's
-``Result.write_npz``: ``jobs_*``, ``segments_*``, ``series_*`` arrays). A run without a stored
-result (cancelled, failed, still running) falls back to the ``segments`` chunks it streamed.
-Both give the columns of docs/output.md ("segments"), with ``cluster`` and ``kind`` as codes
-(indexes into ``clusters`` and ``kinds``). From a stored result a job is named by ``job_id`` and
-``stream``; the streamed chunks name it by ``job``, its row in replication 0 (the Gantt keys
-jobs by whichever it gets). A column whose rows all hold one value is sent as
-``{"repeat": value}``.
+The segments JSON has the live columns of docs/output.md (job named by ``job_id`` and
+``stream``), with ``cluster`` and ``kind`` as codes (indexes into ``clusters`` and ``kinds``); a
+column whose rows all hold one value is sent as ``{"repeat": value}``. The run page itself draws
+from level-of-detail tiles (gridweb.runs.gantt_tiles).
 """
 
 from __future__ import annotations
 
-import io
 from typing import Any
 
 import numpy as np
 
-from simengine.gantt import KIND_NAMES, KIND_RESERVATION, SEGMENT_COLUMNS
+from simengine.gantt import KIND_NAMES, KIND_RESERVATION
+from simengine.streaming import LIVE_COLUMNS
 
-from .models import Run, RunChunk
-
-
-def cluster_layout(run: Run) -> list[dict[str, Any]]:
-    """The run's clusters in order, ``[{"name", "processors"}]``.
-
-    From the result summary when the run is done; otherwise from the scenario document
-    (its ``platform.clusters``, or the named preset's), which needs no validation.
-    """
-    clusters = (run.summary or {}).get("clusters")
-    if clusters:
-        return [{"name": str(c["name"]), "processors": int(c["processors"])} for c in clusters]
-    platform = (run.spec or {}).get("platform") or {}
-    listed = platform.get("clusters")
-    if not listed and platform.get("preset"):
-        from simengine.presets import PLATFORMS
-
-        listed = (PLATFORMS.get(platform["preset"]) or {}).get("clusters")
-    out = []
-    for c in listed or []:
-        try:
-            out.append({"name": str(c["name"]), "processors": int(c["processors"])})
-        except (KeyError, TypeError, ValueError):
-            continue  # an unvalidated document: skip what cannot be drawn
-    return out
+from . import result_store
+from .gantt_tiles import cluster_layout, segment_source
+from .models import Run
 
 
 def result_arrays(run: Run) -> dict[str, np.ndarray] | None:
@@ -53,7 +27,7 @@ def result_arrays(run: Run) -> dict[str, np.ndarray] | None:
         stored = run.result
     except Run.result.RelatedObjectDoesNotExist:
         return None
-    with np.load(io.BytesIO(bytes(stored.npz)), allow_pickle=False) as npz:
+    with result_store.open_npz(stored) as npz:
         return {name: npz[name] for name in npz.files}
 
 
@@ -70,54 +44,25 @@ def _compact(values: np.ndarray) -> list | dict[str, Any]:
     return values.tolist()
 
 
-def segments_from_result(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    columns = {name: arrays[f"segments_{name}"] for name in SEGMENT_COLUMNS if f"segments_{name}" in arrays}
-    if "t0" not in columns:
-        return {}
-    job = columns["job"].astype(np.int64)
-    # ``job`` is the job's row in replication 0, which comes first in the jobs arrays.
-    columns["job_id"] = arrays["jobs_job_id"][job] if len(job) else np.zeros(0, np.int64)
-    columns["stream"] = arrays["jobs_stream"][job] if len(job) else np.zeros(0, np.int64)
-    del columns["job"]  # the job id and stream say which job; the row index is not needed
-    return columns
-
-
-def segments_from_chunks(run: Run) -> tuple[dict[str, np.ndarray], int]:
-    """The segments the run streamed (every ``segments`` chunk, in order) and the highest
-    chunk number read."""
-    parts: dict[str, list] = {}
-    last_seq = -1
-    for seq, kind, payload in RunChunk.objects.filter(run=run).order_by("seq").values_list(
-            "seq", "kind", "payload"):
-        last_seq = max(last_seq, seq)
-        if kind != "segments":
-            continue
-        for name, values in (payload.get("segments") or {}).items():
-            parts.setdefault(name, []).extend(values)
-    columns = {name: np.asarray(values) for name, values in parts.items()}
-    return columns, last_seq
-
-
 def segments_payload(run: Run) -> dict[str, Any]:
-    """Everything the Gantt needs in one document (served as ``/runs/<id>/segments.json``)."""
-    arrays = result_arrays(run)
-    columns: dict[str, np.ndarray] = segments_from_result(arrays) if arrays is not None else {}
-    last_seq = run.last_seq
-    if not columns:
-        columns, last_seq = segments_from_chunks(run)
-    if "t0" in columns and len(columns["t0"]):
-        # sorted by start time: the replay reveals a prefix, the live stream arrives this way;
-        # at equal start a reservation window comes first, so the job using it is drawn on top
-        kind = np.asarray(columns["kind"]) if "kind" in columns else np.zeros(len(columns["t0"]))
-        order = np.lexsort((kind != KIND_RESERVATION, columns["t0"]))
-        columns = {name: np.asarray(values)[order] for name, values in columns.items()}
-    count = int(len(columns["t0"])) if "t0" in columns else 0
+    """Every segment of the run in one JSON document (``/runs/<id>/segments.json``, for scripts;
+    the page draws from tiles, gridweb.runs.gantt_tiles): the stored result's of a done run,
+    else what it streamed (segments in progress drawn up to the simulated time reached)."""
+    source = segment_source(run)
+    table = source.table
+    columns = {name: np.concatenate([np.asarray(table.columns[name]), source.open_rows[name]])
+               for name in LIVE_COLUMNS}
+    if len(columns["t0"]):
+        # sorted by start time; at equal start a reservation window comes first, so the job
+        # using it is drawn on top
+        order = np.lexsort((columns["kind"] != KIND_RESERVATION, columns["t0"]))
+        columns = {name: values[order] for name, values in columns.items()}
     return {
         "run": run.pk,
         "status": run.status,
-        "count": count,
-        "last_seq": last_seq,
+        "count": int(len(columns["t0"])),
+        "last_seq": run.last_seq,
         "clusters": cluster_layout(run),
         "kinds": list(KIND_NAMES),
-        "columns": {name: _compact(np.asarray(values)) for name, values in columns.items()},
+        "columns": {name: _compact(values) for name, values in columns.items()},
     }

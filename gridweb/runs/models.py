@@ -86,12 +86,17 @@ class RunChunk(models.Model):
     """One numbered chunk of a run's stream (simengine's on_progress chunks, ``seq`` from 0).
 
     Stored before it is broadcast, so a browser that joins late or reconnects replays
-    exactly the chunks after the last ``seq`` it holds."""
+    exactly the chunks after the last ``seq`` it holds. A ``segments`` chunk keeps its rows as
+    a binary frame (``data``, gridweb.runs.frames) and its header in ``payload``; ``rows`` and
+    ``rows_before`` count the segments it and the chunks before it carry."""
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="chunks")
     seq = models.IntegerField()
     kind = models.CharField(max_length=16)
     payload = models.JSONField()
+    data = models.BinaryField(null=True, blank=True)
+    rows = models.PositiveIntegerField(default=0)
+    rows_before = models.PositiveBigIntegerField(default=0)
 
     class Meta:
         ordering = ["run", "seq"]
@@ -99,10 +104,13 @@ class RunChunk(models.Model):
 
 
 class RunResult(models.Model):
-    """The full result arrays (``Result.write_npz`` bytes: jobs, segments, series) of a run."""
+    """Where a done run's result arrays are (gridweb.runs.result_store): the ``Result.write_npz``
+    file and the Gantt's columns, under ``location`` in the "results" storage. ``npz`` holds the
+    bytes of results stored before the storage existed (read as they are)."""
 
     run = models.OneToOneField(Run, on_delete=models.CASCADE, related_name="result", primary_key=True)
-    npz = models.BinaryField()
+    npz = models.BinaryField(null=True, blank=True)
+    location = models.CharField(max_length=200, blank=True)
     size = models.PositiveBigIntegerField(default=0)
 
 

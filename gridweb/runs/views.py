@@ -9,6 +9,7 @@ deletes it. A run the user may not view answers 404, exactly as a run that does 
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from bokeh.embed import json_item
@@ -32,10 +33,12 @@ from simengine.gantt import KIND_NAMES
 from simengine.workload import STATUS_NAMES
 
 from . import compare as comparing
+from . import gantt_tiles
 from . import gallery as gallery_filters
 from . import plots
 from . import sweep_form
-from .gantt_data import cluster_layout, result_arrays, segments_payload
+from .gantt_data import result_arrays, segments_payload
+from .gantt_tiles import cluster_layout
 from .jobs_table import BadParameter, jobs_page, stream_labels
 from .models import FINISHED, Comment, Run, Status, Sweep
 
@@ -186,6 +189,73 @@ def run_segments(request: HttpRequest, pk: int) -> HttpResponse:
     response = HttpResponse(body, content_type="application/json")
     response["Cache-Control"] = "private, no-cache"
     return response
+
+
+class _BadQuery(ValueError):
+    pass
+
+
+def _number(request: HttpRequest, name: str, kind: type = float, low: float = -math.inf, high: float = math.inf,
+            default: Any = _BadQuery) -> Any:
+    """Query parameter ``name`` as a finite ``kind`` within [low, high]; 400 (via _BadQuery) when not."""
+    text = request.GET.get(name)
+    if text is None or text == "":
+        if default is _BadQuery:
+            raise _BadQuery(f"{name}: required")
+        return default
+    try:
+        value = kind(text)
+    except ValueError:
+        raise _BadQuery(f"{name}: not a{'n integer' if kind is int else ' number'}: {text[:40]!r}") from None
+    if not (math.isfinite(value) and low <= value <= high):
+        raise _BadQuery(f"{name}: must be within {low:g}..{high:g}")
+    return value
+
+
+def _frame(body: bytes) -> HttpResponse:
+    response = HttpResponse(body, content_type="application/octet-stream")
+    response["Cache-Control"] = "private, no-cache"
+    return response
+
+
+@require_safe
+def run_gantt_tile(request: HttpRequest, pk: int) -> HttpResponse:
+    """What the Gantt draws for a window of time at a size in pixels: its segments, or an
+    occupancy raster when they are too many (a binary frame; gridweb.runs.gantt_tiles)."""
+    run = viewable_run(request, pk)
+    try:
+        a = _number(request, "t0", default=None)
+        b = _number(request, "t1", default=None)
+        width = _number(request, "width", int, 16, 8000, default=1200)
+        height = _number(request, "height", int, 16, 4000, default=400)
+    except _BadQuery as exc:
+        return HttpResponseBadRequest(str(exc))
+    return _frame(gantt_tiles.tile(run, a, b, width, height))
+
+
+@require_safe
+def run_gantt_job(request: HttpRequest, pk: int) -> HttpResponse:
+    """Every Gantt segment of one job (``stream``, ``job_id``), to highlight it at any zoom."""
+    run = viewable_run(request, pk)
+    try:
+        stream = _number(request, "stream", int, 0, 2**31 - 1)
+        job_id = _number(request, "job_id", int, -2**53, 2**53)
+    except _BadQuery as exc:
+        return HttpResponseBadRequest(str(exc))
+    return _frame(gantt_tiles.job_rows(run, stream, job_id))
+
+
+@require_safe
+def run_gantt_at(request: HttpRequest, pk: int) -> HttpResponse:
+    """The Gantt segments on one processor of a cluster at a time (a click on a raster)."""
+    run = viewable_run(request, pk)
+    try:
+        cluster = _number(request, "cluster", int, 0, 2**15 - 1)
+        processor = _number(request, "processor", int, 0, 2**31 - 1)
+        t = _number(request, "t")
+    except _BadQuery as exc:
+        return HttpResponseBadRequest(str(exc))
+    return _frame(gantt_tiles.rows_at(run, cluster, processor, t))
 
 
 @require_safe

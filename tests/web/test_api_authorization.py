@@ -13,9 +13,7 @@ from __future__ import annotations
 import functools
 import io
 import json
-import tempfile
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,6 +25,7 @@ from django.urls import URLPattern, URLResolver, reverse
 from rest_framework.authtoken.models import Token
 
 from gridweb.api import urls as api_urls
+from gridweb.runs import result_store
 from gridweb.runs.models import Comment, Run, RunChunk, RunResult, Status, Sweep
 from gridweb.scenarios.models import Scenario, TraceFile
 from gridweb.scenarios.traces import store_trace
@@ -51,13 +50,10 @@ SWF = "; MaxProcs: 8\n" + "".join(
 
 
 @functools.cache
-def engine_result() -> tuple[bytes, dict[str, Any]]:
-    """One real engine result (npz bytes, summary) to store as the result of 'done' runs."""
+def engine_result() -> tuple[Any, dict[str, Any]]:
+    """One real engine result (and its summary) to store as the result of 'done' runs."""
     result = simengine.run(simengine.load_scenario(SPEC))
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "result.npz"
-        result.write_npz(path)
-        return path.read_bytes(), json.loads(json.dumps(result.summary()))
+    return result, json.loads(json.dumps(result.summary()))
 
 
 # --- People and their objects ---------------------------------------------------------------------
@@ -96,11 +92,12 @@ def make(kind: str, visibility: str, people: dict[str, Any]):
     if kind == "queued_run":
         return Run.objects.create(spec=SPEC, status=Status.QUEUED, **common)
     if kind == "run":
-        npz, summary = engine_result()
+        result, summary = engine_result()
         run = Run.objects.create(spec=SPEC, status=Status.DONE, summary=summary, seed=summary["seed"],
                                  scenario_hash=summary["scenario_hash"], engine_version=summary["engine_version"],
                                  progress=1.0, last_seq=0, **common)
-        RunResult.objects.create(run=run, npz=npz, size=len(npz))
+        location, size = result_store.save(run, result)
+        RunResult.objects.create(run=run, location=location, size=size)
         RunChunk.objects.create(run=run, seq=0, kind="progress",
                                 payload={"seq": 0, "kind": "progress", "fraction": 1.0, "sim_time": 10.0})
         return run

@@ -3,7 +3,6 @@ redelivery, recovery after a restart, and sweeps through the embedded worker."""
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import signal
@@ -18,7 +17,7 @@ from django.core.exceptions import PermissionDenied
 from django.utils import timezone
 
 import simengine
-from gridweb.runs import execution
+from gridweb.runs import execution, result_store
 from gridweb.runs.models import Run, RunChunk, RunResult, Status, Sweep
 from gridweb.runs.services import CannotCancel, cancel_run, create_run, create_sweep
 from gridweb.runs.thumbnails import busy_fraction, gantt_thumbnail
@@ -101,9 +100,9 @@ def test_run_goes_queued_running_done_with_its_chunks_and_result(alice, monkeypa
     assert seqs == list(range(run.last_seq + 1)) and len(seqs) >= 3
     kinds = list(RunChunk.objects.filter(run=run).order_by("seq").values_list("kind", flat=True))
     assert kinds[-1] == "metrics" and "segments" in kinds
-    streamed = sum(len(c.payload["segments"]["t0"]) for c in RunChunk.objects.filter(run=run, kind="segments"))
+    streamed = sum(c.rows for c in RunChunk.objects.filter(run=run, kind="segments"))
 
-    with np.load(io.BytesIO(bytes(RunResult.objects.get(run=run).npz))) as arrays:
+    with result_store.open_npz(RunResult.objects.get(run=run)) as arrays:
         jobs = len(arrays["jobs_job_id"])
         segments = len(arrays["segments_t0"])
     assert jobs == run.summary["jobs"] > 1500

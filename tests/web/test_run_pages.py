@@ -57,6 +57,9 @@ def run_urls(run: Run) -> dict[str, str]:
     return {
         "page": reverse("runs:run", args=[run.pk]),
         "segments": reverse("runs:segments", args=[run.pk]),
+        "gantt tile": reverse("runs:gantt_tile", args=[run.pk]) + "?width=600&height=300",
+        "gantt job": reverse("runs:gantt_job", args=[run.pk]) + "?stream=0&job_id=1",
+        "gantt at": reverse("runs:gantt_at", args=[run.pk]) + "?cluster=0&processor=0&t=100",
         "plots": reverse("runs:plots", args=[run.pk]),
         "jobs": reverse("runs:jobs", args=[run.pk]),
         **{kind: reverse("runs:export", args=[run.pk, kind])

@@ -13,6 +13,7 @@ import threading
 import time
 from typing import Any
 
+import numpy as np
 import psycopg
 import pytest
 from asgiref.sync import async_to_sync
@@ -21,10 +22,11 @@ from django.contrib.auth.models import Group
 from django.test import Client
 
 from gridweb.asgi import application
-from gridweb.runs import execution
+from gridweb.runs import execution, frames
 from gridweb.runs.models import Run, RunChunk, Status
 from gridweb.runs.services import create_run
 from gridweb.sharing import Visibility
+from tests.web.stream_messages import decode_message, decode_output, decode_received
 
 # --- Embedded: WebsocketCommunicator -------------------------------------------------------------
 
@@ -62,7 +64,7 @@ async def watch(path: str, headers: list, until_status: bool = True, timeout: fl
         if output["type"] == "websocket.close":
             close_code = output.get("code")
             break
-        messages.append(json.loads(output["text"]))
+        messages.append(decode_output(output))
         if until_status and messages[-1]["kind"] == "status":
             break
     await communicator.disconnect()
@@ -127,15 +129,43 @@ def test_public_runs_stream_to_visitors(people):
 @pytest.mark.django_db(transaction=True)
 def test_replay_after_n_sends_exactly_the_chunks_after_n_as_stored(people):
     run = finished_run(people["alice"])
-    stored = {c.seq: c.payload for c in RunChunk.objects.filter(run=run)}
-    assert len(stored) >= 5
+    stored = {c.seq: decode_message(json.dumps(c.payload), None if c.data is None else bytes(c.data))
+              for c in RunChunk.objects.filter(run=run)}
+    assert len(stored) >= 3
 
-    watched = async_to_sync(watch)(f"/ws/runs/{run.pk}/?after=2", session_cookie(people["alice"]))
+    watched = async_to_sync(watch)(f"/ws/runs/{run.pk}/?after=0", session_cookie(people["alice"]))
 
     chunks, status = watched["messages"][:-1], watched["messages"][-1]
-    assert [c["seq"] for c in chunks] == [s for s in sorted(stored) if s > 2]
+    assert [c["seq"] for c in chunks] == [s for s in sorted(stored) if s > 0]
     assert all(c == stored[c["seq"]] for c in chunks)
     assert status["kind"] == "status" and status["status"] == "done"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_segment_chunks_travel_as_binary_frames_of_typed_columns(people):
+    run = finished_run(people["alice"])
+    headers = session_cookie(people["alice"])
+
+    async def first_frames() -> list:
+        communicator = WebsocketCommunicator(application, f"/ws/runs/{run.pk}/", headers=headers)
+        assert (await communicator.connect(timeout=10))[0]
+        outputs = []
+        while True:
+            output = await communicator.receive_output(timeout=30)
+            outputs.append(output)
+            if "text" in output and json.loads(output["text"])["kind"] == "status":
+                break
+        await communicator.disconnect()
+        return outputs
+
+    outputs = async_to_sync(first_frames)()
+    binary = [o["bytes"] for o in outputs if o.get("bytes") is not None]
+    assert binary and all(o.get("text") is None for o in outputs if o.get("bytes") is not None)
+    header, arrays = frames.decode(binary[0])
+    assert header["kind"] == "segments" and arrays["s.t0"].dtype == np.float64
+    assert arrays["s.cluster"].dtype == np.int16 and arrays["s.kind"].dtype == np.int8
+    streamed = sum(frames.decode(b)[0]["n"] for b in binary)
+    assert streamed == run.segments_count
 
 
 @pytest.mark.django_db(transaction=True)
@@ -151,7 +181,7 @@ def test_a_watcher_connected_before_the_run_starts_gets_every_chunk_live(people)
         execution.dispatch(run.pk)  # the embedded worker thread
         messages = []
         while not messages or messages[-1]["kind"] != "status":
-            messages.append(json.loads(await communicator.receive_from(timeout=60)))
+            messages.append(decode_output(await communicator.receive_output(timeout=60)))
         await communicator.disconnect()
         return {"messages": messages}
 
@@ -228,7 +258,7 @@ class StreamClient(threading.Thread):
                          max_size=None, open_timeout=20) as socket:
                 self.connected.set()
                 while True:
-                    message = json.loads(socket.recv(timeout=120))
+                    message = decode_received(socket.recv(timeout=120))
                     self.messages.append(message)
                     if message["kind"] == "status":
                         return

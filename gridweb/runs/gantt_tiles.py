@@ -1,0 +1,274 @@
+"""What the Gantt of a run shows at any zoom: level of detail decided on the server.
+
+The page asks for the window it shows (``tile``): when few enough segments lie in it
+(``EXACT_ROWS``) it gets them, exactly, for the window padded by half its width on either side
+(so a pan does not have to wait); otherwise it gets an occupancy raster of the padded window,
+one column per pixel and one processor band per pixel row, per segment kind
+(simengine.gantt_lod). Either way it never holds more than ``ROWS_CAP`` rows or one raster.
+
+Where the segments come from (:func:`segment_source`):
+
+- a done run: its stored result's Gantt columns, memory-mapped (gridweb.runs.result_store);
+- a run still going, cancelled or failed: the segment chunks it streamed (their binary frames),
+  read incrementally into a table kept in this process (``_ChunkTables``, least recently used
+  first out), plus the open rows of the last chunk: segments in progress, drawn up to the
+  simulated time reached (a cancelled or failed run keeps the Gantt of what it simulated).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from typing import Any
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import numpy as np
+
+from simengine.gantt import KIND_NAMES
+from simengine.gantt_lod import BLOCK, SegmentTable, bands_for, block_bounds, quantize
+from simengine.streaming import LIVE_COLUMNS, LIVE_DTYPES
+
+from . import frames, result_store
+from .models import Run, RunChunk, RunResult, Status
+
+#: at most this many segments in the shown window are sent as rows; more: a raster
+EXACT_ROWS = 25_000
+#: rows in one answer at most (the padded window)
+ROWS_CAP = 100_000
+#: raster columns at most
+MAX_BINS = 4096
+#: segment-chunk tables kept in this process, and their rows in all
+TABLES_KEPT, TABLE_ROWS_KEPT = 8, 40_000_000
+
+
+def cluster_layout(run: Run) -> list[dict[str, Any]]:
+    """The run's clusters in order, ``[{"name", "processors"}]``.
+
+    From the result summary when the run is done; otherwise from the scenario document
+    (its ``platform.clusters``, or the named preset's), which needs no validation.
+    """
+    clusters = (run.summary or {}).get("clusters")
+    if clusters:
+        return [{"name": str(c["name"]), "processors": int(c["processors"])} for c in clusters]
+    platform = (run.spec or {}).get("platform") or {}
+    listed = platform.get("clusters")
+    if not listed and platform.get("preset"):
+        from simengine.presets import PLATFORMS
+
+        listed = (PLATFORMS.get(platform["preset"]) or {}).get("clusters")
+    out = []
+    for c in listed or []:
+        try:
+            out.append({"name": str(c["name"]), "processors": int(c["processors"])})
+        except (KeyError, TypeError, ValueError):
+            continue  # an unvalidated document: skip what cannot be drawn
+    return out
+
+
+@dataclass
+class SegmentSource:
+    table: SegmentTable
+    open_rows: dict[str, np.ndarray]  # in progress at ``frontier`` (t1 clipped to it)
+    frontier: float  # simulated time reached (inf: the run's result is complete)
+    seq: int  # the last chunk read (-1: from the stored result)
+    kinds: list[int]
+
+    @property
+    def count(self) -> int:
+        return self.table.n + len(self.open_rows["t0"])
+
+
+class _GrowingTable:
+    """A run's streamed segment rows, appended chunk by chunk, with the block index kept up to date."""
+
+    def __init__(self) -> None:
+        self.columns = {name: np.zeros(1024, dtype) for name, dtype in LIVE_DTYPES.items()}
+        self.n = 0
+        self.lo = np.zeros(0)
+        self.hi = np.zeros(0)
+        self.open = {name: np.zeros(0, dtype) for name, dtype in LIVE_DTYPES.items()}
+        self.frontier = -math.inf
+        self.seq = -1
+        self.kinds: set[int] = set()
+        self.lock = threading.Lock()
+
+    def append(self, rows: dict[str, np.ndarray]) -> None:
+        m = len(rows["t0"])
+        if not m:
+            return
+        if self.n + m > len(self.columns["t0"]):
+            size = max(2 * len(self.columns["t0"]), self.n + m)
+            for name, values in self.columns.items():
+                grown = np.zeros(size, values.dtype)
+                grown[:self.n] = values[:self.n]
+                self.columns[name] = grown
+        for name in LIVE_COLUMNS:
+            self.columns[name][self.n:self.n + m] = rows[name]
+        first_block = self.n // BLOCK  # recompute from the block the new rows start in
+        self.n += m
+        lo, hi = block_bounds(self.columns["t0"][first_block * BLOCK:self.n],
+                               self.columns["t1"][first_block * BLOCK:self.n], BLOCK)
+        self.lo = np.concatenate([self.lo[:first_block], lo])
+        self.hi = np.concatenate([self.hi[:first_block], hi])
+        self.kinds.update(np.unique(rows["kind"]).tolist())
+
+    def table(self) -> SegmentTable:
+        return SegmentTable({name: values[:self.n] for name, values in self.columns.items()}, (self.lo, self.hi))
+
+
+class _ChunkTables:
+    """The streamed-segment tables of the runs this process serves, least recently used out first."""
+
+    def __init__(self) -> None:
+        self._tables: OrderedDict[tuple[int, int, str], _GrowingTable] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, run: Run) -> _GrowingTable:
+        # an attempt's chunks never change once stored; started_at tells runs apart whose id a
+        # database reused after a deletion
+        key = (run.pk, run.attempt, run.started_at.isoformat() if run.started_at else "")
+        with self._lock:
+            table = self._tables.pop(key, None) or _GrowingTable()
+            self._tables[key] = table
+            while len(self._tables) > TABLES_KEPT or (
+                    len(self._tables) > 1 and sum(t.n for t in self._tables.values()) > TABLE_ROWS_KEPT):
+                self._tables.popitem(last=False)
+            return table
+
+    def refresh(self, run: Run) -> _GrowingTable:
+        table = self.get(run)
+        with table.lock:  # one reader per table at a time: chunks are appended once, in order
+            chunks = RunChunk.objects.filter(run_id=run.pk, kind="segments", seq__gt=table.seq).order_by("seq")
+            for seq, data in chunks.values_list("seq", "data").iterator(chunk_size=8):
+                header, arrays = frames.decode(bytes(data))
+                table.append(frames.rows_of(arrays, "s"))
+                if not header.get("keep_open"):
+                    table.open = frames.rows_of(arrays, "o")
+                    table.kinds.update(np.unique(table.open["kind"]).tolist())
+                if header.get("window"):
+                    table.frontier = max(table.frontier, float(header["window"][1]))
+                table.seq = seq
+        return table
+
+    def clear(self) -> None:
+        with self._lock:
+            self._tables.clear()
+
+
+CHUNK_TABLES = _ChunkTables()
+_STORED: OrderedDict[str, SegmentTable] = OrderedDict()  # memory-mapped tables by location
+_STORED_KEPT = 16
+
+
+_STORED_LOCK = threading.Lock()
+
+
+def _stored_table(stored: RunResult) -> SegmentTable:
+    key = stored.location or f"legacy-{stored.pk}"
+    with _STORED_LOCK:
+        table = _STORED.pop(key, None)
+    if table is None:
+        table = result_store.gantt_table(stored)
+        table.kinds()
+    with _STORED_LOCK:
+        _STORED[key] = table
+        while len(_STORED) > _STORED_KEPT:
+            _STORED.popitem(last=False)
+    return table
+
+
+def segment_source(run: Run) -> SegmentSource:
+    """The segments the run's Gantt shows now (module docstring)."""
+    stored = None
+    if run.status == Status.DONE:
+        stored = RunResult.objects.filter(run=run).first()
+    if stored is not None:
+        table = _stored_table(stored)
+        empty = {name: np.zeros(0, dtype) for name, dtype in LIVE_DTYPES.items()}
+        return SegmentSource(table, empty, math.inf, -1, table.kinds())
+    growing = CHUNK_TABLES.refresh(run)
+    opened = {name: np.array(values) for name, values in growing.open.items()}
+    if len(opened["t0"]) and math.isfinite(growing.frontier):
+        opened["t1"] = np.minimum(opened["t1"], growing.frontier)  # drawn up to the time reached
+        opened["t1"] = np.where(np.isnan(opened["t1"]), growing.frontier, opened["t1"])
+    return SegmentSource(growing.table(), opened, growing.frontier, growing.seq, sorted(growing.kinds))
+
+
+def _open_in(source: SegmentSource, a: float, b: float) -> np.ndarray:
+    o = source.open_rows
+    return np.flatnonzero((o["t0"] < b) & (o["t1"] >= a))
+
+
+def _header(run: Run, source: SegmentSource) -> dict:
+    a, b = source.table.span
+    if len(source.open_rows["t0"]):
+        a = min(a, float(source.open_rows["t0"].min())) if source.table.n else float(source.open_rows["t0"].min())
+        b = max(b, float(source.open_rows["t1"].max()))
+    return {"run": run.pk, "status": run.status, "count": source.count, "span": [a, b],
+            "frontier": source.frontier if math.isfinite(source.frontier) else None, "seq": source.seq,
+            "clusters": cluster_layout(run), "kinds": [KIND_NAMES[k] for k in source.kinds],
+            "kind_codes": source.kinds}
+
+
+def tile(run: Run, a: float | None, b: float | None, width: int, height: int) -> bytes:
+    """The frame the page draws for the window [a, b) at ``width`` x ``height`` pixels (module
+    docstring); a and b default to the whole run."""
+    source = segment_source(run)
+    header = _header(run, source)
+    span_a, span_b = header["span"]
+    if a is None or b is None or not b > a:
+        a, b = span_a, max(span_b, span_a + 1.0)
+    pad = (b - a) / 2
+    visible = source.table.count(a, b) + len(_open_in(source, a, b))
+    if visible <= EXACT_ROWS:
+        pa, pb = a - pad, b + pad
+        which, total = source.table.select(pa, pb, ROWS_CAP)
+        if total > ROWS_CAP:  # the padding brings too many: the shown window only
+            pa, pb = a, b
+            which, total = source.table.select(pa, pb, ROWS_CAP)
+        rows = source.table.rows(which)
+        opened = _open_in(source, pa, pb)
+        header |= {"mode": "rows", "window": [pa, pb], "n": int(len(which)), "n_open": int(len(opened))}
+        arrays = frames.wire_rows(rows, "s") | frames.wire_rows({k: v[opened] for k, v in source.open_rows.items()},
+                                                                 "o")
+        return frames.encode(frames.json_safe(header), arrays)
+    pa, pb = a - pad, b + pad
+    bins = int(min(MAX_BINS, max(16, 2 * width)))
+    processors = [c["processors"] for c in header["clusters"]]
+    bands = bands_for(processors, height)
+    occupancy = source.table.raster(pa, pb, bins, bands, processors, source.kinds)
+    if len(source.open_rows["t0"]):
+        open_table = SegmentTable(source.open_rows)
+        occupancy += open_table.raster(pa, pb, bins, bands, processors, source.kinds)
+    header |= {"mode": "raster", "window": [pa, pb], "bins": bins, "bands": bands, "visible": int(visible)}
+    return frames.encode(frames.json_safe(header), {"raster": quantize(occupancy)})
+
+
+def job_rows(run: Run, stream: int, job_id: int) -> bytes:
+    """Every segment of one job (its stream and job id), for highlighting it at any zoom."""
+    source = segment_source(run)
+    rows = source.table.find(lambda c: (c["job_id"] == job_id) & (c["stream"] == stream))
+    o = source.open_rows
+    mine = (o["job_id"] == job_id) & (o["stream"] == stream)
+    opened = {k: v[mine] for k, v in o.items()}
+    header = {"run": run.pk, "mode": "job", "stream": stream, "job_id": job_id, "n": int(len(rows["t0"])),
+              "n_open": int(mine.sum())}
+    return frames.encode(header, frames.wire_rows(rows, "s") | frames.wire_rows(opened, "o"))
+
+
+def rows_at(run: Run, cluster: int, processor: int, t: float) -> bytes:
+    """The segments covering one processor of a cluster at time t (what a click in a raster hit)."""
+    source = segment_source(run)
+    eps = max(abs(t) * 1e-12, 1e-9)
+    which, _ = source.table.select(t, t + eps, ROWS_CAP)
+    rows = source.table.rows(which)
+    keep = ((rows["cluster"] == cluster) & (rows["first_processor"] <= processor)
+            & (rows["first_processor"] + rows["processors"] > processor))
+    rows = {k: v[keep] for k, v in rows.items()}
+    o = source.open_rows
+    mine = ((o["cluster"] == cluster) & (o["first_processor"] <= processor)
+            & (o["first_processor"] + o["processors"] > processor) & (o["t0"] <= t) & (o["t1"] >= t))
+    header = {"run": run.pk, "mode": "at", "n": int(len(rows["t0"])), "n_open": int(mine.sum())}
+    return frames.encode(header, frames.wire_rows(rows, "s") | frames.wire_rows({k: v[mine] for k, v in o.items()},
+                                                                                   "o"))

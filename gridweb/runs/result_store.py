@@ -1,0 +1,172 @@
+"""A done run's result arrays in the "results" storage (settings.STORAGES), not in the database.
+
+Under ``runs/<run id>/<token>/`` (a fresh token per stored result, so a rerun never overwrites
+files a reader may hold open):
+
+- ``result.npz`` -- ``simengine.Result.write_npz`` (jobs, segments, series), for the plots, the
+  jobs table and the exports;
+- ``gantt/<column>.npy`` -- replication 0's segment rows as the live stream's columns
+  (simengine.streaming.LIVE_COLUMNS), sorted by start, uncompressed so that the level-of-detail
+  views (gridweb.runs.gantt_tiles) memory-map them, and ``gantt/index.npy``, the block index of
+  simengine.gantt_lod.SegmentTable.
+
+A storage that has no local paths (an object store) is read through a local copy of each file,
+kept under ``GRIDWEB_DATA_DIR/cache`` (files never change once written).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import secrets
+import shutil
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+from django.conf import settings
+from django.core.files.base import ContentFile, File
+from django.core.files.storage import storages
+from django.db import transaction
+
+from simengine.gantt_lod import SegmentTable
+from simengine.streaming import LIVE_COLUMNS, live_rows
+
+from .models import Run, RunResult
+
+
+def results_storage():
+    return storages["results"]
+
+
+def segment_rows(result) -> dict[str, np.ndarray]:
+    """Replication 0's segments of a Result as live rows (the job named by job id and stream),
+    sorted by start."""
+    seg = result.segments
+    n = len(seg["t0"])
+    columns = dict(seg)
+    job = np.asarray(seg["job"], np.int64)
+    columns["job_id"] = result.jobs["job_id"][job] if n else np.zeros(0, np.int64)
+    columns["stream"] = result.jobs["stream"][job] if n else np.zeros(0, np.int32)
+    rows = live_rows(columns, n)
+    order = np.argsort(rows["t0"], kind="stable")
+    return {k: v[order] for k, v in rows.items()}
+
+
+def save(run: Run, result) -> tuple[str, int]:
+    """Write a Result's files; returns (location, bytes written). Nothing is left behind when
+    writing fails."""
+    storage = results_storage()
+    location = f"runs/{run.pk}/{secrets.token_hex(6)}"
+    written: list[str] = []
+    size = 0
+
+    def put(name: str, data: bytes | File) -> None:
+        nonlocal size
+        path = storage.save(f"{location}/{name}", data if isinstance(data, File) else ContentFile(data))
+        written.append(path)
+        size += storage.size(path)
+
+    try:
+        with tempfile.TemporaryFile() as tmp:  # the npz may be large: through a file, not memory
+            result.write_npz(tmp)
+            tmp.seek(0)
+            put("result.npz", File(tmp, name="result.npz"))
+        rows = segment_rows(result)
+        table = SegmentTable(rows)
+        for name in LIVE_COLUMNS:
+            put(f"gantt/{name}.npy", _npy(rows[name]))
+        put("gantt/index.npy", _npy(np.stack([table.lo, table.hi])))
+    except BaseException:
+        for path in written:
+            storage.delete(path)
+        raise
+    return location, size
+
+
+def _npy(values: np.ndarray) -> bytes:
+    buffer = io.BytesIO()
+    np.save(buffer, np.ascontiguousarray(values), allow_pickle=False)
+    return buffer.getvalue()
+
+
+def delete(location: str) -> None:
+    """Remove a stored result's files (a deleted run)."""
+    if not location:
+        return
+    storage = results_storage()
+    for folder in (f"{location}/gantt", location):
+        try:
+            _, files = storage.listdir(folder)
+        except (FileNotFoundError, NotImplementedError, OSError):
+            continue
+        for name in files:
+            storage.delete(f"{folder}/{name}")
+    try:
+        path = storage.path(location)
+    except NotImplementedError:
+        return
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _local_path(name: str) -> Path:
+    """A path on this machine to read a stored file from (the file itself when the storage has
+    local paths; else a cached copy)."""
+    storage = results_storage()
+    try:
+        return Path(storage.path(name))
+    except NotImplementedError:
+        cached = Path(settings.GRIDWEB_DATA_DIR) / "cache" / name
+        if not cached.exists():
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            tmp = cached.with_name(f".{cached.name}.{os.getpid()}")
+            with storage.open(name, "rb") as source, open(tmp, "wb") as target:
+                shutil.copyfileobj(source, target, 1 << 20)
+            os.replace(tmp, cached)
+        return cached
+
+
+@contextmanager
+def open_npz(stored: RunResult) -> Iterator[np.lib.npyio.NpzFile]:
+    """The stored ``Result.write_npz`` arrays (each read only when asked for)."""
+    if stored.location:
+        with results_storage().open(f"{stored.location}/result.npz", "rb") as f, \
+                np.load(f, allow_pickle=False) as npz:
+            yield npz
+    else:  # a result stored before the results storage existed
+        with np.load(io.BytesIO(bytes(stored.npz)), allow_pickle=False) as npz:
+            yield npz
+
+
+def gantt_table(stored: RunResult) -> SegmentTable:
+    """Replication 0's segments of a stored result, memory-mapped."""
+    if not stored.location:
+        with open_npz(stored) as npz:
+            arrays = {name: npz[name] for name in npz.files if name.startswith(("segments_", "jobs_job_id",
+                                                                                 "jobs_stream"))}
+        return SegmentTable(_legacy_rows(arrays))
+    base = f"{stored.location}/gantt"
+    columns = {name: np.load(_local_path(f"{base}/{name}.npy"), mmap_mode="r", allow_pickle=False)
+               for name in LIVE_COLUMNS}
+    index = np.load(_local_path(f"{base}/index.npy"), allow_pickle=False)
+    return SegmentTable(columns, (index[0], index[1]))
+
+
+def _legacy_rows(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    seg = {k[len("segments_"):]: v for k, v in arrays.items() if k.startswith("segments_")}
+    if "t0" not in seg:
+        return live_rows({"t0": np.zeros(0)}, 0)
+    job = np.asarray(seg["job"], np.int64)
+    seg["job_id"] = arrays["jobs_job_id"][job]
+    seg["stream"] = arrays["jobs_stream"][job]
+    rows = live_rows(seg)
+    order = np.argsort(rows["t0"], kind="stable")
+    return {k: v[order] for k, v in rows.items()}
+
+
+def on_result_deleted(sender: type, instance: RunResult, **kwargs: object) -> None:
+    """``post_delete`` of a RunResult (a deleted run): its files go once the deletion commits."""
+    location = instance.location
+    transaction.on_commit(lambda: delete(location))
