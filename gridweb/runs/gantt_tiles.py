@@ -38,6 +38,9 @@ EXACT_ROWS = 25_000
 ROWS_CAP = 100_000
 #: raster columns at most
 MAX_BINS = 4096
+#: kinds that keep processors busy (a reservation window and a suspended job's gap do not: the
+#: job in the window, the preemptor in the gap are drawn over them)
+BUSY_KINDS = [KIND_NAMES.index(k) for k in KIND_NAMES if k not in ("reservation", "suspended")]
 #: segment-chunk tables kept in this process, and their rows in all
 TABLES_KEPT, TABLE_ROWS_KEPT = 8, 40_000_000
 
@@ -73,6 +76,7 @@ class SegmentSource:
     frontier: float  # simulated time reached (inf: the run's result is complete)
     seq: int  # the last chunk read (-1: from the stored result)
     kinds: list[int]
+    queue: Any = None  # callable: queue lengths [clusters, len(t)] at times t (NaN: unknown), or None
 
     @property
     def count(self) -> int:
@@ -92,6 +96,8 @@ class _GrowingTable:
         self.seq = -1
         self.kinds: set[int] = set()
         self.lock = threading.Lock()
+        self.queued_at: list[float] = []  # the chunks' window ends and the queue lengths there
+        self.queued: list[list[int]] = []
 
     def append(self, rows: dict[str, np.ndarray]) -> None:
         m = len(rows["t0"])
@@ -148,6 +154,9 @@ class _ChunkTables:
                     table.kinds.update(np.unique(table.open["kind"]).tolist())
                 if header.get("window"):
                     table.frontier = max(table.frontier, float(header["window"][1]))
+                    if header.get("queued") is not None:
+                        table.queued_at.append(float(header["window"][1]))
+                        table.queued.append(list(header["queued"]))
                 table.seq = seq
         return table
 
@@ -186,13 +195,38 @@ def segment_source(run: Run) -> SegmentSource:
     if stored is not None:
         table = _stored_table(stored)
         empty = {name: np.zeros(0, dtype) for name, dtype in LIVE_DTYPES.items()}
-        return SegmentSource(table, empty, math.inf, -1, table.kinds())
+        queue = result_store.queue_arrays(stored)
+        return SegmentSource(table, empty, math.inf, -1, table.kinds(),
+                             None if queue is None else lambda t: _queue_from_times(queue, t))
     growing = CHUNK_TABLES.refresh(run)
     opened = {name: np.array(values) for name, values in growing.open.items()}
     if len(opened["t0"]) and math.isfinite(growing.frontier):
         opened["t1"] = np.minimum(opened["t1"], growing.frontier)  # drawn up to the time reached
         opened["t1"] = np.where(np.isnan(opened["t1"]), growing.frontier, opened["t1"])
-    return SegmentSource(growing.table(), opened, growing.frontier, growing.seq, sorted(growing.kinds))
+    queue = None
+    if growing.queued_at:
+        at, values = np.array(growing.queued_at), np.array(growing.queued, np.float64)
+        queue = lambda t: _queue_from_samples(at, values, t)  # noqa: E731
+    return SegmentSource(growing.table(), opened, growing.frontier, growing.seq, sorted(growing.kinds), queue)
+
+
+def _queue_from_times(q: dict[str, np.ndarray], t: np.ndarray) -> np.ndarray:
+    offsets = q["offsets"]
+    out = np.zeros((len(offsets) - 1, len(t)))
+    for c in range(len(offsets) - 1):
+        a, b = offsets[c], offsets[c + 1]
+        out[c] = (np.searchsorted(q["submit"][a:b], t, side="right")
+                  - np.searchsorted(q["start"][a:b], t, side="right"))
+    return out
+
+
+def _queue_from_samples(at: np.ndarray, values: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """The queue lengths the stream reported last at or before each t (NaN before the first
+    report and after the time reached)."""
+    k = np.searchsorted(at, t, side="right") - 1
+    out = values[np.clip(k, 0, len(at) - 1)].T.copy()
+    out[:, (k < 0) | (t > at[-1])] = np.nan
+    return out
 
 
 def _open_in(source: SegmentSource, a: float, b: float) -> np.ndarray:
@@ -220,9 +254,11 @@ def tile(run: Run, a: float | None, b: float | None, width: int, height: int) ->
     if a is None or b is None or not b > a:
         a, b = span_a, max(span_b, span_a + 1.0)
     pad = (b - a) / 2
+    pa, pb = a - pad, b + pad
+    processors = [c["processors"] for c in header["clusters"]]
+    series = _series(source, pa, pb, int(min(MAX_BINS, max(16, 2 * width))), processors)
     visible = source.table.count(a, b) + len(_open_in(source, a, b))
     if visible <= EXACT_ROWS:
-        pa, pb = a - pad, b + pad
         which, total = source.table.select(pa, pb, ROWS_CAP)
         if total > ROWS_CAP:  # the padding brings too many: the shown window only
             pa, pb = a, b
@@ -232,17 +268,35 @@ def tile(run: Run, a: float | None, b: float | None, width: int, height: int) ->
         header |= {"mode": "rows", "window": [pa, pb], "n": int(len(which)), "n_open": int(len(opened))}
         arrays = frames.wire_rows(rows, "s") | frames.wire_rows({k: v[opened] for k, v in source.open_rows.items()},
                                                                  "o")
-        return frames.encode(frames.json_safe(header), arrays)
+        return frames.encode(frames.json_safe(header), arrays | series)
     pa, pb = a - pad, b + pad
     bins = int(min(MAX_BINS, max(16, 2 * width)))
-    processors = [c["processors"] for c in header["clusters"]]
     bands = bands_for(processors, height)
     occupancy = source.table.raster(pa, pb, bins, bands, processors, source.kinds)
     if len(source.open_rows["t0"]):
         open_table = SegmentTable(source.open_rows)
         occupancy += open_table.raster(pa, pb, bins, bands, processors, source.kinds)
     header |= {"mode": "raster", "window": [pa, pb], "bins": bins, "bands": bands, "visible": int(visible)}
-    return frames.encode(frames.json_safe(header), {"raster": quantize(occupancy)})
+    return frames.encode(frames.json_safe(header), {"raster": quantize(occupancy)} | series)
+
+
+def _series(source: SegmentSource, a: float, b: float, bins: int, processors: list[int]) -> dict[str, np.ndarray]:
+    """The strip under the Gantt over [a, b) in ``bins`` columns: ``series.busy`` -- busy
+    processors per cluster (mean over each column, from the segments of busy kinds) -- and
+    ``series.queue`` -- jobs waiting per cluster at each column's middle (NaN: unknown); one
+    row per cluster, float32."""
+    C = len(processors)
+    ones = [1] * C
+    busy = source.table.raster(a, b, bins, ones, processors, BUSY_KINDS).sum(axis=0)
+    if len(source.open_rows["t0"]):
+        busy += SegmentTable(source.open_rows).raster(a, b, bins, ones, processors, BUSY_KINDS).sum(axis=0)
+    busy *= np.asarray(processors, np.float32)[:, None]
+    middles = a + (np.arange(bins) + 0.5) * (b - a) / bins
+    queue = np.full((C, bins), np.nan, np.float32)
+    if source.queue is not None:
+        q = source.queue(middles)
+        queue[:min(C, len(q))] = q[:C]
+    return {"series.busy": busy.astype(np.float32), "series.queue": queue}
 
 
 def job_rows(run: Run, stream: int, job_id: int) -> bytes:

@@ -8,7 +8,9 @@ files a reader may hold open):
 - ``gantt/<column>.npy`` -- replication 0's segment rows as the live stream's columns
   (simengine.streaming.LIVE_COLUMNS), sorted by start, uncompressed so that the level-of-detail
   views (gridweb.runs.gantt_tiles) memory-map them, and ``gantt/index.npy``, the block index of
-  simengine.gantt_lod.SegmentTable.
+  simengine.gantt_lod.SegmentTable;
+- ``gantt/queue.npz`` -- for the queue-length strip under the Gantt: replication 0's workload jobs'
+  submit and start times, sorted within each cluster (``offsets`` of the clusters' blocks).
 
 A storage that has no local paths (an object store) is read through a local copy of each file,
 kept under ``GRIDWEB_DATA_DIR/cache`` (files never change once written).
@@ -79,11 +81,46 @@ def save(run: Run, result) -> tuple[str, int]:
         for name in LIVE_COLUMNS:
             put(f"gantt/{name}.npy", _npy(rows[name]))
         put("gantt/index.npy", _npy(np.stack([table.lo, table.hi])))
+        put("gantt/queue.npz", _queue_npz(result))
     except BaseException:
         for path in written:
             storage.delete(path)
         raise
     return location, size
+
+
+def queue_times(jobs: dict[str, np.ndarray], clusters: int) -> dict[str, np.ndarray]:
+    """Submit and start times (never started: inf) of replication 0's workload jobs, sorted
+    within each cluster, and the clusters' offsets: queue length at t is the jobs submitted by t
+    less those started by t."""
+    mine = (jobs["replication"] == 0) & (jobs["cluster"] >= 0)
+    if "reservation" in jobs:
+        mine &= jobs["reservation"] < 0  # a reservation's row waits for its window, not in a queue
+    cluster = jobs["cluster"][mine].astype(np.int64)
+    submit = jobs["submit"][mine].astype(np.float64)
+    start = np.where(np.isnan(jobs["start"][mine]), np.inf, jobs["start"][mine]).astype(np.float64)
+    by_submit = np.lexsort((submit, cluster))
+    by_start = np.lexsort((start, cluster))
+    offsets = np.searchsorted(cluster[by_submit], np.arange(clusters + 1))
+    return {"submit": submit[by_submit], "start": start[by_start], "offsets": offsets.astype(np.int64)}
+
+
+def _queue_npz(result) -> bytes:
+    buffer = io.BytesIO()
+    np.savez(buffer, **queue_times(result.jobs, len(result.cluster_processors)))
+    return buffer.getvalue()
+
+
+def queue_arrays(stored: RunResult) -> dict[str, np.ndarray] | None:
+    """The stored queue times (None for results stored without them)."""
+    if not stored.location:
+        return None
+    try:
+        with results_storage().open(f"{stored.location}/gantt/queue.npz", "rb") as f, \
+                np.load(f, allow_pickle=False) as npz:
+            return {name: npz[name] for name in npz.files}
+    except FileNotFoundError:
+        return None
 
 
 def _npy(values: np.ndarray) -> bytes:

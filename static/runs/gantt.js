@@ -1,58 +1,142 @@
-/* GridWeb's Gantt chart of a run, drawn with BokehJS (static/bokeh/).
+/* GridWeb's Gantt chart of a run, drawn with BokehJS (static/bokeh/), at any scale.
  *
  * One row per processor, clusters stacked in bands (MODELS.md §8 segments: cluster, first
- * processor, processor count, t0, t1, job, component, kind). Each segment is a quad spanning
- * its block of processors from t0 to t1.
+ * processor, processor count, t0, t1, job, component, kind). Under it, a strip with the same time
+ * axis: busy processors and queue length per cluster and in total.
  *
- * Where the segments come from:
- *   - a finished run: all at once from /runs/<id>/segments.json (compact columns);
- *   - a queued or running run: the websocket /ws/runs/<id>/?after=N (docs/web.md). Each
- *     "segments" chunk is appended with source.stream(); the highest seq held is kept and a
- *     closed socket reconnects with ?after=<that seq>, so nothing is missed or repeated.
+ * Where the rectangles come from (docs/web.md, "The live Gantt"):
+ *   - the websocket /ws/runs/<id>/?after=N while the run goes: binary frames of typed columns
+ *     (static/runs/frames.js) appended as they come, the rows closed in each chunk's window of
+ *     simulated time plus the segments in progress (drawn up to the time reached, hatched). The
+ *     highest seq held is kept; a closed socket reconnects with ?after=<that seq>.
+ *   - tiles, /runs/<id>/gantt/tile?t0&t1&width&height: the server decides the level of detail.
+ *     Few segments in the window: they come as rows; many: an occupancy raster per kind (one
+ *     column per pixel, one processor band per pixel row), drawn as one image per cluster. A
+ *     finished run is drawn from tiles only; a live run once it has streamed more rows than a
+ *     page holds (the server then sends rowless summary frames), or when its rows in view are
+ *     too many to draw.
+ * The page never holds more than one tile and the streamed rows (at most 100,000).
  *
- * Zoomed far out (more than AGGREGATE_ABOVE segments in view) the rectangles are replaced by
- * each cluster's utilisation over time, recomputed for the visible range in one linear pass,
- * so runs of 100,000+ jobs stay fluid. Finished runs can be replayed: play/pause, speed and
- * a time scrubber; a curtain hides what has not happened yet.
+ * Hover a rectangle (or a raster pixel) for what it is; click it to highlight every segment of
+ * its job at any zoom (asked of the server: /runs/<id>/gantt/job, /gantt/at). Finished runs can
+ * be replayed under a curtain. Every chart exports as SVG or PNG (static/runs/figure_export.js).
  *
- * Test hooks: window.gridwebGantt and data-* attributes on #gantt (segments-count, ready,
- * mode, last-seq, highlighted, revealed).
+ * A page may hold several charts (the compare page, sharing one time axis): new GridwebGantt(
+ * container, config, {xRange}). The run page's chart is window.gridwebGantt (test hooks, below),
+ * with data-* attributes on its container (ready, mode, segments-count, visible, last-seq,
+ * highlighted, colour, revealed, replay-time, frontier).
  */
 (function () {
   "use strict";
 
-  const AGGREGATE_ABOVE = 20000;
-  const KIND_COLOURS = {
-    run: "#3b75af", claimed: "#f0b429", reservation: "#8e6cbf", suspended: "#9aa5b1",
-    killed: "#d64545", stretched: "#2f9e8f", transfer: "#e07b39",
-  };
-  const SEGMENT_ALPHA = 0.9;
-  const RESERVATION_ALPHA = 0.45;
+  const MS = 1000; // the x axis is a timedelta axis in milliseconds; times are seconds elsewhere
+  const KIND_NAMES = ["run", "claimed", "reservation", "suspended", "killed", "stretched", "transfer"];
+  const KIND_COLOURS = ["#3b75af", "#f0b429", "#8e6cbf", "#9aa5b1", "#d64545", "#2f9e8f", "#e07b39"];
+  const KIND_RESERVATION = 2;
+  const KIND_CLAIMED = 1;
+  // Kinds that lie over others or are short and must be seen at any zoom: drawn again as outlines.
+  const OUTLINED = new Set([KIND_CLAIMED, KIND_RESERVATION]);
+  // In a raster pixel, these show with at least this opacity whenever they cover any of it.
+  const RASTER_FLOOR = { 1: 0.85, 2: 0.6, 4: 0.8, 6: 0.7 };
+  const RASTER_ORDER = [0, 5, 6, 3, 4, 2, 1]; // drawn first to last (last on top)
   const BAND_COLOURS = ["#eef3fa", "#faf6ee"];
-  const AGGREGATE_COLOURS = ["#3b75af", "#e07b39", "#2f9e8f", "#8e6cbf", "#d64545", "#7f7f7f", "#bcbd22", "#17becf"];
+  const STRIP_COLOURS = ["#3b75af", "#e07b39", "#2f9e8f", "#8e6cbf", "#d64545", "#7f7f7f", "#bcbd22", "#17becf"];
+  const EXACT_IN_VIEW = 25000; // streamed rows drawn as rectangles at most (more: a raster tile)
+  const STREAM_LIMIT = 100000; // the server's LIVE_ROWS_LIMIT: rows a page holds from the stream
+  const TILE_DEBOUNCE_MS = 80;
+  const LIVE_TILE_EVERY_MS = 500;
   const RECONNECT_MAX_MS = 10000;
-  // Times are seconds everywhere except on the x axis, which is a timedelta axis in
-  // milliseconds (so a year-long trace reads "120d 06:00", not "1.04e+7").
-  const MS = 1000;
 
-  const container = document.getElementById("gantt");
-  const configElement = document.getElementById("gantt-config");
-  if (!container || !configElement || typeof Bokeh === "undefined") return;
-  const config = JSON.parse(configElement.textContent);
-  const timings = { script: performance.now() }; // milliseconds since navigation, for benchmarks
+  // 256 job colours around the hue circle (golden angle), as hex for Bokeh's palette.
+  function hsl(h, s, l) {
+    const a = s * Math.min(l, 1 - l);
+    const f = (n) => {
+      const k = (n + h / 30) % 12;
+      const c = l - a * Math.max(-1, Math.min(k - 3, 9 - k, 1));
+      return Math.round(c * 255).toString(16).padStart(2, "0");
+    };
+    return `#${f(0)}${f(8)}${f(4)}`;
+  }
+  const JOB_PALETTE = Array.from({ length: 256 }, (_, i) => hsl((i * 137.508) % 360, 0.45 + (i % 3) * 0.1,
+    0.42 + ((i >> 2) % 3) * 0.08));
+  function rgbOf(hex) {
+    const v = parseInt(hex.slice(1), 16);
+    return [(v >> 16) & 255, (v >> 8) & 255, v & 255];
+  }
+  const KIND_RGB = KIND_COLOURS.map(rgbOf);
 
-  // A finished run's segments: asked for at once, while BokehJS lays the figure out.
-  const segmentsRequest = config.finished
-    ? fetch(config.segmentsUrl, { credentials: "same-origin" }).then((response) => {
-      if (!response.ok) throw new Error(`segments: HTTP ${response.status}`);
-      return response.json();
-    })
-    : null;
-  if (segmentsRequest) segmentsRequest.catch(() => {}); // reported when awaited below
+  let ndarray = null;
+  function toNdarray(values, shape) {
+    if (ndarray === null) ndarray = Bokeh.require("core/util/ndarray").ndarray;
+    return ndarray(values, { dtype: "uint32", shape });
+  }
 
-  const aggregateAbove = Number(container.dataset.aggregateAbove || AGGREGATE_ABOVE);
+  // --- Growable typed columns ------------------------------------------------------------------
+  class Columns {
+    constructor(types) {
+      this.types = types;
+      this.n = 0;
+      this.cap = 0;
+      this.data = {};
+      for (const [name, Type] of Object.entries(types)) this.data[name] = new Type(0);
+    }
+    reserve(m) {
+      if (this.n + m <= this.cap) return;
+      const cap = Math.max(1024, this.cap * 2, this.n + m);
+      for (const [name, Type] of Object.entries(this.types)) {
+        const grown = new Type(cap);
+        grown.set(this.data[name].subarray(0, this.n));
+        this.data[name] = grown;
+      }
+      this.cap = cap;
+    }
+    view() {
+      const out = {};
+      for (const name of Object.keys(this.types)) out[name] = this.data[name].subarray(0, this.n);
+      return out;
+    }
+  }
 
-  // --- Layout: one row per processor, clusters stacked with a gap ------------------------------
+  const ROW_TYPES = {
+    left: Float64Array, right: Float64Array, bottom: Float64Array, top: Float64Array, t0: Float64Array,
+    t1: Float64Array, kind: Int8Array, hue: Uint8Array, cluster: Int16Array, first: Int32Array, last: Int32Array,
+    procs: Int32Array, job_id: Float64Array, stream: Int32Array, open: Uint8Array,
+  };
+
+  // The glyph columns of segment rows (one typed loop per batch; no objects per row).
+  function appendRows(target, rows, layout, open, clipAt) {
+    const m = rows.t0.length;
+    if (!m) return;
+    target.reserve(m);
+    const d = target.data;
+    const at = target.n;
+    d.t0.set(rows.t0, at);
+    d.kind.set(rows.kind, at);
+    d.cluster.set(rows.cluster, at);
+    d.first.set(rows.first_processor, at);
+    d.procs.set(rows.processors, at);
+    d.job_id.set(rows.job_id, at);
+    d.stream.set(rows.stream, at);
+    const offsets = layout.offsets;
+    for (let i = 0; i < m; i++) {
+      const k = at + i;
+      let t1 = rows.t1[i];
+      if (open && (clipAt !== null && (t1 > clipAt || t1 !== t1))) t1 = clipAt; // in progress: up to now
+      d.t1[k] = t1;
+      d.left[k] = rows.t0[i] * MS;
+      d.right[k] = t1 * MS;
+      const y = (offsets[rows.cluster[i]] || 0) + rows.first_processor[i];
+      d.bottom[k] = y;
+      d.top[k] = y + rows.processors[i];
+      d.last[k] = rows.first_processor[i] + rows.processors[i] - 1;
+      // a stable colour per job: the same job has the same colour on every page
+      const h = Math.imul((rows.job_id[i] | 0) ^ Math.imul(rows.stream[i] + 1, 0x9e3779b1), 0x85ebca6b);
+      d.hue[k] = (h ^ (h >>> 13)) & 255;
+      d.open[k] = open ? 1 : 0;
+    }
+    target.n += m;
+  }
+
   function layoutOf(clusters) {
     const total = clusters.reduce((sum, c) => sum + c.processors, 0) || 1;
     const gap = Math.max(1, Math.round(total * 0.03));
@@ -64,634 +148,955 @@
     }
     return { clusters, offsets, gap, top: Math.max(1, y - gap) };
   }
-  const layout = layoutOf(config.clusters || []);
 
-  // A stable colour per job: the same job gets the same colour on every page and in every replay.
-  function jobColour(key) {
-    let h = 2166136261;
-    const text = String(key);
-    for (let i = 0; i < text.length; i++) {
-      h ^= text.charCodeAt(i);
-      h = Math.imul(h, 16777619);
-    }
-    h >>>= 0;
-    const hue = h % 360;
-    const saturation = 45 + (h >>> 9) % 30;
-    const lightness = 42 + (h >>> 17) % 20;
-    return `hsl(${hue},${saturation}%,${lightness}%)`;
+  function fmtTime(seconds) {
+    if (seconds === null || seconds === undefined || Number.isNaN(seconds)) return "—";
+    return `${Number(seconds).toLocaleString(undefined, { maximumFractionDigits: 3 })} s`;
   }
 
-  // --- All segments, kept columnar on the JS side too (for counting, aggregating, highlighting)
-  const store = { t0: [], t1: [], cluster: [], procs: [], key: [], busy: [], count: 0, tMin: Infinity, tMax: -Infinity };
-  // Kinds that lie over other segments, left out of the utilisation view: a reservation's window
-  // (its job runs inside it) and a suspended job's gap (its preemptor runs there).
-  const NOT_BUSY = new Set(["reservation", "suspended"]);
-  let kinds = config.kinds || Object.keys(KIND_COLOURS);
-  const presentKinds = new Set(); // the kinds the run's segments hold so far: the legend lists these
-  let newKinds = false;
-  let colourField = "colour_job"; // what the "colour" column holds: colour_job or colour_kind
-  let lastSeq = -1;
-  const streamNames = config.streams || [];
-
-  // Convert engine columns (cluster and kind as codes, job as row of replication 0) to the
-  // columns the glyphs and the tooltip read.
-  function toSourceColumns(compact) {
-    const n = (compact.t0 || []).length;
-    const columns = {};
-    for (const [name, values] of Object.entries(compact)) {
-      // {"repeat": v}: every row holds v (see gridweb/runs/gantt_data.py)
-      columns[name] = Array.isArray(values) ? values : new Array(n).fill(values.repeat);
+  class GridwebGantt {
+    constructor(container, config, options = {}) {
+      this.container = container;
+      this.config = config;
+      this.options = options;
+      this.layout = layoutOf(config.clusters || []);
+      this.streamNames = config.streams || [];
+      this.finished = Boolean(config.finished);
+      this.timings = { script: performance.now() };
+      this.ready = false;
+      this.lastSeq = -1;
+      this.connectionsOpened = 0;
+      this.ignored = 0;
+      this.socket = null;
+      this.retryMs = 500;
+      // rows streamed from the websocket (live), the open rows of the last chunk, the last tile
+      this.streamed = new Columns(ROW_TYPES);
+      this.openRows = new Columns(ROW_TYPES);
+      this.openRaw = null;
+      this.frontier = null;
+      this.omitted = false; // the stream stopped sending rows: the page draws from tiles
+      this.totalCount = Number(config.segmentsCount || 0);
+      this.tile = null;
+      this.tileRows = new Columns(ROW_TYPES);
+      this.tileInFlight = null;
+      this.tileWanted = false;
+      this.tileStale = false;
+      this.lastTileAt = -Infinity;
+      this.kindsPresent = new Set();
+      this.colourBy = "job";
+      this.userColour = false;
+      this.viewChoice = "auto";
+      this.mode = "rows";
+      this.shownRows = null; // "stream" | "tile": which rows the rectangles show
+      this.highlighted = null; // {key, count}
+      this.replayTime = null;
+      this.playing = false;
+      this.frameTimes = [];
+      this.ingested = 0;
+      this.ingestMs = 0;
+      this.queueSamples = []; // live: [time, queued per cluster]
+      this.build();
     }
-    const out = {
-      left: new Array(n), right: new Array(n), bottom: new Array(n), top: new Array(n),
-      t0: new Array(n), t1: new Array(n), job: new Array(n), component: new Array(n), cluster: new Array(n), processors: new Array(n),
-      kind: new Array(n), colour: new Array(n), colour_job: new Array(n), colour_kind: new Array(n), stream: new Array(n),
-      alpha: new Array(n),
-    };
-    const jobIds = columns.job_id || null;
-    const streams = columns.stream || null;
-    for (let i = 0; i < n; i++) {
-      const c = columns.cluster[i];
-      const cluster = layout.clusters[c] || { name: String(c), processors: 0 };
-      const first = columns.first_processor[i];
-      const count = columns.processors[i];
-      const t0 = columns.t0[i];
-      const t1 = columns.t1[i];
-      const kind = typeof columns.kind[i] === "number" ? (kinds[columns.kind[i]] || String(columns.kind[i])) : columns.kind[i];
-      // A job is its job id within its stream when known, else its row in replication 0.
-      const key = jobIds ? (streams ? `${streams[i]}:${jobIds[i]}` : String(jobIds[i])) : `row${columns.job[i]}`;
-      // A reservation's row is named by the reservation (its job id is its index + 1).
-      const isReservation = streams && config.reservations && streams[i] === config.reservationStream;
-      const label = isReservation ? (config.reservations[jobIds[i] - 1] || String(jobIds[i]))
-        : jobIds ? String(jobIds[i]) : `#${columns.job[i]}`;
-      const offset = layout.offsets[c] || 0;
-      out.left[i] = t0 * MS;
-      out.right[i] = t1 * MS;
-      out.t0[i] = t0;
-      out.t1[i] = t1;
-      out.bottom[i] = offset + first;
-      out.top[i] = offset + first + count;
-      out.job[i] = label;
-      out.component[i] = columns.component ? columns.component[i] : 0;
-      out.cluster[i] = cluster.name;
-      out.processors[i] = count === 1 ? `${first}` : `${first}–${first + count - 1}`;
-      out.kind[i] = kind;
-      if (!presentKinds.has(kind)) {
-        presentKinds.add(kind);
-        newKinds = true;
+
+    // --- The figures ---------------------------------------------------------------------------
+    build() {
+      const layout = this.layout;
+      const xRange = this.options.xRange || new Bokeh.Range1d({ start: 0, end: 1 });
+      this.xRange = xRange;
+      this.ownsRange = !this.options.xRange;
+      const yRange = new Bokeh.Range1d({ start: -layout.gap / 2, end: layout.top + layout.gap / 2 });
+      const figure = Bokeh.Plotting.figure({
+        height: this.options.height || Math.max(320, Math.min(720, 160 + 40 * layout.clusters.length + layout.top * 2)),
+        sizing_mode: "stretch_width",
+        x_range: xRange, y_range: yRange,
+        output_backend: "canvas",
+        tools: "xpan,xwheel_zoom,box_zoom,reset",
+        active_scroll: "xwheel_zoom",
+        x_axis_type: "timedelta",
+        x_axis_label: this.options.title ? null : "simulated time",
+        y_axis_label: "processors by cluster",
+        title: this.options.title || null,
+      });
+      figure.toolbar.logo = null;
+      figure.xgrid.visible = false;
+      figure.ygrid.visible = false;
+      figure.min_border_left = 90;
+      const ticks = [];
+      const labels = new Map();
+      layout.clusters.forEach((c, i) => {
+        figure.add_layout(new Bokeh.BoxAnnotation({
+          bottom: layout.offsets[i], top: layout.offsets[i] + c.processors, fill_color: BAND_COLOURS[i % 2],
+          fill_alpha: 1, line_alpha: 0, level: "underlay",
+        }));
+        const middle = layout.offsets[i] + c.processors / 2;
+        ticks.push(middle);
+        labels.set(middle, `${c.name} (${c.processors})`);
+      });
+      figure.yaxis.ticker = new Bokeh.FixedTicker({ ticks });
+      figure.yaxis.major_label_overrides = labels;
+
+      const empty = () => new Columns(ROW_TYPES).view();
+      this.rowsSource = new Bokeh.ColumnDataSource({ data: empty() });
+      this.openSource = new Bokeh.ColumnDataSource({ data: empty() });
+      this.outlineSource = new Bokeh.ColumnDataSource({ data: empty() });
+      this.rasterSource = new Bokeh.ColumnDataSource({ data: { image: [], x: [], y: [], dw: [], dh: [] } });
+      this.highlightSource = new Bokeh.ColumnDataSource({ data: { left: [], right: [], bottom: [], top: [] } });
+
+      const kindMapper = new Bokeh.LinearColorMapper({ palette: KIND_COLOURS, low: -0.5, high: KIND_COLOURS.length - 0.5 });
+      const jobMapper = new Bokeh.LinearColorMapper({ palette: JOB_PALETTE, low: -0.5, high: 255.5 });
+      const quad = (source, fill, extra = {}) => figure.quad({
+        left: { field: "left" }, right: { field: "right" }, bottom: { field: "bottom" }, top: { field: "top" },
+        source, fill_color: fill, line_color: null, fill_alpha: 0.9, ...extra,
+      });
+      this.rasterRenderer = figure.image_rgba({
+        image: { field: "image" }, x: { field: "x" }, y: { field: "y" }, dw: { field: "dw" }, dh: { field: "dh" },
+        source: this.rasterSource,
+      });
+      this.byJob = quad(this.rowsSource, { field: "hue", transform: jobMapper });
+      this.byKind = quad(this.rowsSource, { field: "kind", transform: kindMapper });
+      this.byKind.visible = false;
+      // reservation windows and claims: outlined on top, so they show over what runs inside them
+      this.outlines = quad(this.outlineSource, null, {
+        fill_alpha: 0, line_color: { field: "kind", transform: kindMapper }, line_width: 2, hatch_pattern: "/",
+        hatch_color: { field: "kind", transform: kindMapper }, hatch_alpha: 0.5, hatch_scale: 8,
+      });
+      // segments in progress (live): hatched, up to the simulated time reached
+      this.openRenderer = quad(this.openSource, { field: "kind", transform: kindMapper }, {
+        fill_alpha: 0.55, hatch_pattern: "\\", hatch_color: "#ffffff", hatch_alpha: 0.6, hatch_scale: 6,
+      });
+      this.highlightRenderer = figure.quad({
+        left: { field: "left" }, right: { field: "right" }, bottom: { field: "bottom" }, top: { field: "top" },
+        source: this.highlightSource, fill_alpha: 0, line_color: "#111", line_width: 2,
+      });
+      const names = (list) => new Bokeh.CustomJSHover({ code: `return (${JSON.stringify(list)})[value] ?? String(value)` });
+      this.hover = new Bokeh.HoverTool({
+        renderers: [this.byJob, this.byKind, this.openRenderer, this.outlines],
+        tooltips: [
+          ["job", "@job_id{0}"], ["stream", "@stream{stream}"], ["cluster", "@cluster{cluster}"],
+          ["processors", "@first–@last"], ["t0", "@t0{0,0.[000]} s"], ["t1", "@t1{0,0.[000]} s"],
+          ["kind", "@kind{kind}"],
+        ],
+        formatters: {
+          "@stream": names(this.streamNames), "@cluster": names(layout.clusters.map((c) => c.name)),
+          "@kind": names(KIND_NAMES),
+        },
+      });
+      figure.add_tools(this.hover);
+      figure.add_tools(new Bokeh.TapTool({ renderers: [this.byJob, this.byKind, this.openRenderer] }));
+      for (const source of [this.rowsSource, this.openSource]) {
+        source.selected.properties.indices.change.connect(() => this.onTap(source));
       }
-      // A reservation window is drawn lighter: the job using it (drawn on top) stands out.
-      out.alpha[i] = kind === "reservation" ? RESERVATION_ALPHA : SEGMENT_ALPHA;
-      out.stream[i] = streams ? streamNames[streams[i]] ?? String(streams[i]) : "";
-      out.colour_job[i] = jobColour(key);
-      out.colour_kind[i] = KIND_COLOURS[kind] || "#555";
-      out.colour[i] = colourField === "colour_kind" ? out.colour_kind[i] : out.colour_job[i];
-      store.t0.push(t0);
-      store.t1.push(t1);
-      store.cluster.push(c);
-      store.procs.push(count);
-      store.busy.push(!NOT_BUSY.has(kind));
-      store.key.push(key);
-      if (t0 < store.tMin) store.tMin = t0;
-      if (t1 > store.tMax) store.tMax = t1;
-    }
-    store.count += n;
-    return out;
-  }
 
-  // --- The figure --------------------------------------------------------------------------------
-  // WebGL where it helps: a hardware renderer. A software one (SwiftShader, llvmpipe: headless
-  // browsers, machines without a GPU) draws rectangles slower than the 2D canvas does.
-  // ?backend=webgl|canvas on the page's URL overrides the choice.
-  function outputBackend() {
-    const asked = new URLSearchParams(location.search).get("backend");
-    if (asked === "webgl" || asked === "canvas") return asked;
-    try {
-      const gl = document.createElement("canvas").getContext("webgl");
-      if (!gl) return "canvas";
-      const info = gl.getExtension("WEBGL_debug_renderer_info");
-      const renderer = info ? String(gl.getParameter(info.UNMASKED_RENDERER_WEBGL)) : "";
-      return /swiftshader|llvmpipe|softpipe|software/i.test(renderer) ? "canvas" : "webgl";
-    } catch (err) {
-      return "canvas";
-    }
-  }
-  const emptyColumns = () => ({
-    left: [], right: [], bottom: [], top: [], t0: [], t1: [], job: [], component: [], cluster: [], processors: [], kind: [],
-    colour: [], colour_job: [], colour_kind: [], stream: [], alpha: [],
-  });
-  const source = new Bokeh.ColumnDataSource({ data: emptyColumns() });
-  const aggregateSource = new Bokeh.ColumnDataSource({
-    data: { left: [], right: [], bottom: [], top: [], from: [], to: [], cluster: [], utilisation: [], colour: [] },
-  });
-  const xRange = new Bokeh.Range1d({ start: 0, end: 1 });
-  const yRange = new Bokeh.Range1d({ start: -layout.gap / 2, end: layout.top + layout.gap / 2 });
-  const figure = Bokeh.Plotting.figure({
-    height: Math.max(320, Math.min(720, 160 + 40 * layout.clusters.length + layout.top * 2)),
-    sizing_mode: "stretch_width",
-    x_range: xRange,
-    y_range: yRange,
-    output_backend: outputBackend(),
-    tools: "xpan,xwheel_zoom,box_zoom,reset,save",
-    active_scroll: "xwheel_zoom",
-    x_axis_type: "timedelta",
-    x_axis_label: "simulated time",
-    y_axis_label: "processors by cluster",
-  });
-  figure.toolbar.logo = null;
-  figure.xgrid.visible = false;
-  figure.ygrid.visible = false;
-  figure.min_border_left = 80;
+      this.curtain = new Bokeh.BoxAnnotation({ left: 0, fill_color: "#ffffff", fill_alpha: 0.94, line_alpha: 0,
+        level: "overlay", visible: false });
+      this.nowLine = new Bokeh.Span({ location: 0, dimension: "height", line_color: "#d64545", line_width: 2,
+        visible: false });
+      this.frontierLine = new Bokeh.Span({ location: 0, dimension: "height", line_color: "#2f9e8f", line_width: 1,
+        line_dash: "dashed", visible: false });
+      figure.add_layout(this.curtain);
+      figure.add_layout(this.nowLine);
+      figure.add_layout(this.frontierLine);
+      this.figure = figure;
 
-  // Cluster bands, labelled on the y axis at each band's middle.
-  const ticks = [];
-  const labels = new Map();
-  layout.clusters.forEach((c, i) => {
-    figure.add_layout(new Bokeh.BoxAnnotation({
-      bottom: layout.offsets[i], top: layout.offsets[i] + c.processors, fill_color: BAND_COLOURS[i % 2],
-      fill_alpha: 1, line_alpha: 0, level: "underlay",
-    }));
-    const middle = layout.offsets[i] + c.processors / 2;
-    ticks.push(middle);
-    labels.set(middle, `${c.name} (${c.processors})`);
-  });
-  figure.yaxis.ticker = new Bokeh.FixedTicker({ ticks });
-  figure.yaxis.major_label_overrides = labels;
-  figure.yaxis.major_label_orientation = "horizontal";
-
-  const segmentRenderer = figure.quad({
-    left: { field: "left" }, right: { field: "right" }, bottom: { field: "bottom" }, top: { field: "top" },
-    source, fill_color: { field: "colour" }, line_color: null, fill_alpha: { field: "alpha" },
-  });
-  // A highlighted job: Bokeh's default selection look dims every other segment, and its own
-  // segments get a dark outline drawn from a small source of their own (outlining through a
-  // selection glyph would cost a second pass over every segment at each zoom).
-  const highlightSource = new Bokeh.ColumnDataSource({ data: { left: [], right: [], bottom: [], top: [] } });
-  const highlightRenderer = figure.quad({
-    left: { field: "left" }, right: { field: "right" }, bottom: { field: "bottom" }, top: { field: "top" },
-    source: highlightSource, fill_alpha: 0, line_color: "#111", line_width: 2,
-  });
-
-  const aggregateRenderer = figure.quad({
-    left: { field: "left" }, right: { field: "right" }, bottom: { field: "bottom" }, top: { field: "top" },
-    source: aggregateSource, fill_color: { field: "colour" }, line_color: { field: "colour" }, fill_alpha: 0.75,
-    line_alpha: 0.75,
-  });
-  aggregateRenderer.visible = false;
-
-  figure.add_tools(new Bokeh.HoverTool({
-    renderers: [segmentRenderer],
-    tooltips: [
-      ["job", "@job"], ["stream", "@stream"], ["component", "@component"], ["cluster", "@cluster"], ["processors", "@processors"],
-      ["t0", "@t0{0,0.[000]} s"], ["t1", "@t1{0,0.[000]} s"], ["kind", "@kind"],
-    ],
-  }));
-  figure.add_tools(new Bokeh.HoverTool({
-    renderers: [aggregateRenderer],
-    tooltips: [["cluster", "@cluster"], ["utilisation", "@utilisation{0.0%}"], ["from", "@from{0,0} s"],
-      ["to", "@to{0,0} s"]],
-  }));
-  figure.add_tools(new Bokeh.TapTool({ renderers: [segmentRenderer] }));
-
-  // Replay: everything after the current time is under a curtain, with a line at "now".
-  const curtain = new Bokeh.BoxAnnotation({ left: 0, fill_color: "#ffffff", fill_alpha: 0.94, line_alpha: 0,
-    level: "overlay", visible: false });
-  const nowLine = new Bokeh.Span({ location: 0, dimension: "height", line_color: "#d64545", line_width: 2,
-    visible: false });
-  figure.add_layout(curtain);
-  figure.add_layout(nowLine);
-
-  // --- Highlighting a job: every segment with the same key, in every cluster ---------------------
-  let highlighting = false;
-  let highlightedKey = null;
-  function highlightJob(key) {
-    const indices = [];
-    if (key !== null) {
-      for (let i = 0; i < store.count; i++) if (store.key[i] === key) indices.push(i);
-    }
-    highlighting = true;
-    highlightedKey = indices.length ? key : null;
-    source.selected.indices = indices;
-    highlighting = false;
-    const data = source.data;
-    highlightSource.data = {
-      left: indices.map((i) => data.left[i]), right: indices.map((i) => data.right[i]),
-      bottom: indices.map((i) => data.bottom[i]), top: indices.map((i) => data.top[i]),
-    };
-    container.dataset.highlighted = String(indices.length);
-    container.dataset.highlightedJob = highlightedKey === null ? "" : highlightedKey;
-    return indices.length;
-  }
-  source.selected.properties.indices.change.connect(() => {
-    if (highlighting) return;
-    const picked = source.selected.indices;
-    highlightJob(picked.length ? store.key[picked[0]] : null);
-  });
-
-  // --- Segments or aggregated utilisation, depending on what is in view --------------------------
-  let viewChoice = "auto"; // "auto" | "segments" | "utilisation"
-  let mode = "segments";
-  const modeLabel = document.getElementById("gantt-mode");
-
-  function visibleCount(a, b) {
-    let n = 0;
-    const t0 = store.t0;
-    const t1 = store.t1;
-    for (let i = 0; i < store.count; i++) if (t1[i] > a && t0[i] < b) n++;
-    return n;
-  }
-
-  // Mean busy processors of each cluster in each of `bins` equal bins of [a, b], exactly:
-  // the integral of a cluster's busy count up to an edge e is the sum over segments of
-  // procs * (min(e, t1) - min(e, t0)), and sum(procs * min(e, t)) splits at the bin holding t
-  // into a prefix of procs * t and a suffix of procs * e: one pass over the segments.
-  function utilisation(a, b, bins) {
-    const width = (b - a) / bins;
-    const nClusters = layout.clusters.length;
-    const weightBelow = []; // per cluster, per bucket: sum of procs * t (signed: +t1, -t0)
-    const procsFrom = [];   // per cluster, per bucket: sum of procs (signed)
-    for (let c = 0; c < nClusters; c++) {
-      weightBelow.push(new Float64Array(bins + 2));
-      procsFrom.push(new Float64Array(bins + 2));
-    }
-    const bucket = (t) => (t <= a ? 0 : t >= b ? bins + 1 : 1 + Math.min(bins - 1, Math.floor((t - a) / width)));
-    for (let i = 0; i < store.count; i++) {
-      const c = store.cluster[i];
-      if (c < 0 || c >= nClusters || !store.busy[i]) continue;
-      const p = store.procs[i];
-      const j1 = bucket(store.t1[i]);
-      const j0 = bucket(store.t0[i]);
-      weightBelow[c][j1] += p * store.t1[i];
-      procsFrom[c][j1] += p;
-      weightBelow[c][j0] -= p * store.t0[i];
-      procsFrom[c][j0] -= p;
-    }
-    const out = [];
-    for (let c = 0; c < nClusters; c++) {
-      // integral at edge k (k = 0..bins, edge e_k = a + k*width): values in buckets <= k
-      // lie at or below e_k (bucket 0 is "at or before a").
-      const integral = new Float64Array(bins + 1);
-      let prefixWeight = 0;
-      let suffixProcs = 0;
-      for (let j = 0; j < bins + 2; j++) suffixProcs += procsFrom[c][j];
-      for (let k = 0; k <= bins; k++) {
-        prefixWeight += weightBelow[c][k];
-        suffixProcs -= procsFrom[c][k];
-        integral[k] = prefixWeight + (a + k * width) * suffixProcs;
+      // The strip: busy processors and queue length over the same time axis.
+      const stripColumns = { x: new Float64Array(0) };
+      for (let i = 0; i <= layout.clusters.length; i++) {
+        stripColumns[`busy_${i}`] = new Float64Array(0);
+        stripColumns[`queue_${i}`] = new Float64Array(0);
       }
-      const capacity = layout.clusters[c].processors || 1;
-      const means = new Float64Array(bins);
-      for (let k = 0; k < bins; k++) means[k] = Math.max(0, (integral[k + 1] - integral[k]) / width / capacity);
-      out.push(means);
-    }
-    return out;
-  }
-
-  function drawAggregate(a, b) {
-    const bins = Math.max(50, Math.min(1500, Math.round((figureWidth() || 800) / 2)));
-    const width = (b - a) / bins;
-    const means = utilisation(a, b, bins);
-    const data = { left: [], right: [], bottom: [], top: [], from: [], to: [], cluster: [], utilisation: [], colour: [] };
-    means.forEach((row, c) => {
-      const cluster = layout.clusters[c];
-      for (let k = 0; k < bins; k++) {
-        if (row[k] <= 0) continue;
-        data.from.push(a + k * width);
-        data.to.push(a + (k + 1) * width);
-        data.left.push((a + k * width) * MS);
-        data.right.push((a + (k + 1) * width) * MS);
-        data.bottom.push(layout.offsets[c]);
-        data.top.push(layout.offsets[c] + Math.min(1, row[k]) * cluster.processors);
-        data.cluster.push(cluster.name);
-        data.utilisation.push(row[k]);
-        data.colour.push(AGGREGATE_COLOURS[c % AGGREGATE_COLOURS.length]);
+      this.stripSource = new Bokeh.ColumnDataSource({ data: stripColumns });
+      const strip = (label, height) => {
+        const f = Bokeh.Plotting.figure({
+          height, sizing_mode: "stretch_width", x_range: xRange, x_axis_type: "timedelta",
+          y_range: new Bokeh.Range1d({ start: 0, end: label.startsWith("busy") ? 105 : 1 }),
+          tools: "xpan,xwheel_zoom,reset", active_scroll: "xwheel_zoom", y_axis_label: label, output_backend: "canvas",
+        });
+        f.toolbar.logo = null;
+        f.min_border_left = 90;
+        return f;
+      };
+      this.busyFigure = strip("busy %", 130);
+      this.queueFigure = strip("queued jobs", 130);
+      this.queueFigure.xaxis.axis_label = "simulated time";
+      this.busyFigure.xaxis.visible = false;
+      const series = ["total", ...layout.clusters.map((c) => c.name)];
+      series.forEach((name, i) => {
+        const colour = i === 0 ? "#222" : STRIP_COLOURS[(i - 1) % STRIP_COLOURS.length];
+        const width = i === 0 ? 2 : 1.2;
+        this.busyFigure.line({ x: { field: "x" }, y: { field: `busy_${i}` }, source: this.stripSource,
+          line_color: colour, line_width: width, legend_label: name });
+        this.queueFigure.line({ x: { field: "x" }, y: { field: `queue_${i}` }, source: this.stripSource,
+          line_color: colour, line_width: width, legend_label: name });
+      });
+      for (const f of [this.busyFigure, this.queueFigure]) {
+        f.legend.location = "top_left";
+        f.legend.orientation = "horizontal";
+        f.legend.label_text_font_size = "8pt";
+        f.legend.background_fill_alpha = 0.6;
+        f.legend.click_policy = "hide";
       }
-    });
-    aggregateSource.data = data;
-  }
+      this.layoutModel = new Bokeh.Column({ children: [figure, this.busyFigure, this.queueFigure],
+        sizing_mode: "stretch_width" });
 
-  let plotView = null;
-  function figureWidth() {
-    return plotView && plotView.frame ? plotView.frame.bbox.width : container.clientWidth;
-  }
-
-  let updateQueued = false;
-  let renders = 0;
-  function updateView() {
-    updateQueued = false;
-    const a = xRange.start / MS;
-    const b = xRange.end / MS;
-    const inView = visibleCount(a, b);
-    const next = viewChoice === "auto" ? (inView > aggregateAbove ? "utilisation" : "segments") : viewChoice;
-    if (next === "utilisation") drawAggregate(a, b);
-    if (next !== mode) {
-      mode = next;
-      segmentRenderer.visible = mode === "segments";
-      highlightRenderer.visible = mode === "segments";
-      aggregateRenderer.visible = mode === "utilisation";
+      xRange.properties.start.change.connect(() => this.viewChanged());
+      xRange.properties.end.change.connect(() => this.viewChanged());
+      this.followData = this.ownsRange;
+      xRange.properties.start.change.connect(() => { if (!this.settingRange) this.followData = false; });
     }
-    container.dataset.mode = mode;
-    container.dataset.visible = String(inView);
-    if (modeLabel) {
-      modeLabel.textContent = mode === "segments"
-        ? `${inView.toLocaleString()} of ${store.count.toLocaleString()} segments in view`
-        : `utilisation per cluster (${inView.toLocaleString()} segments in view; zoom in for single jobs)`;
+
+    async show() {
+      const views = await Bokeh.Plotting.show(this.layoutModel, this.container);
+      const root = Array.isArray(views) ? views[0] : views;
+      this.rootView = root;
+      this.plotView = root.child_views ? root.child_views[0] : root;
+      this.timings.shown = performance.now();
+      this.installRasterPointer();
+      this.measureFrames();
+      return this;
     }
-    renders++;
-  }
-  function queueUpdate() {
-    if (updateQueued) return;
-    updateQueued = true;
-    requestAnimationFrame(updateView);
-  }
-  xRange.properties.start.change.connect(queueUpdate);
-  xRange.properties.end.change.connect(queueUpdate);
 
-  // The x range follows the data until the user zooms or pans.
-  let followData = true;
-  let settingRange = false;
-  function fitRange() {
-    if (!followData || store.count === 0) return;
-    const span = Math.max(store.tMax - store.tMin, 1);
-    const pad = span * 0.01;
-    settingRange = true;
-    const start = (store.tMin - pad) * MS;
-    const end = (store.tMax + pad) * MS;
-    xRange.setv({ start, end, reset_start: start, reset_end: end });
-    settingRange = false;
-  }
-  xRange.properties.start.change.connect(() => { if (!settingRange) followData = false; });
-
-  function append(columns) {
-    const n = (columns.t0 || []).length;
-    if (!n) return;
-    const data = toSourceColumns(columns);
-    source.stream(data);
-    fitRange();
-    container.dataset.segmentsCount = String(store.count);
-    if (highlightedKey !== null) highlightJob(highlightedKey);
-    if (newKinds) drawLegend(); // a kind's first segment: it joins the legend
-    queueUpdate();
-  }
-
-  // --- Colour toggle and legend -------------------------------------------------------------------
-  const colourSelect = document.getElementById("gantt-colour");
-  const legend = document.getElementById("gantt-legend");
-  function setColouring(by) {
-    const field = by === "kind" ? "colour_kind" : "colour_job";
-    if (field !== colourField) {
-      // A column switch, not a glyph property change: Bokeh derives its selection and
-      // non-selection looks from the glyph once, but they read the same column. (A copy:
-      // stream() appends to every column, and two names for one array would get rows twice.)
-      colourField = field;
-      source.data = { ...source.data, colour: source.data[field].slice() };
+    plotWidth() {
+      return this.plotView && this.plotView.frame ? Math.max(50, Math.round(this.plotView.frame.bbox.width))
+        : Math.max(50, this.container.clientWidth - 100);
     }
-    container.dataset.colour = by;
-    if (colourSelect && colourSelect.value !== by) colourSelect.value = by;
-    drawLegend();
-  }
-  // Coloured by kind, one item per kind the run has (in the engine's order, KIND_NAMES): listing
-  // all seven for a run of plain jobs suggested kills and reservations that never happened.
-  function drawLegend() {
-    newKinds = false;
-    if (!legend) return;
-    legend.innerHTML = "";
-    if (colourField !== "colour_kind") return;
-    const shown = [...kinds.filter((kind) => presentKinds.has(kind)),
-      ...[...presentKinds].filter((kind) => !kinds.includes(kind))];
-    for (const kind of shown) {
-      const item = document.createElement("span");
-      item.className = "legend-item";
-      item.dataset.kind = kind;
-      item.innerHTML = `<i style="background:${KIND_COLOURS[kind] || "#555"}"></i>`;
-      item.append(kind);
-      legend.append(item);
+    plotHeight() {
+      return this.plotView && this.plotView.frame ? Math.max(50, Math.round(this.plotView.frame.bbox.height)) : 300;
     }
-  }
-  if (colourSelect) colourSelect.addEventListener("change", () => setColouring(colourSelect.value));
-
-  // --- Replay of a finished run ----------------------------------------------------------------
-  const scrubber = document.getElementById("gantt-scrubber");
-  const playButton = document.getElementById("gantt-play");
-  const speedSelect = document.getElementById("gantt-speed");
-  const timeLabel = document.getElementById("gantt-time");
-  let replayTime = null; // null: everything shown
-  let playing = false;
-  let lastFrame = null;
-
-  function revealedCount() {
-    if (replayTime === null) return store.count;
-    let n = 0;
-    for (let i = 0; i < store.count; i++) if (store.t0[i] <= replayTime) n++;
-    return n;
-  }
-  function setTime(t) {
-    const end = store.tMax;
-    if (t === null || t >= end) {
-      replayTime = null;
-      curtain.visible = false;
-      nowLine.visible = false;
-    } else {
-      replayTime = Math.max(store.tMin, t);
-      curtain.left = replayTime * MS;
-      nowLine.location = replayTime * MS;
-      curtain.visible = true;
-      nowLine.visible = true;
+    viewRange() {
+      return [this.xRange.start / MS, this.xRange.end / MS];
     }
-    const fraction = replayTime === null ? 1 : (replayTime - store.tMin) / Math.max(end - store.tMin, 1e-9);
-    if (scrubber) scrubber.value = String(Math.round(fraction * Number(scrubber.max)));
-    if (timeLabel) timeLabel.textContent = replayTime === null ? "end" : `${Math.round(replayTime).toLocaleString()} s`;
-    container.dataset.revealed = String(revealedCount());
-    container.dataset.replayTime = replayTime === null ? "" : String(replayTime);
-  }
-  function frame(now) {
-    if (!playing) return;
-    const dt = lastFrame === null ? 0 : (now - lastFrame) / 1000;
-    lastFrame = now;
-    const seconds = Number(speedSelect ? speedSelect.value : 30);
-    const next = (replayTime === null ? store.tMin : replayTime) + (store.tMax - store.tMin) * dt / seconds;
-    setTime(next);
-    if (replayTime === null) pause();
-    else requestAnimationFrame(frame);
-  }
-  function play() {
-    if (store.count === 0) return;
-    if (replayTime === null) setTime(store.tMin);
-    playing = true;
-    lastFrame = null;
-    if (playButton) playButton.textContent = "Pause";
-    requestAnimationFrame(frame);
-  }
-  function pause() {
-    playing = false;
-    if (playButton) playButton.textContent = "Play";
-  }
-  if (playButton) playButton.addEventListener("click", () => (playing ? pause() : play()));
-  if (scrubber) {
-    scrubber.addEventListener("input", () => {
-      pause();
-      const fraction = Number(scrubber.value) / Number(scrubber.max);
-      setTime(store.tMin + fraction * (store.tMax - store.tMin));
-    });
-  }
 
-  // --- Loading: one request for a finished run, the websocket for a live one -------------------
-  // Progress and status go to the page (static/runs/run.js) as DOM events.
-  let finished = config.finished;
-  let socket = null;
-  let retryMs = 500;
-  let connections = 0; // websocket connections opened (reconnects included)
-  let ignored = 0; // chunks received again after a reconnect (seq already held) and dropped
-
-  function markReady() {
-    hooks.ready = true;
-    container.dataset.ready = "true";
-    container.dataset.lastSeq = String(lastSeq);
-  }
-  function announce(name, detail) {
-    document.dispatchEvent(new CustomEvent(`gridweb:${name}`, { detail }));
-  }
-
-  function onChunk(chunk) {
-    if (chunk.kind === "status") {
-      finished = ["done", "failed", "cancelled"].includes(chunk.status);
-      announce("status", { status: chunk.status, error: chunk.error || "" });
-      return;
+    // --- Following the data and the view -------------------------------------------------------
+    fitRange(a, b) {
+      if (!this.followData || !(b > a)) return;
+      const pad = (b - a) * 0.01;
+      this.settingRange = true;
+      const start = (a - pad) * MS;
+      const end = (b + pad) * MS;
+      this.xRange.setv({ start, end, reset_start: start, reset_end: end });
+      this.settingRange = false;
     }
-    if (typeof chunk.seq !== "number" || chunk.seq <= lastSeq) {
-      ignored++; // seen already: no duplicates
-      return;
-    }
-    if (chunk.seq !== lastSeq + 1) {
-      // a gap: ask again from the last chunk we hold
-      if (socket) socket.close();
-      return;
-    }
-    lastSeq = chunk.seq;
-    container.dataset.lastSeq = String(lastSeq);
-    if (chunk.kind === "segments") append(chunk.segments || {});
-    else if (chunk.kind === "progress") announce("progress", { fraction: chunk.fraction || 0, simTime: chunk.sim_time || 0 });
-    else if (chunk.kind === "metrics") announce("progress", { fraction: 1, simTime: 0 });
-  }
 
-  function connect() {
-    const scheme = location.protocol === "https:" ? "wss" : "ws";
-    const ws = new WebSocket(`${scheme}://${location.host}${config.wsPath}?after=${lastSeq}`);
-    socket = ws;
-    connections++;
-    container.dataset.connections = String(connections);
-    ws.addEventListener("open", () => {
-      retryMs = 500;
-      markReady();
-    });
-    ws.addEventListener("message", (event) => {
-      if (ws !== socket) return; // a connection we have given up on
+    viewChanged() {
+      if (this.updateQueued) return;
+      this.updateQueued = true;
+      requestAnimationFrame(() => {
+        this.updateQueued = false;
+        this.refresh();
+      });
+    }
+
+    // Which rows are in view among the streamed ones (typed loop over at most STREAM_LIMIT rows).
+    streamedInView(a, b) {
+      const d = this.streamed.data;
+      let n = 0;
+      for (let i = 0; i < this.streamed.n; i++) if (d.t0[i] < b && d.t1[i] >= a) n++;
+      return n + this.openRows.n;
+    }
+
+    // Decide what to draw for the current view: the streamed rows, the tile's rows or its raster.
+    refresh() {
+      const [a, b] = this.viewRange();
+      const live = !this.finished && !this.omitted;
+      let inView;
+      if (live) {
+        inView = this.streamedInView(a, b);
+        const wantRaster = this.viewChoice === "raster" || (this.viewChoice === "auto" && inView > EXACT_IN_VIEW);
+        if (!wantRaster) {
+          this.showStreamRows();
+          this.setMode("rows", inView);
+          if (Date.now() - this.lastTileAt > 1000 || this.tileStale) this.requestTile(false); // the strip
+          return;
+        }
+      }
+      const t = this.tile;
+      const covers = t && t.window[0] <= a && t.window[1] >= b;
+      const span = b - a;
+      const tileSpan = t ? t.window[1] - t.window[0] : 0;
+      // a raster is good while its columns stay about a pixel wide; rows while they cover the view
+      const fine = t && (t.mode === "rows" ? true : tileSpan / t.bins <= 1.5 * span / this.plotWidth()
+        && tileSpan / t.bins >= 0.25 * span / this.plotWidth());
+      if (!covers || !fine || (t && t.mode === "rows" && this.viewChoice === "raster")) this.requestTile(true);
+      else if (this.tileStale && Date.now() - this.lastTileAt > LIVE_TILE_EVERY_MS) this.requestTile(false);
+      if (t) this.showTile();
+    }
+
+    setMode(mode, inView) {
+      this.mode = mode;
+      const rows = mode === "rows";
+      this.byJob.visible = rows && this.colourBy === "job";
+      this.byKind.visible = rows && this.colourBy === "kind";
+      this.outlines.visible = rows;
+      this.openRenderer.visible = rows;
+      this.rasterRenderer.visible = !rows;
+      const ds = this.container.dataset;
+      ds.mode = rows ? "segments" : "raster";
+      if (inView !== undefined) ds.visible = String(inView);
+      ds.segmentsCount = String(this.segmentsCount());
+      const label = this.options.modeLabel;
+      if (label) {
+        label.textContent = rows
+          ? `${Number(ds.visible || 0).toLocaleString()} of ${this.segmentsCount().toLocaleString()} segments in view`
+          : `occupancy per cluster and kind (${Number(ds.visible || 0).toLocaleString()} segments in view; ` +
+            "zoom in for single jobs)";
+      }
+    }
+
+    showStreamRows() {
+      if (this.shownRows === "stream" && !this.streamDirty) return;
+      this.streamDirty = false;
+      this.shownRows = "stream";
+      this.setRows(this.streamed.view(), this.openRows.view());
+    }
+
+    setRows(rows, open) {
+      this.rowsSource.data = rows;
+      this.openSource.data = open;
+      // outlines: the claims and reservation windows among the rows
+      const outline = new Columns(ROW_TYPES);
+      const keep = [];
+      for (let i = 0; i < rows.kind.length; i++) if (OUTLINED.has(rows.kind[i])) keep.push(i);
+      outline.reserve(keep.length);
+      for (const name of Object.keys(ROW_TYPES)) {
+        const src = rows[name];
+        const dst = outline.data[name];
+        for (let j = 0; j < keep.length; j++) dst[j] = src[keep[j]];
+      }
+      outline.n = keep.length;
+      this.outlineSource.data = outline.view();
+      for (let i = 0; i < rows.kind.length; i++) this.kindsPresent.add(rows.kind[i]);
+      for (let i = 0; i < open.kind.length; i++) this.kindsPresent.add(open.kind[i]);
+      this.kindsChanged();
+    }
+
+    // --- Tiles ---------------------------------------------------------------------------------
+    requestTile(debounce) {
+      this.tileWanted = true;
+      if (this.tileTimer || this.tileInFlight) return;
+      this.tileTimer = setTimeout(() => {
+        this.tileTimer = null;
+        this.fetchTile();
+      }, debounce ? TILE_DEBOUNCE_MS : 0);
+    }
+
+    async fetchTile() {
+      if (!this.tileWanted) return;
+      this.tileWanted = false;
+      this.tileStale = false;
+      const [a, b] = this.viewRange();
+      const params = new URLSearchParams({ width: this.plotWidth(), height: this.plotHeight() });
+      if (this.ready && b > a && !this.followData) {
+        params.set("t0", a);
+        params.set("t1", b);
+      }
+      const started = performance.now();
+      this.lastTileAt = Date.now();
       try {
-        onChunk(JSON.parse(event.data));
+        this.tileInFlight = fetch(`${this.config.tileUrl}?${params}`, { credentials: "same-origin" });
+        const response = await this.tileInFlight;
+        if (!response.ok) throw new Error(`tile: HTTP ${response.status}`);
+        const { header, arrays } = GridwebFrames.decode(await response.arrayBuffer());
+        this.timings.lastTile = performance.now() - started;
+        this.acceptTile(header, arrays);
       } catch (err) {
-        console.error("gantt: bad message", err);
+        this.container.dataset.error = err.message;
+        if (this.options.modeLabel) this.options.modeLabel.textContent = `could not load the chart: ${err.message}`;
+      } finally {
+        this.tileInFlight = null;
+        if (this.tileWanted) this.requestTile(false);
       }
-      if (finished) ws.close(); // the status came: nothing more will
-    });
-    ws.addEventListener("close", (event) => {
-      if (ws !== socket) return;
-      socket = null;
-      if (finished) return;
-      if (event.code === 4403 || event.code === 4404 || event.code === 4400) {
-        if (modeLabel) modeLabel.textContent = `the stream refused this page (code ${event.code})`;
+    }
+
+    acceptTile(header, arrays) {
+      this.tile = header;
+      this.tileArrays = arrays;
+      this.tile.bins = header.bins || 1;
+      this.totalCount = Math.max(this.totalCount, header.count);
+      if (this.finished) this.totalCount = header.count;
+      for (const k of header.kind_codes || []) this.kindsPresent.add(k);
+      if (header.frontier !== null && header.frontier !== undefined) this.setFrontier(header.frontier);
+      if (this.followData && header.span) this.fitRange(header.span[0], Math.max(header.span[1], this.frontier || 0));
+      if (header.mode === "rows") {
+        this.tileRows.n = 0;
+        appendRows(this.tileRows, GridwebFrames.rows(arrays, "s"), this.layout, false, null);
+        this.tileOpen = new Columns(ROW_TYPES);
+        appendRows(this.tileOpen, GridwebFrames.rows(arrays, "o"), this.layout, true, null);
+      } else {
+        this.drawRaster(header, arrays.raster);
+      }
+      this.drawStrip(header, arrays);
+      this.tileShownAs = null;
+      this.showTile();
+      this.kindsChanged();
+      if (!this.ready) this.markReady();
+      this.container.dataset.tiles = String(Number(this.container.dataset.tiles || 0) + 1);
+      this.container.dataset.tileSeq = String(header.seq);
+    }
+
+    showTile() {
+      const t = this.tile;
+      if (!t) return;
+      const live = !this.finished && !this.omitted;
+      if (t.mode === "rows") {
+        if (live) return; // the streamed rows are fresher
+        if (this.shownRows !== "tile" || this.tileShownAs !== t) {
+          this.setRows(this.tileRows.view(), this.tileOpen.view());
+          this.shownRows = "tile";
+          this.tileShownAs = t;
+        }
+        this.setMode("rows", t.n + t.n_open);
+      } else {
+        this.shownRows = null;
+        this.setMode("raster", t.visible);
+      }
+      if (this.replayTime !== null) this.setTime(this.replayTime);
+    }
+
+    // One RGBA image per cluster: for each pixel, the kinds' colours over each other, each with
+    // the share of the pixel it covers as its opacity (outlined kinds at least RASTER_FLOOR).
+    drawRaster(header, raster) {
+      const [nk, nb, bins] = raster.shape;
+      const kinds = header.kind_codes;
+      const data = { image: [], x: [], y: [], dw: [], dh: [] };
+      let band = 0;
+      const order = RASTER_ORDER.map((k) => kinds.indexOf(k)).filter((s) => s >= 0);
+      header.bands.forEach((bands, c) => {
+        const img = new Uint32Array(bands * bins);
+        for (let j = 0; j < bands; j++) {
+          for (let x = 0; x < bins; x++) {
+            let r = 0;
+            let g = 0;
+            let bl = 0;
+            let a = 0;
+            for (const s of order) {
+              const v = raster[(s * nb + band + j) * bins + x];
+              if (!v) continue;
+              const code = kinds[s];
+              let alpha = v / 255;
+              const floor = RASTER_FLOOR[code];
+              if (floor !== undefined) alpha = Math.max(alpha, floor);
+              else alpha *= 0.92;
+              const [cr, cg, cb] = KIND_RGB[code] || [80, 80, 80];
+              // "over": this kind on top of what is below
+              const out = alpha + a * (1 - alpha);
+              r = (cr * alpha + r * a * (1 - alpha)) / out;
+              g = (cg * alpha + g * a * (1 - alpha)) / out;
+              bl = (cb * alpha + bl * a * (1 - alpha)) / out;
+              a = out;
+            }
+            img[j * bins + x] = a > 0 ? (((Math.round(a * 255) << 24) | (Math.round(bl) << 16) | (Math.round(g) << 8)
+              | Math.round(r)) >>> 0) : 0;
+          }
+        }
+        data.image.push(toNdarray(img, [bands, bins]));
+        data.x.push(header.window[0] * MS);
+        data.y.push(this.layout.offsets[c]);
+        data.dw.push((header.window[1] - header.window[0]) * MS);
+        data.dh.push(this.layout.clusters[c].processors);
+        band += bands;
+      });
+      this.rasterSource.data = data;
+    }
+
+    drawStrip(header, arrays) {
+      const busy = arrays["series.busy"];
+      const queue = arrays["series.queue"];
+      if (!busy) return;
+      const [C, bins] = busy.shape;
+      const [a, b] = header.window;
+      const width = (b - a) / bins;
+      const x = new Float64Array(bins);
+      for (let i = 0; i < bins; i++) x[i] = (a + (i + 0.5) * width) * MS;
+      const data = { x };
+      const totalBusy = new Float64Array(bins);
+      const totalQueue = new Float64Array(bins);
+      const capacity = this.layout.clusters.reduce((s, c) => s + c.processors, 0) || 1;
+      const frontier = this.finished ? Infinity : (this.frontier ?? Infinity);
+      for (let c = 0; c < C; c++) {
+        const p = this.layout.clusters[c] ? this.layout.clusters[c].processors : 1;
+        const bc = new Float64Array(bins);
+        const qc = new Float64Array(bins);
+        for (let i = 0; i < bins; i++) {
+          const after = a + i * width >= frontier;
+          bc[i] = after ? NaN : 100 * busy[c * bins + i] / p;
+          qc[i] = queue[c * bins + i];
+          totalBusy[i] += after ? NaN : busy[c * bins + i];
+          totalQueue[i] += queue[c * bins + i];
+        }
+        data[`busy_${c + 1}`] = bc;
+        data[`queue_${c + 1}`] = qc;
+      }
+      for (let i = 0; i < bins; i++) totalBusy[i] = 100 * totalBusy[i] / capacity;
+      data.busy_0 = totalBusy;
+      data.queue_0 = totalQueue;
+      this.stripSource.data = data;
+      let most = 1;
+      for (let i = 0; i < bins; i++) if (totalQueue[i] > most) most = totalQueue[i];
+      this.queueFigure.y_range.end = most * 1.08;
+    }
+
+    // --- The live stream ---------------------------------------------------------------------------
+    connect() {
+      const scheme = location.protocol === "https:" ? "wss" : "ws";
+      const ws = new WebSocket(`${scheme}://${location.host}${this.config.wsPath}?after=${this.lastSeq}`);
+      ws.binaryType = "arraybuffer";
+      this.socket = ws;
+      this.connectionsOpened++;
+      this.container.dataset.connections = String(this.connectionsOpened);
+      ws.addEventListener("open", () => {
+        this.retryMs = 500;
+        if (!this.ready) this.markReady();
+      });
+      ws.addEventListener("message", (event) => {
+        if (ws !== this.socket) return; // a connection given up on
+        try {
+          if (typeof event.data === "string") this.onChunk(JSON.parse(event.data), null);
+          else {
+            const started = performance.now();
+            const { header, arrays } = GridwebFrames.decode(event.data);
+            this.onChunk(header, arrays);
+            this.ingestMs += performance.now() - started;
+          }
+        } catch (err) {
+          console.error("gantt: bad message", err);
+        }
+        if (this.finished) ws.close(); // the status came: nothing more will
+      });
+      ws.addEventListener("close", (event) => {
+        if (ws !== this.socket) return;
+        this.socket = null;
+        if (this.finished) return;
+        if ([4400, 4403, 4404].includes(event.code)) {
+          if (this.options.modeLabel) this.options.modeLabel.textContent = `the stream refused this page (code ${event.code})`;
+          return;
+        }
+        setTimeout(() => this.connect(), this.retryMs); // reconnect and replay what was missed
+        this.retryMs = Math.min(RECONNECT_MAX_MS, this.retryMs * 2);
+      });
+    }
+
+    announce(name, detail) {
+      document.dispatchEvent(new CustomEvent(`gridweb:${name}`, { detail }));
+    }
+
+    onChunk(chunk, arrays) {
+      if (chunk.kind === "status") {
+        this.finished = ["done", "failed", "cancelled"].includes(chunk.status);
+        this.announce("status", { status: chunk.status, error: chunk.error || "" });
+        if (this.finished) {
+          this.frontierLine.visible = false;
+          this.tileStale = true;
+          this.requestTile(false); // the whole run, from what is stored
+        }
         return;
       }
-      setTimeout(connect, retryMs); // reconnect and replay what we missed (?after=lastSeq)
-      retryMs = Math.min(RECONNECT_MAX_MS, retryMs * 2);
+      if (typeof chunk.seq !== "number" || chunk.seq <= this.lastSeq) {
+        this.ignored++; // seen already: no duplicates
+        return;
+      }
+      if (chunk.seq !== this.lastSeq + 1) {
+        if (this.socket) this.socket.close(); // a gap: ask again from the last chunk held
+        return;
+      }
+      this.lastSeq = chunk.seq;
+      this.container.dataset.lastSeq = String(this.lastSeq);
+      if (chunk.kind === "segments") this.onSegments(chunk, arrays);
+      else if (chunk.kind === "progress") this.announce("progress", { fraction: chunk.fraction || 0, simTime: chunk.sim_time || 0 });
+      else if (chunk.kind === "metrics") this.announce("progress", { fraction: 1, simTime: this.frontier || 0 });
+    }
+
+    onSegments(chunk, arrays) {
+      if (chunk.omitted !== undefined || this.omitted) {
+        if (!this.omitted) {
+          this.omitted = true; // from now on: tiles
+          this.shownRows = null;
+        }
+        this.totalCount += chunk.omitted || 0;
+      } else {
+        const closed = GridwebFrames.rows(arrays, "s");
+        appendRows(this.streamed, closed, this.layout, false, null);
+        this.ingested += closed.t0.length;
+        this.totalCount = this.streamed.n;
+        if (!chunk.keep_open) this.openRaw = GridwebFrames.rows(arrays, "o");
+        this.streamDirty = true;
+      }
+      if (chunk.window) this.setFrontier(chunk.window[1]);
+      if (!chunk.keep_open && this.openRaw && !this.omitted) {
+        this.openRows.n = 0;
+        appendRows(this.openRows, this.openRaw, this.layout, true, this.frontier);
+      }
+      if (chunk.queued) this.queueSamples.push([this.frontier, chunk.queued]);
+      this.tileStale = true;
+      const begin = this.streamed.n ? this.streamed.data.t0[0] : (chunk.window ? chunk.window[0] : 0);
+      if (this.followData) this.fitRange(Math.min(begin, chunk.window ? chunk.window[0] : begin), this.frontier);
+      this.container.dataset.segmentsCount = String(this.segmentsCount());
+      this.container.dataset.rightmost = String(this.frontier);
+      if (chunk.fraction !== undefined) this.announce("progress", { fraction: chunk.fraction, simTime: chunk.sim_time || this.frontier || 0 });
+      this.viewChanged();
+    }
+
+    setFrontier(t) {
+      if (t === null || t === undefined || !Number.isFinite(t)) return;
+      this.frontier = this.frontier === null ? t : Math.max(this.frontier, t);
+      this.container.dataset.frontier = String(this.frontier);
+      if (!this.finished) {
+        this.frontierLine.location = this.frontier * MS;
+        this.frontierLine.visible = true;
+      }
+    }
+
+    segmentsCount() {
+      if (!this.finished && !this.omitted) return this.streamed.n + this.openRows.n;
+      return this.totalCount;
+    }
+
+    // --- Highlighting a job ---------------------------------------------------------------------
+    onTap(source) {
+      if (this.tapping) return;
+      const picked = source.selected.indices;
+      if (!picked.length) return;
+      const d = source.data;
+      const key = `${d.stream[picked[0]]}:${d.job_id[picked[0]]}`;
+      this.tapping = true;
+      source.selected.indices = [];
+      this.tapping = false;
+      this.highlightJob(key);
+    }
+
+    // Every segment of the job (key "stream:job_id"), from the server (at any zoom, whatever the
+    // page holds); resolves to how many there are.
+    async highlightJob(key) {
+      if (key === null) {
+        this.setHighlight(null, null);
+        return 0;
+      }
+      const [stream, jobId] = String(key).split(":");
+      const response = await fetch(`${this.config.jobUrl}?stream=${stream}&job_id=${jobId}`,
+        { credentials: "same-origin" });
+      if (!response.ok) return 0;
+      const { arrays } = GridwebFrames.decode(await response.arrayBuffer());
+      const rows = new Columns(ROW_TYPES);
+      appendRows(rows, GridwebFrames.rows(arrays, "s"), this.layout, false, null);
+      appendRows(rows, GridwebFrames.rows(arrays, "o"), this.layout, true, this.frontier);
+      return this.setHighlight(rows.n ? key : null, rows);
+    }
+
+    setHighlight(key, rows) {
+      const v = rows ? rows.view() : { left: [], right: [], bottom: [], top: [] };
+      this.highlightSource.data = { left: v.left, right: v.right, bottom: v.bottom, top: v.top };
+      this.highlighted = key === null ? null : { key, count: rows.n };
+      const dim = key === null ? 0.9 : 0.35;
+      for (const r of [this.byJob, this.byKind]) r.glyph.fill_alpha = dim;
+      this.rasterRenderer.glyph.global_alpha = key === null ? 1 : 0.45;
+      this.container.dataset.highlighted = String(key === null ? 0 : rows.n);
+      this.container.dataset.highlightedJob = key === null ? "" : key;
+      return key === null ? 0 : rows.n;
+    }
+
+    // A click on a raster: ask which segment lies under it, and highlight its job.
+    installRasterPointer() {
+      const el = this.plotView ? this.plotView.el : this.container;
+      const tip = document.createElement("div");
+      tip.className = "gantt-raster-tip";
+      tip.hidden = true;
+      this.container.append(tip);
+      this.rasterTip = tip;
+      const locate = (event) => {
+        if (this.mode !== "raster" || !this.plotView) return null;
+        const frame = this.plotView.frame;
+        const box = this.plotView.el.getBoundingClientRect();
+        const sx = event.clientX - box.left;
+        const sy = event.clientY - box.top;
+        if (sx < frame.bbox.left || sx > frame.bbox.right || sy < frame.bbox.top || sy > frame.bbox.bottom) return null;
+        const t = frame.x_scale.invert(sx) / MS;
+        const y = frame.y_scale.invert(sy);
+        const c = this.layout.offsets.findIndex((o, i) => y >= o && y < o + this.layout.clusters[i].processors);
+        if (c < 0) return null;
+        return { t, cluster: c, processor: Math.floor(y - this.layout.offsets[c]), sx, sy };
+      };
+      el.addEventListener("mousemove", (event) => {
+        const at = locate(event);
+        if (!at || !this.tile || this.tile.mode !== "raster") {
+          tip.hidden = true;
+          return;
+        }
+        tip.hidden = false;
+        tip.style.left = `${at.sx + 14}px`;
+        tip.style.top = `${at.sy + 14}px`;
+        tip.textContent = this.rasterText(at);
+      });
+      el.addEventListener("mouseleave", () => { tip.hidden = true; });
+      el.addEventListener("click", async (event) => {
+        const at = locate(event);
+        if (!at) return;
+        const response = await fetch(`${this.config.atUrl}?cluster=${at.cluster}&processor=${at.processor}&t=${at.t}`,
+          { credentials: "same-origin" });
+        if (!response.ok) return;
+        const { arrays } = GridwebFrames.decode(await response.arrayBuffer());
+        let rows = GridwebFrames.rows(arrays, "s");
+        if (!rows.t0.length) rows = GridwebFrames.rows(arrays, "o");
+        if (rows.t0.length) this.highlightJob(`${rows.stream[0]}:${rows.job_id[0]}`);
+        else this.highlightJob(null);
+      });
+    }
+
+    // What a raster pixel holds: the cluster, its time span and each kind's share of it.
+    rasterText(at) {
+      const t = this.tile;
+      const raster = this.tileArrays.raster;
+      const [, nb, bins] = raster.shape;
+      const x = Math.floor((at.t - t.window[0]) / (t.window[1] - t.window[0]) * bins);
+      if (x < 0 || x >= bins) return "";
+      const bands = t.bands[at.cluster];
+      const band = t.bands.slice(0, at.cluster).reduce((s, v) => s + v, 0)
+        + Math.min(bands - 1, Math.floor(at.processor / this.layout.clusters[at.cluster].processors * bands));
+      const width = (t.window[1] - t.window[0]) / bins;
+      const parts = [];
+      t.kind_codes.forEach((code, s) => {
+        const v = raster[(s * nb + band) * bins + x];
+        if (v) parts.push(`${KIND_NAMES[code]} ${Math.round(v / 2.55)}%`);
+      });
+      const c = this.layout.clusters[at.cluster];
+      return `${c.name} · ${fmtTime(t.window[0] + x * width)} – ${fmtTime(t.window[0] + (x + 1) * width)} · ` +
+        (parts.length ? parts.join(", ") : "idle");
+    }
+
+    // --- Colour and legend ----------------------------------------------------------------------
+    setColouring(by, chosen = true) {
+      this.colourBy = by === "kind" ? "kind" : "job";
+      if (chosen) this.userColour = true;
+      this.container.dataset.colour = this.colourBy;
+      if (this.options.colourSelect && this.options.colourSelect.value !== this.colourBy) {
+        this.options.colourSelect.value = this.colourBy;
+      }
+      this.setMode(this.mode);
+      this.drawLegend();
+    }
+
+    // Colour by kind by default as soon as the run has segments of another kind than "run".
+    kindsChanged() {
+      const special = [...this.kindsPresent].some((k) => k !== 0);
+      if (special && !this.userColour && this.colourBy !== "kind") this.setColouring("kind", false);
+      const key = [...this.kindsPresent].sort().join(",");
+      if (key !== this.legendKey) {
+        this.legendKey = key;
+        this.drawLegend();
+      }
+    }
+
+    drawLegend() {
+      const legend = this.options.legend;
+      if (!legend) return;
+      legend.innerHTML = "";
+      if (this.colourBy !== "kind" && this.mode === "rows") return;
+      for (let k = 0; k < KIND_NAMES.length; k++) {
+        if (!this.kindsPresent.has(k)) continue;
+        const item = document.createElement("span");
+        item.className = "legend-item";
+        item.dataset.kind = KIND_NAMES[k];
+        item.innerHTML = `<i style="background:${KIND_COLOURS[k]}"></i>`;
+        item.append(KIND_NAMES[k]);
+        legend.append(item);
+      }
+    }
+
+    // --- Replay of a finished run (a curtain over what has not happened yet) ---------------------
+    heldT0() {
+      const src = this.rowsSource.data;
+      return src.t0 || [];
+    }
+    revealedCount() {
+      const t0 = this.heldT0();
+      if (this.replayTime === null) return t0.length;
+      let n = 0;
+      for (let i = 0; i < t0.length; i++) if (t0[i] <= this.replayTime) n++;
+      return n;
+    }
+    span() {
+      if (this.tile && this.tile.span) return this.tile.span;
+      const t0 = this.heldT0();
+      return t0.length ? [t0[0], this.frontier || t0[t0.length - 1]] : [0, 1];
+    }
+    setTime(t) {
+      const [begin, end] = this.span();
+      if (t === null || t >= end) {
+        this.replayTime = null;
+        this.curtain.visible = false;
+        this.nowLine.visible = false;
+      } else {
+        this.replayTime = Math.max(begin, t);
+        this.curtain.left = this.replayTime * MS;
+        this.nowLine.location = this.replayTime * MS;
+        this.curtain.visible = true;
+        this.nowLine.visible = true;
+      }
+      const fraction = this.replayTime === null ? 1 : (this.replayTime - begin) / Math.max(end - begin, 1e-9);
+      const scrubber = this.options.scrubber;
+      if (scrubber) scrubber.value = String(Math.round(fraction * Number(scrubber.max)));
+      if (this.options.timeLabel) {
+        this.options.timeLabel.textContent = this.replayTime === null ? "end" : `${Math.round(this.replayTime).toLocaleString()} s`;
+      }
+      this.container.dataset.revealed = String(this.revealedCount());
+      this.container.dataset.replayTime = this.replayTime === null ? "" : String(this.replayTime);
+    }
+    play() {
+      const [begin, end] = this.span();
+      if (!(end > begin)) return;
+      if (this.replayTime === null) this.setTime(begin);
+      this.playing = true;
+      let last = null;
+      if (this.options.playButton) this.options.playButton.textContent = "Pause";
+      const frame = (now) => {
+        if (!this.playing) return;
+        const dt = last === null ? 0 : (now - last) / 1000;
+        last = now;
+        const seconds = Number(this.options.speedSelect ? this.options.speedSelect.value : 30);
+        this.setTime((this.replayTime === null ? begin : this.replayTime) + (end - begin) * dt / seconds);
+        if (this.replayTime === null) this.pause();
+        else requestAnimationFrame(frame);
+      };
+      requestAnimationFrame(frame);
+    }
+    pause() {
+      this.playing = false;
+      if (this.options.playButton) this.options.playButton.textContent = "Play";
+    }
+
+    // --- Frame times (what a zoom or pan costs), for benchmarks ----------------------------------
+    measureFrames() {
+      let last = null;
+      const tick = (now) => {
+        if (last !== null) {
+          this.frameTimes.push(now - last);
+          if (this.frameTimes.length > 2000) this.frameTimes.splice(0, 1000);
+        }
+        last = now;
+        requestAnimationFrame(tick);
+      };
+      requestAnimationFrame(tick);
+    }
+
+    markReady() {
+      this.ready = true;
+      this.container.dataset.ready = "true";
+      this.container.dataset.lastSeq = String(this.lastSeq);
+      this.timings.ready = performance.now();
+      this.announce("gantt-ready", { count: this.segmentsCount() });
+    }
+
+    start() {
+      return this.show().then(() => {
+        if (this.finished) this.requestTile(false);
+        else this.connect();
+        return this;
+      });
+    }
+
+    // --- Figures --------------------------------------------------------------------------------
+    async exportBlob(type) {
+      const view = this.rootView;
+      return view.export(type === "svg" ? "svg" : "png").to_blob();
+    }
+
+    hooks() {
+      const g = this;
+      return {
+        gantt: g,
+        get ready() { return g.ready; },
+        timings: g.timings,
+        get source() { return g.rowsSource; },
+        figure: g.figure,
+        segmentsCount: () => g.segmentsCount(),
+        heldCount: () => g.rowsSource.get_length() + g.openSource.get_length(),
+        lastSeq: () => g.lastSeq,
+        mode: () => (g.mode === "rows" ? "segments" : "raster"),
+        xRange: () => g.viewRange(),
+        zoomTo(start, end) {
+          g.followData = false;
+          g.xRange.setv({ start: start * MS, end: end * MS });
+        },
+        setView(choice) {
+          g.viewChoice = choice === "utilisation" || choice === "raster" ? "raster" : choice === "segments" ? "segments" : "auto";
+          g.viewChanged();
+        },
+        highlightJob: (key) => g.highlightJob(key),
+        highlightedKey: () => (g.highlighted ? g.highlighted.key : null),
+        highlightedCount: () => (g.highlighted ? g.highlighted.count : 0),
+        setColouring: (by) => g.setColouring(by),
+        setTime: (t) => g.setTime(t),
+        revealedCount: () => g.revealedCount(),
+        play: () => g.play(),
+        pause: () => g.pause(),
+        finished: () => g.finished,
+        connections: () => (g.socket ? g.connectionsOpened : g.finished && g.connectionsOpened === 0 ? 0 : g.connectionsOpened),
+        ignoredChunks: () => g.ignored,
+        dropConnection() {
+          if (g.socket) g.socket.close();
+        },
+        keyOf: (i) => `${g.rowsSource.data.stream[i]}:${g.rowsSource.data.job_id[i]}`,
+        segment: (i) => {
+          const d = g.rowsSource.data;
+          return { t0: d.t0[i], t1: d.t1[i], cluster: d.cluster[i], key: `${d.stream[i]}:${d.job_id[i]}` };
+        },
+        drawnCount() {
+          const view = g.plotView && g.plotView.renderer_views.get(g.colourBy === "kind" ? g.byKind : g.byJob);
+          return view && g.mode === "rows" ? view.glyph.data_size : 0;
+        },
+        screenPoint(i) {
+          const frame = g.plotView.frame;
+          const box = g.plotView.el.getBoundingClientRect();
+          const d = g.rowsSource.data;
+          return { x: box.left + frame.x_scale.compute((d.left[i] + d.right[i]) / 2),
+            y: box.top + frame.y_scale.compute((d.bottom[i] + d.top[i]) / 2) };
+        },
+        // a point inside cluster c at processor p and time t, in page coordinates
+        screenPointAt(c, p, t) {
+          const frame = g.plotView.frame;
+          const box = g.plotView.el.getBoundingClientRect();
+          return { x: box.left + frame.x_scale.compute(t * MS),
+            y: box.top + frame.y_scale.compute(g.layout.offsets[c] + p + 0.5) };
+        },
+        tile: () => g.tile,
+        frontier: () => g.frontier,
+        rightmost: () => g.frontier,
+        frameTimes: () => g.frameTimes.slice(),
+        resetFrameTimes() { g.frameTimes.length = 0; },
+        ingestStats: () => ({ rows: g.ingested, ms: g.ingestMs }),
+        exportBlob: (type) => g.exportBlob(type),
+      };
+    }
+  }
+
+  window.GridwebGantt = GridwebGantt;
+
+  // --- The run page's chart -------------------------------------------------------------------
+  const container = document.getElementById("gantt");
+  const configElement = document.getElementById("gantt-config");
+  if (!container || !configElement || typeof Bokeh === "undefined") return;
+  const config = JSON.parse(configElement.textContent);
+  const options = {
+    modeLabel: document.getElementById("gantt-mode"),
+    legend: document.getElementById("gantt-legend"),
+    colourSelect: document.getElementById("gantt-colour"),
+    scrubber: document.getElementById("gantt-scrubber"),
+    playButton: document.getElementById("gantt-play"),
+    speedSelect: document.getElementById("gantt-speed"),
+    timeLabel: document.getElementById("gantt-time"),
+  };
+  const gantt = new GridwebGantt(container, config, options);
+  window.gridwebGantt = gantt.hooks();
+  if (options.colourSelect) options.colourSelect.addEventListener("change", () => gantt.setColouring(options.colourSelect.value));
+  const viewSelect = document.getElementById("gantt-view");
+  if (viewSelect) viewSelect.addEventListener("change", () => window.gridwebGantt.setView(viewSelect.value));
+  if (options.playButton) options.playButton.addEventListener("click", () => (gantt.playing ? gantt.pause() : gantt.play()));
+  if (options.scrubber) {
+    options.scrubber.addEventListener("input", () => {
+      gantt.pause();
+      const [begin, end] = gantt.span();
+      gantt.setTime(begin + Number(options.scrubber.value) / Number(options.scrubber.max) * (end - begin));
     });
   }
-
-  async function loadAll() {
-    const payload = await segmentsRequest;
-    timings.fetched = performance.now();
-    kinds = payload.kinds || kinds;
-    lastSeq = payload.last_seq;
-    append(payload.columns || {});
-    timings.appended = performance.now();
-    setTime(null);
-  }
-
-  const hooks = {
-    source,
-    aggregateSource,
-    figure,
-    segmentRenderer,
-    aggregateRenderer,
-    ready: false,
-    timings,
-    segmentsCount: () => store.count,
-    lastSeq: () => lastSeq,
-    mode: () => mode,
-    renders: () => renders,
-    xRange: () => [xRange.start / MS, xRange.end / MS],
-    zoomTo(start, end) {
-      xRange.setv({ start: start * MS, end: end * MS });
-    },
-    setView(choice) {
-      viewChoice = choice;
-      queueUpdate();
-    },
-    highlightJob,
-    highlightedKey: () => highlightedKey,
-    highlightedCount: () => source.selected.indices.length,
-    setColouring,
-    setTime,
-    revealedCount,
-    play,
-    pause,
-    finished: () => finished,
-    connections: () => connections,
-    ignoredChunks: () => ignored,
-    // Drop the websocket as a network failure would: the page reconnects with ?after=lastSeq.
-    dropConnection() {
-      if (socket) socket.close();
-    },
-    visibleCount,
-    utilisation,
-    keyOf: (i) => store.key[i],
-    // How many rectangles Bokeh's glyph holds for drawing (what the segments renderer draws).
-    drawnCount() {
-      const view = plotView && plotView.renderer_views.get(segmentRenderer);
-      return view && segmentRenderer.visible ? view.glyph.data_size : 0;
-    },
-    // The centre of segment i in the page's (client) coordinates, for pointer tests.
-    screenPoint(i) {
-      const frame = plotView.frame;
-      const box = plotView.el.getBoundingClientRect();
-      const data = source.data;
-      const x = frame.x_scale.compute((data.left[i] + data.right[i]) / 2);
-      const y = frame.y_scale.compute((data.bottom[i] + data.top[i]) / 2);
-      return { x: box.left + x, y: box.top + y };
-    },
-    segment: (i) => ({ t0: store.t0[i], t1: store.t1[i], cluster: store.cluster[i], key: store.key[i] }),
-  };
-  window.gridwebGantt = hooks;
-
-  const viewSelect = document.getElementById("gantt-view");
-  if (viewSelect) viewSelect.addEventListener("change", () => hooks.setView(viewSelect.value));
-
-  Bokeh.Plotting.show(figure, container).then((view) => {
-    plotView = view;
-    timings.shown = performance.now();
-    setColouring(colourSelect ? colourSelect.value : "job");
-    if (finished) {
-      loadAll().then(() => {
-        updateView();
-        markReady();
-        timings.ready = performance.now();
-        announce("gantt-ready", { count: store.count });
-      }).catch((err) => {
-        if (modeLabel) modeLabel.textContent = `could not load the segments: ${err.message}`;
-        container.dataset.error = err.message;
-        announce("gantt-ready", { error: err.message });
-      });
-    } else {
-      connect();
-    }
+  gantt.start().then(() => {
+    if (window.GridwebFigureExport) window.GridwebFigureExport.attach(container, () => gantt.rootView, "gantt");
   });
 })();

@@ -124,6 +124,7 @@
         await Bokeh.embed.embed_item(item, box);
       }
       if (!Object.keys(plots).length) grid.innerHTML = '<p class="muted">No plots: the run measured no jobs.</p>';
+      if (window.GridwebFigureExport) window.GridwebFigureExport.attachAll(grid);
       grid.dataset.ready = "true";
     } catch (err) {
       grid.innerHTML = `<p class="field-error">Could not load the plots: ${err.message}</p>`;
