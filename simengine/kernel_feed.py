@@ -2,11 +2,10 @@
 streams while it runs (simengine.streaming.LiveGantt).
 
 Every cluster's compiled scheduler (:class:`~simengine.schedulers.base.ClusterSteps`) is
-advanced to the same time T, slice after slice; after each slice the jobs that started before
+advanced to the same time T, slice after slice (streaming.run_in_slices); after each slice the jobs that started before
 T are known, their processors are handed out by the same
 :class:`~simengine.gantt.ProcessorAssigner` the Result uses (so the rows are the Result's), the
-segments that ended before T are reported closed and the ones still running open. Slices grow
-or shrink to take about ``SLICE_SECONDS`` of wall time each.
+segments that ended before T are reported closed and the ones still running open.
 
 The frontier reported never passes a time after which the Result could still differ: the stop
 time once the ``run.stop.completions``-th completion is known, the horizon, and, while more
@@ -16,18 +15,12 @@ synthetic jobs may have to be drawn, the last job drawn of each endless stream
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 
 from simengine.gantt import EVENT_END, EVENT_START, EVENT_ZERO, KIND_RUN, ProcessorAssigner
 from simengine.schedulers.base import ClusterSteps
-from simengine.streaming import LiveGantt, concat_rows, empty_rows, take_rows
-
-#: wall-clock seconds a slice should take
-SLICE_SECONDS = 0.1
-#: the first slice is this share of the expected span (then slices grow geometrically)
-FIRST_SLICE = 1 / 4096
+from simengine.streaming import LiveGantt, concat_rows, empty_rows, run_in_slices, take_rows
 
 
 class _Cluster:
@@ -104,32 +97,44 @@ def feed_live(live: LiveGantt, steppers: list[tuple[int, np.ndarray, ClusterStep
     if math.isfinite(horizon):
         expected = min(expected, horizon)
     live.expect(begin, expected)
-    step = max((expected - begin) * FIRST_SLICE, 1e-9)
-    T = begin
-    t_stop = horizon
-    done_before, pending_ends = 0, np.zeros(0)
-    while not all(cl.steps.done for cl in clusters):
-        T = T + step
-        wall = time.perf_counter()
+    stop = StopTime(completions, horizon)
+
+    def advance(T: float) -> bool:
         for cl in clusters:
             cl.steps.advance(T)
-        ends = [cl.feed(T) for cl in clusters]
-        if completions and t_stop == horizon:
-            pending_ends = np.concatenate([pending_ends, *ends])
-            before = pending_ends[pending_ends < T]
-            if done_before + len(before) >= completions:
-                t_stop = min(horizon, float(np.sort(before)[completions - done_before - 1]))
-            done_before += len(before)
-            pending_ends = pending_ends[pending_ends >= T]
-        F = min(T, t_stop, drawn_until)
+        return all(cl.steps.done for cl in clusters)
+
+    def report(T: float) -> bool:
+        stop.add_ends(np.concatenate([cl.feed(T) for cl in clusters]), T)
+        F = min(T, stop.time, drawn_until)
         closed, opened = zip(*(cl.report(F, jobs.job_id, jobs.stream) for cl in clusters))
         queued = [0] * len(processors)
         for cl in clusters:
             queued[cl.c] = len(cl.waiting)
         live.update(F, concat_rows(list(closed)), concat_rows(list(opened)), queued)
-        if T >= t_stop or T >= drawn_until:
-            break  # nothing more can be streamed before the Result: run the rest in one go
-        took = time.perf_counter() - wall
-        step *= min(4.0, max(0.5, SLICE_SECONDS / max(took, 1e-6)))
+        return T >= stop.time or T >= drawn_until
+
+    run_in_slices(begin, expected, advance, report)
     for cl in clusters:
         cl.steps.to_end()
+
+
+class StopTime:
+    """When a run stopped by ``completions`` (or its horizon) stops, learnt slice by slice: after
+    the ends before T are all known (``add_ends``), either the completions-th end is among them
+    (``time``) or it is at or after T."""
+
+    def __init__(self, completions: int | None, horizon: float):
+        self.completions, self.time = completions, horizon
+        self.done = 0
+        self.pending = np.zeros(0)
+
+    def add_ends(self, ends: np.ndarray, T: float) -> None:
+        if not self.completions or self.time < math.inf and self.done >= self.completions:
+            return
+        self.pending = np.concatenate([self.pending, ends])
+        before = self.pending[self.pending < T]
+        if self.done + len(before) >= self.completions and self.done < self.completions:
+            self.time = min(self.time, float(np.sort(before)[self.completions - self.done - 1]))
+        self.done += len(before)
+        self.pending = self.pending[self.pending >= T]

@@ -16,17 +16,18 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from typing import Callable
 
-import numpy as np
 
 from simengine.results import Result, assemble_result
 from simengine.scenario import Scenario, load_scenario, trace_base_dir
-from simengine.streaming import ChunkEmitter, ProgressCallback
+from simengine.streaming import ChunkEmitter, LiveGantt, ProgressCallback
 
-#: replicate(scenario, r, with_segments, on_step) -> (job rows, segments or None, metrics, series or
-#: None, notes); a module-level function, so that a pool worker can be handed it. ``on_step``
-#: (None, or a callable taking the fraction of the replication done and its simulated time) is
-#: for models whose replication takes long enough to report on the way; others ignore it.
-Replicate = Callable[[Scenario, int, bool, "Callable[[float, float], None] | None"],
+#: replicate(scenario, r, with_segments, on_step, live) -> (job rows, segments or None, metrics,
+#: series or None, notes); a module-level function, so that a pool worker can be handed it.
+#: ``on_step`` (None, or a callable taking the fraction of the replication done and its simulated
+#: time) is for models whose replication takes long enough to report on the way; ``live`` (None,
+#: or replication 0's streaming.LiveGantt) for models that stream their Gantt while they simulate
+#: (a model that does not is streamed at the end of the replication); others ignore them.
+Replicate = Callable[[Scenario, int, bool, "Callable[[float, float], None] | None", "LiveGantt | None"],
                      tuple[dict, dict | None, dict, dict | None, list]]
 
 #: least wall-clock seconds between two progress reports from inside replication 0
@@ -49,9 +50,10 @@ def run_replications(scenario: Scenario, on_progress: ProgressCallback | None, r
     emit = ChunkEmitter(on_progress)
     R = scenario.run.replications
     t0 = time.perf_counter()
-    cols, segments, metrics, series, notes = replicate(scenario, 0, True, _step_reporter(emit, R))
-    emit.segments(segments, cols)
-    emit.progress(1 / R, float(np.nanmax(cols["end"], initial=0.0)))
+    live = emit.live(R)
+    cols, segments, metrics, series, notes = replicate(scenario, 0, True, _step_reporter(emit, R), live)
+    if live is not None:
+        live.finish(segments, cols)
     kept, values, notes = [cols], [metrics], list(notes)
     first_seconds = time.perf_counter() - t0
 
@@ -76,7 +78,7 @@ def run_replications(scenario: Scenario, on_progress: ProgressCallback | None, r
             pool.shutdown(wait=True, cancel_futures=True)
     else:
         for r in rest:
-            add(r, replicate(scenario, r, False, None))
+            add(r, replicate(scenario, r, False, None, None))
     result = assemble_result(scenario, kept, values, segments, series or {}, notes)
     result.engine_seconds = time.perf_counter() - t0
     emit.metrics(result.metrics)
@@ -112,4 +114,4 @@ def _pool_size(workers: int | None, remaining: int, first_seconds: float) -> int
 
 def _replicate_in_worker(args):
     replicate, scenario_json, base_dir, r = args
-    return replicate(load_scenario(scenario_json, base_dir=base_dir), r, False, None)
+    return replicate(load_scenario(scenario_json, base_dir=base_dir), r, False, None, None)

@@ -28,6 +28,10 @@ import numpy as np
 CHUNK_ROWS = 65536
 #: wall-clock seconds between two live chunks (docs promise at most 0.5 s)
 LIVE_INTERVAL = 0.4
+#: wall-clock seconds a slice of simulated time should take (run_in_slices)
+SLICE_SECONDS = 0.1
+#: the first slice is this share of the expected span (then slices grow geometrically)
+FIRST_SLICE = 1 / 4096
 
 #: the columns of a streamed segment row: MODELS.md §8's segment, the job named by its
 #: ``job_id`` within its ``stream`` (as jobs.csv names it)
@@ -194,6 +198,27 @@ class LiveGantt:
             w0 = w1
         self.sent_until = until
         self.last_sent = self.clock()
+
+
+def run_in_slices(begin: float, expected_end: float, advance: Callable[[float], bool],
+                  report: Callable[[float], bool]) -> None:
+    """Drive a resumable simulation to its end in slices of simulated time: ``advance(T)``
+    handles every event before T (True when nothing is left), then ``report(T)`` tells the live
+    Gantt what the slice showed (True: nothing more can be streamed before the Result, so the
+    rest runs in one go). Slices start small and grow or shrink to take about SLICE_SECONDS of
+    wall time each, so chunks flow from the first moments of a long run."""
+    step = max((expected_end - begin) * FIRST_SLICE, 1e-9) if math.isfinite(expected_end) else 1.0
+    T = begin
+    while True:
+        T = T + step
+        wall = time.perf_counter()
+        done = advance(T)
+        if report(T) or done:
+            if not done:
+                advance(math.inf)
+            return
+        took = time.perf_counter() - wall
+        step *= min(4.0, max(0.5, SLICE_SECONDS / max(took, 1e-6)))
 
 
 def _split(t1: np.ndarray, size: int) -> list[tuple[int, int]]:

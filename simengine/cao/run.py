@@ -277,7 +277,7 @@ def _metrics(cols, seg, foreign, clusters, t_warm: float, t_stop: float) -> dict
     return out
 
 
-def replicate(scenario: Scenario, r: int, with_segments: bool, on_step=None):
+def replicate(scenario: Scenario, r: int, with_segments: bool, on_step=None, live=None):
     """One replication in :func:`simengine.replications.run_replications`'s terms."""
     rep = simulate_replication(scenario, r, on_step)
     return (*finish(scenario, rep, r, with_segments=with_segments), rep.notes)

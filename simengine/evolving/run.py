@@ -103,7 +103,7 @@ def _replication(scenario: Scenario, r: int, with_segments: bool):
     return jobs, seg, metrics
 
 
-def replicate(scenario: Scenario, r: int, with_segments: bool, on_step=None):
+def replicate(scenario: Scenario, r: int, with_segments: bool, on_step=None, live=None):
     """One replication in :func:`simengine.replications.run_replications`'s terms (offline and
     quick: no step reports)."""
     jobs, seg, metrics = _replication(scenario, r, with_segments=with_segments)

@@ -168,6 +168,7 @@ class ClusterSim:
         self.resumes = [0] * n
         self.lost = [0.0] * n
         self.pieces: list[tuple] = []
+        self.completed: list[int] = []  # jobs that finished their work, in the order they did
         # the current (or next) run of each job
         self.run_start = [NAN] * n
         self.run_start_a = np.full(n, NAN)  # the same, for compiled views
@@ -206,6 +207,7 @@ class ClusterSim:
         self.repaired = False
         self._arrived = 0
         self._requested = 0
+        self.finished = False
 
     # ---- helpers --------------------------------------------------------------------------------
 
@@ -319,6 +321,7 @@ class ClusterSim:
         del self.running[j]
         self.state[j] = DONE
         self.end[j] = t
+        self.completed.append(j)
         self.pieces.append((("j", j), self.run_start[j], t, KIND_RUN, self.procs[j]))
         if not (self.cons and self.pact[j] == 0):
             self._release(self.procs[j])
@@ -519,9 +522,11 @@ class ClusterSim:
 
     # ---- the main loop --------------------------------------------------------------------------
 
-    def run(self, on_step: Callable[[float, float], None] | None = None) -> "ClusterSim":
+    def run(self, on_step: Callable[[float, float], None] | None = None, until: float = INF) -> "ClusterSim":
         """Simulate until nothing is left to happen or the horizon; ``on_step(fraction of the
-        jobs arrived, now)`` is called every STEP_EVENTS event times (progress of a long run)."""
+        jobs arrived, now)`` is called every STEP_EVENTS event times (progress of a long run).
+        With ``until``: stop before the first event at or after it (call again to go on; the
+        live Gantt advances every cluster slice by slice). ``finished`` says nothing is left."""
         self.ars_by_index = {r.index: r for r in self.ars}
         n = self.n
         until_step = STEP_EVENTS
@@ -537,6 +542,9 @@ class ClusterSim:
             if self.cons and self.next_start < t:
                 t = self.next_start
             if t == INF or t > self.horizon:
+                self.finished = True
+                break
+            if t >= until:
                 break
             if on_step is not None:
                 until_step -= 1

@@ -31,7 +31,7 @@ from simengine.replications import run_replications
 from simengine.results import (JOB_DTYPES, Result, order_job_rows, percentile_linear, segment_series,
                                warm_up_by_completions)
 from simengine.scenario import Scenario
-from simengine.streaming import ProgressCallback
+from simengine.streaming import LIVE_COLUMNS, LiveGantt, ProgressCallback, empty_rows, live_rows, run_in_slices
 from simengine.workload import STATUS_COMPLETED, STATUS_KILLED, STATUS_REJECTED, STATUS_UNFINISHED
 
 #: name of the job stream the reservations' rows belong to (its index: number of workload streams)
@@ -61,7 +61,8 @@ def _reservations_on(scenario: Scenario, c: int) -> list[AdvanceReservation]:
 class _Replication:
     """One replication's simulated clusters and workload, before the stop rule."""
 
-    def __init__(self, scenario: Scenario, replication: int, counts: list[int] | None, on_step=None):
+    def __init__(self, scenario: Scenario, replication: int, counts: list[int] | None, on_step=None,
+                 live: LiveGantt | None = None):
         from simengine.runner import _horizon, _prepare  # the runner imports this module lazily
 
         self.scenario = scenario
@@ -86,15 +87,21 @@ class _Replication:
             if not len(idx) and not ars:
                 continue
             step = float(spec.scheduler.params.get("overrun_step", 60.0))
-            # the clusters run one after another: a step reports the share of all jobs passed
-            report = None if on_step is None else (
-                lambda f, t, before=sum(len(i) for _, i, _ in self.sims), m=len(idx):
-                on_step((before + f * m) / max(n, 1), t))
-            sim = ClusterSim(spec.processors, spec.scheduler.name, jobs.submit[idx], runtime[idx], estimate[idx],
-                             jobs.processors[idx], jobs.extra["priority"][idx], ars,
-                             preemption_mode(spec.preemption), step, horizon).run(report)
-            self.sims.append((c, idx, sim))
+            self.sims.append((c, idx, ClusterSim(spec.processors, spec.scheduler.name, jobs.submit[idx], runtime[idx],
+                                                 estimate[idx], jobs.processors[idx], jobs.extra["priority"][idx],
+                                                 ars, preemption_mode(spec.preemption), step, horizon)))
             self.ars += ars
+        if live is not None:
+            _feed_live(self, live, horizon)
+        else:
+            before = 0
+            for c, idx, sim in self.sims:
+                # the clusters run one after another: a step reports the share of all jobs passed
+                report = None if on_step is None else (
+                    lambda f, t, before=before, m=len(idx): on_step((before + f * m) / max(n, 1), t))
+                sim.run(report)
+                before += len(idx)
+        for c, idx, sim in self.sims:
             self.first_start[idx] = sim.first_start
             self.end[idx] = sim.end
             self.state[idx] = sim.state
@@ -120,11 +127,92 @@ class _Replication:
         return streams_cover(self.scenario, self.jobs, *self.kth_end(completions))
 
 
-def _simulate(scenario: Scenario, replication: int, on_step=None) -> _Replication:
+def _feed_live(rep: _Replication, live: LiveGantt, horizon: float) -> None:
+    """Advance every cluster together, slice by slice, and stream what each slice closed and
+    what is in progress (simengine.streaming). Rows are named as finish() names them: a job by its
+    job id and stream, a reservation by its index + 1 in the reservations' stream."""
+    from simengine.kernel_feed import StopTime
+    from simengine.runner import _drawn_until
+
+    live.restart()
+    scenario, jobs = rep.scenario, rep.jobs
+    if not len(jobs) and not rep.ars:
+        return
+    completions = scenario.run.stop.completions
+    drawn_until = _drawn_until(scenario, jobs)
+    begin = float(jobs.submit[0]) if len(jobs) else min(r.request_time for r in rep.ars)
+    expected = (float(jobs.submit[min(completions, len(jobs)) - 1]) if completions and len(jobs) else
+                float(jobs.submit[-1]) if len(jobs) else max(r.end for r in rep.ars))
+    live.expect(begin, min(expected, horizon))
+    reservation_stream = len(scenario.workload.streams)
+    stop = StopTime(completions, horizon)
+    taken = [0] * len(rep.sims)  # pieces of each simulator reported so far
+    done = [0] * len(rep.sims)  # completions of each simulator counted so far
+    held: list[tuple] = []  # closed pieces not reported yet (they end at or after the frontier)
+
+    def named(c: int, idx: np.ndarray, pieces: list[tuple]) -> list[tuple]:
+        out = []
+        for owner, s0, s1, kind, procs in pieces:
+            if owner[0] == "j":
+                g = int(idx[owner[1]])
+                job_id, stream = int(jobs.job_id[g]), int(jobs.stream[g])
+            else:
+                job_id, stream = owner[1] + 1, reservation_stream
+            for first, count in _blocks(procs):
+                out.append((c, first, count, s0, s1, kind, 0, job_id, stream))
+        return out
+
+    def rows(items: list[tuple]) -> dict[str, np.ndarray]:
+        if not items:
+            return empty_rows()
+        columns = list(zip(*items))
+        return live_rows(dict(zip(LIVE_COLUMNS, columns)), len(items))
+
+    def advance(T: float) -> bool:
+        for _, _, sim in rep.sims:
+            sim.run(until=T)
+        return all(sim.finished for _, _, sim in rep.sims)
+
+    def report(T: float) -> bool:
+        ends = []
+        for k, (c, idx, sim) in enumerate(rep.sims):
+            held.extend(named(c, idx, sim.pieces[taken[k]:]))
+            taken[k] = len(sim.pieces)
+            ends += [sim.end[j] for j in sim.completed[done[k]:]]
+            done[k] = len(sim.completed)
+        stop.add_ends(np.array(ends, np.float64), T)
+        F = min(T, stop.time, drawn_until)
+        closed = [row for row in held if row[4] < F]
+        held[:] = [row for row in held if row[4] >= F]
+        opened = []
+        for c, idx, sim in rep.sims:
+            opened += named(c, idx, _open_pieces(sim))
+        opened = [row for row in opened if row[3] < F]
+        queued = [0] * len(scenario.platform.clusters)
+        for c, _, sim in rep.sims:
+            queued[c] = sim.qn
+        live.update(F, rows(closed), rows(opened), queued)
+        return T >= stop.time or T >= drawn_until
+
+    run_in_slices(begin, expected, advance, report)
+
+
+def _simulate(scenario: Scenario, replication: int, on_step=None, live: LiveGantt | None = None) -> _Replication:
     from simengine.runner import until_enough
 
-    return until_enough(scenario, lambda counts: _Replication(scenario, replication, counts, on_step),
+    return until_enough(scenario, lambda counts: _Replication(scenario, replication, counts, on_step, live),
                         lambda rep: rep.enough())
+
+
+def _open_pieces(sim: ClusterSim) -> list[tuple]:
+    """What is in progress on a simulator now: running jobs and suspended jobs' gaps (t1
+    unknown: NaN), open reservation windows (until their end)."""
+    pieces = [(("j", j), sim.run_start[j], math.nan, KIND_RUN, sim.procs[j]) for j in sim.running]
+    pieces += [(("j", j), sim.susp_at[j], math.nan, KIND_SUSPENDED, sim.procs[j]) for j in sim.suspended]
+    for r in sim.ars:
+        if r.status == AR_ACTIVE:
+            pieces.append((("r", r.index), r.start, r.end, KIND_RESERVATION, r.procs))
+    return pieces
 
 
 def _blocks(procs: tuple) -> list[tuple[int, int]]:
@@ -296,9 +384,9 @@ def finish(rep: _Replication, replication: int, with_segments: bool):
     return cols, segments, metrics, series
 
 
-def replicate(scenario: Scenario, r: int, with_segments: bool, on_step=None):
+def replicate(scenario: Scenario, r: int, with_segments: bool, on_step=None, live: LiveGantt | None = None):
     """One replication in :func:`simengine.replications.run_replications`'s terms."""
-    rep = _simulate(scenario, r, on_step)
+    rep = _simulate(scenario, r, on_step, live)
     return (*finish(rep, r, with_segments=with_segments), rep.notes)
 
 

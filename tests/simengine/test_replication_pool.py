@@ -48,23 +48,26 @@ def test_when_the_pool_is_used():
 @pytest.mark.parametrize("path, loop", [("cao-scojo-rars.yaml", "simengine.cao.engine"),
                                         ("reservations-preemption.yaml", "simengine.local.cluster")])
 def test_a_long_replication_reports_progress_on_the_way(monkeypatch, path, loop):
-    # The event loops report every STEP_EVENTS events; with the throttle off every report goes
-    # out: fractions rise inside replication 0 (below 1/R) before its segments are sent.
+    # The event loops report every STEP_EVENTS events, the live Gantt every slice of simulated
+    # time; with the throttles off every report goes out: fractions rise inside replication 0
+    # (below 1/R) before its last segments are sent.
     import importlib
 
     import simengine.replications as replications
+    from simengine import streaming
 
     monkeypatch.setattr(importlib.import_module(loop), "STEP_EVENTS", 50)
     monkeypatch.setattr(replications, "STEP_REPORT_SECONDS", 0.0)
+    monkeypatch.setattr(streaming, "LIVE_INTERVAL", 0.0)
     s = _with(path, replications=2)
     chunks = []
     simengine.run(s, workers=1, on_progress=chunks.append)
-    first_segments = next(i for i, c in enumerate(chunks) if c["kind"] == "segments")
-    inside = [c for c in chunks[:first_segments] if c["kind"] == "progress"]
+    last_of_first = next(i for i, c in enumerate(chunks) if c["kind"] == "segments" and c["final"])
+    inside = [c for c in chunks[:last_of_first] if c["kind"] in ("progress", "segments")]
     assert len(inside) >= 3
     fractions = [c["fraction"] for c in inside]
     assert fractions == sorted(set(fractions)) and 0 < fractions[0] and fractions[-1] < 0.5
     times = [c["sim_time"] for c in inside]
     assert times == sorted(times) and times[-1] > 0
-    every = [c["fraction"] for c in chunks if c["kind"] == "progress"]
+    every = [c["fraction"] for c in chunks if c["kind"] == "progress" or "fraction" in c]
     assert every == sorted(every) and every[-1] == pytest.approx(1.0)
