@@ -86,6 +86,8 @@ def _raster(cluster, first, procs, t0, t1, kind, blocks, block, a, b, bins, band
             if s1 <= s0:
                 continue
             slot = kind_slot[kind[i]]
+            if slot < 0:  # a kind not asked for
+                continue
             c = cluster[i]
             h = band_size[c]
             p0 = float(first[i])
@@ -165,14 +167,15 @@ class SegmentTable:
 
     def raster(self, a: float, b: float, bins: int, bands: list[int], processors: list[int],
                kinds: list[int]) -> np.ndarray:
-        """Occupancy ``[len(kinds), sum(bands), bins]`` (float32, 0..1) of [a, b)."""
+        """Occupancy ``[len(kinds), sum(bands), bins]`` (float32, 0..1) of [a, b) by the segments
+        of ``kinds`` (codes), in that order; other kinds are left out."""
         out = np.zeros((len(kinds), int(sum(bands)), int(bins)), np.float32)
         if not self.n or b <= a or not kinds:
             return out
         band_start = np.zeros(len(bands) + 1, np.int64)
         np.cumsum(bands, out=band_start[1:])
         band_size = np.array([p / max(nb, 1) for p, nb in zip(processors, bands)], np.float64)
-        slot = np.full(len(KIND_NAMES) + 1, 0, np.int64)
+        slot = np.full(len(KIND_NAMES) + 1, -1, np.int64)
         for s, k in enumerate(kinds):
             slot[k] = s
         c = self.columns

@@ -41,6 +41,8 @@ MAX_BINS = 4096
 #: kinds that keep processors busy (a reservation window and a suspended job's gap do not: the
 #: job in the window, the preemptor in the gap are drawn over them)
 BUSY_KINDS = [KIND_NAMES.index(k) for k in KIND_NAMES if k not in ("reservation", "suspended")]
+#: kinds other segments lie over: sent first, so that they are drawn underneath
+UNDER_KINDS = [KIND_NAMES.index("reservation"), KIND_NAMES.index("suspended")]
 #: segment-chunk tables kept in this process, and their rows in all
 TABLES_KEPT, TABLE_ROWS_KEPT = 8, 40_000_000
 
@@ -264,6 +266,11 @@ def tile(run: Run, a: float | None, b: float | None, width: int, height: int) ->
             pa, pb = a, b
             which, total = source.table.select(pa, pb, ROWS_CAP)
         rows = source.table.rows(which)
+        # drawn in this order: windows and suspended gaps first, so what runs in them is on top
+        under = np.isin(rows["kind"], UNDER_KINDS)
+        if under.any():
+            order = np.argsort(~under, kind="stable")
+            rows = {k: v[order] for k, v in rows.items()}
         opened = _open_in(source, pa, pb)
         header |= {"mode": "rows", "window": [pa, pb], "n": int(len(which)), "n_open": int(len(opened))}
         arrays = frames.wire_rows(rows, "s") | frames.wire_rows({k: v[opened] for k, v in source.open_rows.items()},

@@ -35,6 +35,7 @@
     element.dataset.exportable = "true";
     const bar = document.createElement("div");
     bar.className = "figure-export";
+    bar.dataset.for = name;
     for (const type of ["svg", "png"]) {
       const button = document.createElement("button");
       button.type = "button";

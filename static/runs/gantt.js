@@ -38,7 +38,8 @@
   const OUTLINED = new Set([KIND_CLAIMED, KIND_RESERVATION]);
   // In a raster pixel, these show with at least this opacity whenever they cover any of it.
   const RASTER_FLOOR = { 1: 0.85, 2: 0.6, 4: 0.8, 6: 0.7 };
-  const RASTER_ORDER = [0, 5, 6, 3, 4, 2, 1]; // drawn first to last (last on top)
+  // drawn first to last (last on top): a suspended job's gap lies under the preemptor running there
+  const RASTER_ORDER = [3, 0, 5, 6, 4, 2, 1];
   const BAND_COLOURS = ["#eef3fa", "#faf6ee"];
   const STRIP_COLOURS = ["#3b75af", "#e07b39", "#2f9e8f", "#8e6cbf", "#d64545", "#7f7f7f", "#bcbd22", "#17becf"];
   const EXACT_IN_VIEW = 25000; // streamed rows drawn as rectangles at most (more: a raster tile)
@@ -195,6 +196,7 @@
       this.ingested = 0;
       this.ingestMs = 0;
       this.queueSamples = []; // live: [time, queued per cluster]
+      container.dataset.colour = this.colourBy;
       this.build();
     }
 
@@ -269,14 +271,22 @@
         source: this.highlightSource, fill_alpha: 0, line_color: "#111", line_width: 2,
       });
       const names = (list) => new Bokeh.CustomJSHover({ code: `return (${JSON.stringify(list)})[value] ?? String(value)` });
+      // a reservation's row is named by the reservation (its job id is its index + 1)
+      const jobName = new Bokeh.CustomJSHover({
+        args: { reservations: this.config.reservations || [], reservationStream: this.config.reservationStream ?? -1 },
+        code: "try { const ds = special_vars.glyph_view.parent.model.data_source; " +
+          "if (ds.data.stream[special_vars.index] === reservationStream) return reservations[value - 1] ?? String(value); " +
+          "} catch (err) { /* a plain job id */ } return String(value)",
+      });
       this.hover = new Bokeh.HoverTool({
         renderers: [this.byJob, this.byKind, this.openRenderer, this.outlines],
         tooltips: [
-          ["job", "@job_id{0}"], ["stream", "@stream{stream}"], ["cluster", "@cluster{cluster}"],
+          ["job", "@job_id{custom}"], ["stream", "@stream{custom}"], ["cluster", "@cluster{custom}"],
           ["processors", "@first–@last"], ["t0", "@t0{0,0.[000]} s"], ["t1", "@t1{0,0.[000]} s"],
-          ["kind", "@kind{kind}"],
+          ["kind", "@kind{custom}"],
         ],
         formatters: {
+          "@job_id": jobName,
           "@stream": names(this.streamNames), "@cluster": names(layout.clusters.map((c) => c.name)),
           "@kind": names(KIND_NAMES),
         },
@@ -386,12 +396,15 @@
       });
     }
 
-    // Which rows are in view among the streamed ones (typed loop over at most STREAM_LIMIT rows).
-    streamedInView(a, b) {
-      const d = this.streamed.data;
+    // How many of the rows held are in view (typed loop over at most STREAM_LIMIT rows).
+    static inView(columns, a, b) {
+      const d = columns.data;
       let n = 0;
-      for (let i = 0; i < this.streamed.n; i++) if (d.t0[i] < b && d.t1[i] >= a) n++;
-      return n + this.openRows.n;
+      for (let i = 0; i < columns.n; i++) if (d.t0[i] < b && d.t1[i] >= a) n++;
+      return n;
+    }
+    streamedInView(a, b) {
+      return GridwebGantt.inView(this.streamed, a, b) + this.openRows.n;
     }
 
     // Decide what to draw for the current view: the streamed rows, the tile's rows or its raster.
@@ -544,7 +557,8 @@
           this.shownRows = "tile";
           this.tileShownAs = t;
         }
-        this.setMode("rows", t.n + t.n_open);
+        const [a, b] = this.viewRange();
+        this.setMode("rows", GridwebGantt.inView(this.tileRows, a, b) + GridwebGantt.inView(this.tileOpen, a, b));
       } else {
         this.shownRows = null;
         this.setMode("raster", t.visible);

@@ -97,3 +97,13 @@ def test_bands_follow_the_plot_height_and_never_exceed_the_processors():
     assert 94 <= sum(bands_for([128, 64], 96)) <= 96 + 2  # about a band per pixel row (less the gap)
     assert bands_for([128, 64], 10_000) == [128, 64]
     assert all(b >= 1 for b in bands_for([1000, 3], 10))
+
+
+def test_kinds_not_asked_for_are_left_out_of_the_raster():
+    rows = random_rows(600, seed=3)
+    table = SegmentTable(rows)
+    only_run = table.raster(0, 1000, 20, [4, 2], PROCESSORS, [0])
+    np.testing.assert_allclose(only_run, table.raster(0, 1000, 20, [4, 2], PROCESSORS, [0, 1, 2])[:1], atol=1e-6)
+    kept = rows["kind"] == 0
+    np.testing.assert_allclose(only_run, brute_raster({k: v[kept] for k, v in rows.items()}, 0, 1000, 20, [4, 2],
+                                                      [0]), atol=2e-5)

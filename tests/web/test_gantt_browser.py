@@ -1,26 +1,29 @@
 """The run page's Gantt chart in a real browser (headless Chromium driven by Playwright).
 
 Embedded mode against Django's ``live_server``: finished runs (executed synchronously with the
-engine) load their segments in one request. The counts the page reports are checked against the
-run's stored result arrays, read here with numpy. Then the full stack: a page that watches a run
-live over the websocket, and loses its connection half-way, ends with exactly the run's segments.
+engine) are drawn from level-of-detail tiles. What the page draws is checked against the run's
+stored result, read here with numpy: the exact segments of a small run, the occupancy raster of a
+big one and the single jobs once zoomed in, hover and click-to-highlight at both levels, colours,
+replay, and the SVG / PNG export. The live view over the full stack is in test_gantt_live_browser.py.
 Screenshots go to artifacts/screenshots/.
 """
 
 from __future__ import annotations
 
-import io
 import json
+import struct
 import time
+import xml.etree.ElementTree as ET
 from collections import Counter
 
 import numpy as np
 import pytest
 from django.test import Client
 
+from gridweb.runs import result_store
 from gridweb.runs.demo import TRACES, demo_user, store_demo_trace, trace_spec
 from gridweb.runs.execution import execute_run
-from gridweb.runs.models import Run, Status
+from gridweb.runs.models import Run, RunResult, Status
 from gridweb.runs.services import create_run
 from gridweb.sharing import Visibility
 from tests.conftest import ROOT
@@ -28,7 +31,6 @@ from tests.conftest import ROOT
 pytestmark = pytest.mark.slow
 
 SCREENSHOTS = ROOT / "artifacts" / "screenshots"
-KIND_RUN_COLOUR = "#3b75af"  # static/runs/gantt.js, KIND_COLOURS.run
 
 
 def small_spec(name: str = "browser run") -> dict:
@@ -52,17 +54,13 @@ def finished_run(owner, spec: dict, visibility=Visibility.PUBLIC) -> Run:
 
 
 def stored_segments(run: Run) -> dict[str, np.ndarray]:
-    """The run's segments from its stored result, plus each segment's job id and stream."""
-    with np.load(io.BytesIO(bytes(run.result.npz))) as npz:
-        segments = {k.removeprefix("segments_"): npz[k] for k in npz.files if k.startswith("segments_")}
-        rows = segments["job"].astype(int)
-        segments["job_id"] = npz["jobs_job_id"][rows]
-        segments["stream"] = npz["jobs_stream"][rows]
-    return segments
+    """The run's segments from its stored result (the live columns: job named by job id and stream)."""
+    table = result_store.gantt_table(RunResult.objects.get(run=run))
+    return table.rows(np.arange(table.n))
 
 
 def open_gantt(page, url: str, timeout: float = 30_000) -> float:
-    """Open a run page and wait until its Gantt holds its segments; seconds it took."""
+    """Open a run page and wait until its Gantt has drawn; seconds it took."""
     started = time.monotonic()
     response = page.goto(url)
     assert response is not None and response.status == 200, url
@@ -82,6 +80,10 @@ def log_in(page, base_url: str, user) -> None:
     page.context.add_cookies([{"name": "sessionid", "value": client.cookies["sessionid"].value, "url": base_url}])
 
 
+def wait_mode(page, mode: str, timeout: float = 20_000) -> None:
+    page.wait_for_function(f"() => document.getElementById('gantt').dataset.mode === '{mode}'", timeout=timeout)
+
+
 @pytest.fixture
 def alice(transactional_db, django_user_model):
     return django_user_model.objects.create_user("alice", password="pw-alice-123")
@@ -89,8 +91,9 @@ def alice(transactional_db, django_user_model):
 
 def test_finished_run_draws_exactly_its_segments(live_server, page, alice):
     run = finished_run(alice, small_spec(), visibility=Visibility.PRIVATE)
-    expected = len(stored_segments(run)["t0"])
-    assert expected == run.segments_count > 100
+    expected = stored_segments(run)
+    n = len(expected["t0"])
+    assert n == run.segments_count > 100
     url = f"{live_server.url}/runs/{run.pk}/"
 
     # Private: a visitor gets the 404 page, the owner (session cookie copied in) the Gantt.
@@ -99,18 +102,26 @@ def test_finished_run_draws_exactly_its_segments(live_server, page, alice):
     open_gantt(page, url)
 
     gantt = page.locator("#gantt")
-    assert gantt.get_attribute("data-segments-count") == str(expected)
+    assert gantt.get_attribute("data-segments-count") == str(n)
     assert gantt.get_attribute("data-mode") == "segments"
-    assert page.evaluate("gridwebGantt.segmentsCount()") == expected
-    assert page.evaluate("gridwebGantt.drawnCount()") == expected  # rectangles in Bokeh's glyph
-    assert page.evaluate("gridwebGantt.source.get_length()") == expected
+    assert page.evaluate("gridwebGantt.segmentsCount()") == n
+    assert page.evaluate("gridwebGantt.drawnCount()") == n  # rectangles in Bokeh's glyph
+    held = page.evaluate("(() => { const d = gridwebGantt.source.data; return {t0: [...d.t0], t1: [...d.t1],"
+                         " job_id: [...d.job_id], cluster: [...d.cluster], first: [...d.first]}; })()")
+    assert sorted(zip(held["t0"], held["t1"], held["job_id"], held["cluster"], held["first"])) == sorted(zip(
+        expected["t0"].tolist(), expected["t1"].tolist(), expected["job_id"].tolist(), expected["cluster"].tolist(),
+        expected["first_processor"].tolist()))
+    # the strip under the chart: busy processors and queued jobs, total and per cluster
+    strip = page.evaluate("(() => { const d = gridwebGantt.gantt.stripSource.data;"
+                          " return {x: d.x.length, busy: Math.max(...d.busy_0), queue: Math.max(...d.queue_0)}; })()")
+    assert strip["x"] > 100 and 50 < strip["busy"] <= 100 + 1e-6 and strip["queue"] >= 1
     screenshot(page, "gantt-small-run.png")
 
 
 def segment_in_page(page, key: str) -> int:
     return page.evaluate(f"""() => {{
         const g = window.gridwebGantt;
-        for (let i = 0; i < g.segmentsCount(); i++) if (g.keyOf(i) === {json.dumps(key)}) return i;
+        for (let i = 0; i < g.source.get_length(); i++) if (g.keyOf(i) === {json.dumps(key)}) return i;
         return -1;
     }}""")
 
@@ -130,14 +141,15 @@ def test_hover_shows_the_segment_and_click_highlights_its_job(live_server, page,
     seg = page.evaluate(f"gridwebGantt.segment({i})")
     pad = max((seg["t1"] - seg["t0"]) * 2, 1.0)
     page.evaluate(f"gridwebGantt.zoomTo({seg['t0'] - pad}, {seg['t1'] + pad})")
-    page.wait_for_timeout(300)
+    page.wait_for_timeout(400)
+    i = segment_in_page(page, key)  # the zoomed tile may hold the rows in another order
 
     point = page.evaluate(f"gridwebGantt.screenPoint({i})")
     page.mouse.move(point["x"], point["y"])
     tooltip = page.locator(".bk-tooltip-content").first
     tooltip.wait_for(state="visible", timeout=5000)
-    text = tooltip.inner_text()
-    assert f"job:\t{job_id}" in text or f"job: {job_id}" in text.replace("\t", " ")
+    text = " ".join(tooltip.inner_text().split())
+    assert f"job: {job_id}" in text and "stream: users" in text and "kind: run" in text
     cluster_names = [c["name"] for c in run.summary["clusters"]]
     assert cluster_names[int(seg["cluster"])] in text
     screenshot(page, "gantt-hover.png")
@@ -145,8 +157,8 @@ def test_hover_shows_the_segment_and_click_highlights_its_job(live_server, page,
     page.mouse.click(point["x"], point["y"])
     page.wait_for_function(f"() => document.getElementById('gantt').dataset.highlighted === '{count}'")
     assert page.evaluate("gridwebGantt.highlightedKey()") == key
-    selected = page.evaluate("gridwebGantt.source.selected.indices.map(i => gridwebGantt.keyOf(i))")
-    assert len(selected) == count and set(selected) == {key}
+    outlined = page.evaluate("gridwebGantt.gantt.highlightSource.get_length()")
+    assert outlined == count
     screenshot(page, "gantt-highlight.png")
 
 
@@ -155,13 +167,13 @@ def test_wheel_zoom_changes_the_time_range_and_reset_restores_it(live_server, pa
     open_gantt(page, f"{live_server.url}/runs/{run.pk}/")
     start, end = page.evaluate("gridwebGantt.xRange()")
     box = page.locator("#gantt").bounding_box()
-    page.mouse.move(box["x"] + box["width"] * 0.45, box["y"] + box["height"] * 0.5)
+    page.mouse.move(box["x"] + box["width"] * 0.45, box["y"] + box["height"] * 0.25)
     page.mouse.wheel(0, -600)
     page.wait_for_function(f"() => gridwebGantt.xRange()[1] - gridwebGantt.xRange()[0] < {0.8 * (end - start)}")
     zoomed = page.evaluate("gridwebGantt.xRange()")
     assert start < zoomed[0] < zoomed[1] < end
-    visible = int(page.locator("#gantt").get_attribute("data-visible"))
-    assert 0 < visible < run.segments_count
+    page.wait_for_function(f"() => Number(document.getElementById('gantt').dataset.visible) < {run.segments_count}")
+    assert 0 < int(page.locator("#gantt").get_attribute("data-visible")) < run.segments_count
 
     page.locator(".bk-tool-icon-reset").first.click()
     page.wait_for_function(f"() => Math.abs(gridwebGantt.xRange()[0] - ({start})) < 1e-6")
@@ -171,19 +183,21 @@ def test_wheel_zoom_changes_the_time_range_and_reset_restores_it(live_server, pa
 def test_colour_by_kind_toggle(live_server, page, alice):
     run = finished_run(alice, small_spec())
     open_gantt(page, f"{live_server.url}/runs/{run.pk}/")
-    by_job = page.evaluate("new Set(gridwebGantt.source.data.colour).size")
-    assert by_job > 10  # one colour per job
+    # a run of plain jobs opens coloured by job: one colour per job
+    assert page.locator("#gantt").get_attribute("data-colour") == "job"
+    assert page.evaluate("gridwebGantt.gantt.byJob.visible && !gridwebGantt.gantt.byKind.visible")
+    assert page.evaluate("new Set(gridwebGantt.source.data.hue).size") > 10
 
     page.select_option("#gantt-colour", "kind")
     page.wait_for_function("() => document.getElementById('gantt').dataset.colour === 'kind'")
-    colours = page.evaluate("[...new Set(gridwebGantt.source.data.colour)]")
-    assert colours == [KIND_RUN_COLOUR]  # every segment of this run is of kind "run"
+    assert page.evaluate("gridwebGantt.gantt.byKind.visible && !gridwebGantt.gantt.byJob.visible")
+    assert page.evaluate("[...new Set(gridwebGantt.source.data.kind)]") == [0]  # every segment is a run
     # the legend lists the kinds the run has, not all seven (docs/gallery.md)
     assert page.locator("#gantt-legend [data-kind]").all_inner_texts() == ["run"]
     screenshot(page, "gantt-by-kind.png")
 
     page.select_option("#gantt-colour", "job")
-    page.wait_for_function(f"() => new Set(gridwebGantt.source.data.colour).size === {by_job}")
+    page.wait_for_function("() => gridwebGantt.gantt.byJob.visible")
 
 
 def test_replay_scrubber_reveals_segments_up_to_its_time(live_server, page, alice):
@@ -191,12 +205,13 @@ def test_replay_scrubber_reveals_segments_up_to_its_time(live_server, page, alic
     t0 = stored_segments(run)["t0"]
     open_gantt(page, f"{live_server.url}/runs/{run.pk}/")
     gantt = page.locator("#gantt")
+    page.evaluate("gridwebGantt.setTime(null)")
     assert gantt.get_attribute("data-revealed") == str(len(t0))
 
     page.locator("#gantt-scrubber").fill("400")  # 40% of the way
     page.wait_for_function("() => document.getElementById('gantt').dataset.replayTime !== ''")
     shown_until = float(gantt.get_attribute("data-replay-time"))
-    assert t0.min() < shown_until < t0.max()
+    assert t0.min() <= shown_until < t0.max()
     assert int(gantt.get_attribute("data-revealed")) == int((t0 <= shown_until).sum())
     assert page.locator("#gantt-time").inner_text().endswith(" s")
     screenshot(page, "gantt-replay.png")
@@ -210,98 +225,107 @@ def test_replay_scrubber_reveals_segments_up_to_its_time(live_server, page, alic
     assert page.locator("#gantt-play").inner_text() == "Play"
 
 
-def test_das2_fs1_trace_run_opens_with_its_full_gantt_and_zooms(live_server, page, alice):
+@pytest.fixture
+def das2_run(transactional_db) -> Run:
     user = demo_user()
     das2 = TRACES[0]
     assert das2.file.startswith("DAS2-fs1")
     trace = store_demo_trace(user, das2)
-    spec = trace_spec(das2, trace.stored_name)
-    run = finished_run(user, spec)
-    expected = len(stored_segments(run)["t0"])
-    assert expected == run.segments_count > 40_000
+    return finished_run(user, trace_spec(das2, trace.stored_name))
+
+
+def test_das2_fs1_opens_as_an_occupancy_raster_and_zooms_to_single_jobs(live_server, page, das2_run):
+    run = das2_run
+    segments = stored_segments(run)
+    n = len(segments["t0"])
+    assert n == run.segments_count > 40_000
 
     seconds = open_gantt(page, f"{live_server.url}/runs/{run.pk}/", timeout=60_000)
     gantt = page.locator("#gantt")
-    assert int(gantt.get_attribute("data-segments-count")) == expected
-    # zoomed out, more than 20,000 rectangles are in view: the utilisation view stands in
-    assert gantt.get_attribute("data-mode") == "utilisation"
+    # zoomed out, more than 25,000 rectangles are in view: the server sends the raster instead
+    wait_mode(page, "raster")
+    assert int(gantt.get_attribute("data-segments-count")) == n
+    assert page.evaluate("gridwebGantt.heldCount()") == 0  # no rows held, one image per cluster
+    tile = page.evaluate("(() => { const t = gridwebGantt.tile(); return {mode: t.mode, bins: t.bins,"
+                         " bands: t.bands, window: t.window}; })()")
+    assert tile["mode"] == "raster" and tile["bins"] >= 600 and tile["bands"] == [64]  # a band per processor
+    image = page.evaluate("gridwebGantt.gantt.rasterSource.data.image[0].length")
+    assert image == tile["bins"] * tile["bands"][0]
     screenshot(page, "gantt-das2-full.png")
 
-    # Wheel in over the middle segment (in start order) until single jobs are drawn.
-    point = page.evaluate(f"gridwebGantt.screenPoint({expected // 2})")
+    # Hovering the raster says what the pixel holds.
+    middle = float(np.median(segments["t0"]))
+    point = page.evaluate(f"gridwebGantt.screenPointAt(0, 2, {middle})")
     page.mouse.move(point["x"], point["y"])
-    for _ in range(40):
-        page.mouse.wheel(0, -200)
-        page.wait_for_timeout(100)
+    tip = page.locator(".gantt-raster-tip")
+    tip.wait_for(state="visible", timeout=5000)
+    assert tip.inner_text().startswith("fs1 · ")
+
+    # Wheel in over the middle of the run until single jobs are drawn.
+    for _ in range(60):
+        page.mouse.wheel(0, -300)
+        page.wait_for_timeout(80)
         if gantt.get_attribute("data-mode") == "segments":
             break
-    page.wait_for_function("() => document.getElementById('gantt').dataset.mode === 'segments'", timeout=20_000)
+    wait_mode(page, "segments")
     start, end = page.evaluate("gridwebGantt.xRange()")
-    assert end - start < 0.5 * run.summary["metrics"]["makespan"]["mean"]
-    assert 0 < int(gantt.get_attribute("data-visible")) <= 20_000
-    assert page.evaluate("gridwebGantt.drawnCount()") == expected
+    assert end - start < 0.9 * run.summary["metrics"]["makespan"]["mean"]
+    visible = int(gantt.get_attribute("data-visible"))
+    assert 0 < visible <= 25_000
+    held = page.evaluate("gridwebGantt.heldCount()")
+    inside = ((segments["t0"] < end) & (segments["t1"] > start)).sum()
+    assert inside <= held <= 100_000  # the window padded either side, never the whole run
+    assert page.evaluate("gridwebGantt.drawnCount()") == held
     screenshot(page, "gantt-das2-zoomed.png")
     print(f"DAS2-fs1 Gantt ready {seconds:.2f} s after navigation (live_server, embedded mode)")
 
 
-# --- Full stack: watching a run live over the websocket ---------------------------------------------
+def test_clicking_a_raster_highlights_the_job_under_the_pointer(live_server, page, das2_run):
+    run = das2_run
+    segments = stored_segments(run)
+    open_gantt(page, f"{live_server.url}/runs/{run.pk}/", timeout=60_000)
+    wait_mode(page, "raster")
+    # the longest segment on processor 0: easy to hit at this zoom
+    on_first = np.flatnonzero(segments["first_processor"] == 0)
+    i = on_first[np.argmax(segments["t1"][on_first] - segments["t0"][on_first])]
+    key = f"{segments['stream'][i]}:{segments['job_id'][i]}"
+    t = float((segments["t0"][i] + segments["t1"][i]) / 2)
+    point = page.evaluate(f"gridwebGantt.screenPointAt(0, 0, {t})")
+    page.mouse.click(point["x"], point["y"])
+    page.wait_for_function(f"() => gridwebGantt.highlightedKey() === {json.dumps(key)}")
+    mine = (segments["job_id"] == segments["job_id"][i]) & (segments["stream"] == segments["stream"][i])
+    assert page.locator("#gantt").get_attribute("data-highlighted") == str(int(mine.sum()))
+    assert page.evaluate("gridwebGantt.gantt.highlightSource.get_length()") == int(mine.sum())
 
-LIVE_SPEC = {
-    "name": "watched live",
-    "platform": {"clusters": [{"name": "main", "processors": 64, "scheduler": {"name": "easy"}}]},
-    "workload": {"streams": [{
-        "kind": "synthetic", "name": "users", "target": "main", "arrival": {"target_load": 0.8},
-        "size": {"kind": "uniform", "low": 1, "high": 32, "integer": True},
-        "runtime": {"kind": "exponential", "mean": 600}}]},
-    # more than 5,000 segments (several chunks), and replications after the Gantt is out
-    "run": {"seed": 2, "replications": 40, "stop": {"completions": 15000}},
-}
+
+def png_size(data: bytes) -> tuple[int, int]:
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR"
+    return struct.unpack(">II", data[16:24])
 
 
-def test_live_page_streams_reconnects_and_ends_with_exactly_the_runs_segments(full_stack_site, browser):
-    created = full_stack_site.python_json(
-        "import json\n"
-        "from django.contrib.auth import get_user_model\n"
-        "from gridweb.runs.services import create_run\n"
-        "user, _ = get_user_model().objects.get_or_create(username='live-watcher')\n"
-        f"run = create_run(user, {LIVE_SPEC!r}, visibility='public', dispatch_now=False)\n"
-        "print(json.dumps({'id': run.pk}))\n")
-    run_id = created["id"]
-    context = browser.new_context()
-    page = context.new_page()
-    try:
-        page.goto(f"{full_stack_site.base_url}/runs/{run_id}/")
-        page.wait_for_function("() => window.gridwebGantt && window.gridwebGantt.ready", timeout=30_000)
-        assert page.locator("#run-status").inner_text() == "queued"
-        full_stack_site.python_json(
-            "import json\nfrom gridweb.runs.execution import dispatch\n"
-            f"dispatch({run_id})\nprint(json.dumps({{'ok': True}}))\n")
-        # Lose the connection once the first segments are in; the page asks again with ?after=.
-        page.wait_for_function("() => gridwebGantt.segmentsCount() > 0", timeout=120_000)
-        # When the run ends the page reloads itself (static/runs/run.js): what the live page held
-        # then is kept in the tab's sessionStorage (this listener runs after run.js's).
-        page.evaluate("""() => document.addEventListener("gridweb:status", () => sessionStorage.setItem("live",
-            JSON.stringify({connections: gridwebGantt.connections(), lastSeq: gridwebGantt.lastSeq(),
-                            segments: gridwebGantt.segmentsCount(),
-                            notice: document.getElementById("run-finished-notice").textContent.trim()})))""")
-        page.evaluate("gridwebGantt.dropConnection()")
-        # the reloaded page: the done run's metrics, and its Gantt from segments.json
-        page.wait_for_selector("#metrics-table", timeout=180_000)
-        page.wait_for_function("() => window.gridwebGantt && window.gridwebGantt.ready", timeout=60_000)
-        live = json.loads(page.evaluate("sessionStorage.getItem('live')"))
-        final = full_stack_site.python_json(
-            "import json\nfrom gridweb.runs.models import Run\n"
-            f"run = Run.objects.get(pk={run_id})\n"
-            "print(json.dumps({'status': run.status, 'segments': run.segments_count, 'last_seq': run.last_seq,"
-            " 'error': run.error}))\n")
-        assert final["status"] == "done", final["error"]
-        assert live["connections"] >= 2
-        assert live["lastSeq"] == final["last_seq"]
-        assert live["segments"] == final["segments"] > 5000
-        assert live["notice"] == "Run finished — loading results"
-        assert page.evaluate("gridwebGantt.segmentsCount()") == final["segments"]
-        assert page.evaluate("gridwebGantt.connections()") == 0  # a done run's page does not stream
-        assert page.locator("#run-status").inner_text() == "done"
-        screenshot(page, "gantt-live-full-stack.png")
-    finally:
-        context.close()
+def test_charts_export_as_svg_and_png_of_their_size(live_server, page, alice):
+    run = finished_run(alice, small_spec())
+    open_gantt(page, f"{live_server.url}/runs/{run.pk}/")
+    page.wait_for_function("() => document.getElementById('plots').dataset.ready === 'true'")
+    scale = page.evaluate("window.devicePixelRatio")
+    gantt_box = page.evaluate("(() => { const r = gridwebGantt.gantt.rootView.el.getBoundingClientRect();"
+                              " return [r.width, r.height]; })()")
+    for where, name, size in (("#gantt", "gantt", gantt_box), ("#plot-utilisation", "utilisation", None)):
+        bar = page.locator(f".figure-export[data-for={name}]")
+        if size is None:
+            size = page.evaluate(f"(() => {{ const v = GridwebFigureExport.viewIn(document.querySelector('{where}'));"
+                                 " const r = v.el.getBoundingClientRect(); return [r.width, r.height]; })()")
+        with page.expect_download() as png_download:
+            bar.locator("[data-export=png]").click()
+        png = png_download.value
+        assert png.suggested_filename.endswith(".png")
+        width, height = png_size(open(png.path(), "rb").read())
+        assert abs(width - size[0] * scale) <= 2 * scale and abs(height - size[1] * scale) <= 2 * scale
+        with page.expect_download() as svg_download:
+            bar.locator("[data-export=svg]").click()
+        svg = svg_download.value
+        assert svg.suggested_filename.endswith(".svg")
+        root = ET.parse(svg.path()).getroot()
+        assert root.tag.endswith("svg")
+        assert abs(float(root.get("width")) - size[0]) <= 2 and abs(float(root.get("height")) - size[1]) <= 2
+        assert len(list(root.iter())) > 50  # drawn, not an empty frame

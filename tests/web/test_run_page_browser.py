@@ -15,11 +15,13 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
+from gridweb.runs import frames
 from gridweb.runs.execution import execute_run
 from gridweb.runs.models import Run, Status
 from gridweb.runs.services import cancel_run, create_run
 from gridweb.sharing import Visibility
 from simengine.gantt import KIND_NAMES
+from simengine.streaming import live_rows
 from simengine.workload import STATUS_NAMES
 from tests.web.conftest import client_for
 from tests.web.test_gantt_browser import finished_run, small_spec
@@ -73,13 +75,17 @@ def legend_kinds(page) -> list[str]:
     return page.locator("#gantt-legend [data-kind]").evaluate_all("items => items.map((i) => i.dataset.kind)")
 
 
-def segments_chunk(seq: int, kinds: list[str]) -> str:
-    """A ``segments`` chunk as the engine streams it (simengine/streaming.py): one segment per kind."""
+def segments_chunk(seq: int, kinds: list[str]) -> bytes:
+    """A ``segments`` chunk as the site streams it (a binary frame, gridweb/runs/frames.py): one
+    segment per kind, closed in the window [100 seq, 100 seq + 100)."""
     n = len(kinds)
-    return json.dumps({"kind": "segments", "seq": seq, "replication": 0, "segments": {
-        "cluster": [0] * n, "first_processor": list(range(n)), "processors": [1] * n,
-        "t0": [100.0 * seq] * n, "t1": [100.0 * seq + 50] * n, "job": list(range(n)), "component": [0] * n,
-        "kind": [KIND_NAMES.index(k) for k in kinds], "job_id": list(range(1, n + 1)), "stream": [0] * n}})
+    rows = {"cluster": [0] * n, "first_processor": list(range(n)), "processors": [1] * n,
+            "t0": [100.0 * seq] * n, "t1": [100.0 * seq + 50] * n, "component": [0] * n,
+            "kind": [KIND_NAMES.index(k) for k in kinds], "job_id": list(range(1, n + 1)), "stream": [0] * n}
+    chunk = {"kind": "segments", "seq": seq, "replication": 0, "window": [100.0 * seq, 100.0 * seq + 100],
+             "final": False, "fraction": 0.1, "sim_time": 100.0 * seq + 100,
+             "segments": live_rows(rows, n), "open": live_rows({k: [] for k in rows}, 0)}
+    return frames.segments_chunk_frame(chunk)[1]
 
 
 def test_the_kind_legend_grows_as_kinds_arrive_on_the_stream(live_server, builder, user):
