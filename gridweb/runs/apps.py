@@ -12,10 +12,11 @@ class RunsConfig(AppConfig):
         from django.core.signals import request_started
         from django.db.models.signals import post_delete
 
-        from . import result_store
+        from . import gantt_tiles, result_store
         from .execution import start_embedded_worker_on_first_request
         from .models import RunResult
 
         request_started.connect(start_embedded_worker_on_first_request, dispatch_uid="gridweb-embedded-worker")
+        request_started.connect(gantt_tiles.warm_up, dispatch_uid="gridweb-gantt-warm-up")
         # a deleted run's result files go with it
         post_delete.connect(result_store.on_result_deleted, sender=RunResult, dispatch_uid="gridweb-result-files")

@@ -33,11 +33,22 @@ from . import frames, result_store
 from .models import Run, RunChunk, RunResult, Status
 
 #: at most this many segments in the shown window are sent as rows; more: a raster
-EXACT_ROWS = 25_000
+EXACT_ROWS = 20_000
 #: rows in one answer at most (the padded window)
-ROWS_CAP = 100_000
+ROWS_CAP = 50_000
+#: the colour of each segment kind (MODELS.md §8 order), here and on the page (gantt_config)
+KIND_COLOURS = ("#3b75af", "#f0b429", "#8e6cbf", "#9aa5b1", "#d64545", "#2f9e8f", "#e07b39")
+#: kinds in the order a raster pixel paints them (last on top: a suspended job's gap lies under the
+#: preemptor running there, claims and reservation windows over everything)
+RASTER_ORDER = ("suspended", "run", "stretched", "transfer", "killed", "reservation", "claimed")
+#: these show with at least this opacity in any pixel they touch, however little of it they cover
+RASTER_FLOOR = {"claimed": 0.85, "reservation": 0.6, "killed": 0.8, "transfer": 0.7}
+#: the window asked for is padded by this share of its width on either side (a pan need not wait)
+PAD = 0.25
 #: raster columns at most
 MAX_BINS = 4096
+#: points of the strip's lines at most (over the padded window: one per two pixels of the view)
+SERIES_BINS = 1000
 #: kinds that keep processors busy (a reservation window and a suspended job's gap do not: the
 #: job in the window, the preemptor in the gap are drawn over them)
 BUSY_KINDS = [KIND_NAMES.index(k) for k in KIND_NAMES if k not in ("reservation", "suspended")]
@@ -255,10 +266,10 @@ def tile(run: Run, a: float | None, b: float | None, width: int, height: int) ->
     span_a, span_b = header["span"]
     if a is None or b is None or not b > a:
         a, b = span_a, max(span_b, span_a + 1.0)
-    pad = (b - a) / 2
+    pad = (b - a) * PAD
     pa, pb = a - pad, b + pad
     processors = [c["processors"] for c in header["clusters"]]
-    series = _series(source, pa, pb, int(min(MAX_BINS, max(16, 2 * width))), processors)
+    series = _series(source, pa, pb, int(min(SERIES_BINS, max(16, width))), processors)
     visible = source.table.count(a, b) + len(_open_in(source, a, b))
     if visible <= EXACT_ROWS:
         which, total = source.table.select(pa, pb, ROWS_CAP)
@@ -277,14 +288,43 @@ def tile(run: Run, a: float | None, b: float | None, width: int, height: int) ->
                                                                  "o")
         return frames.encode(frames.json_safe(header), arrays | series)
     pa, pb = a - pad, b + pad
-    bins = int(min(MAX_BINS, max(16, 2 * width)))
+    bins = int(min(MAX_BINS, max(16, (1 + 2 * PAD) * width)))
     bands = bands_for(processors, height)
     occupancy = source.table.raster(pa, pb, bins, bands, processors, source.kinds)
     if len(source.open_rows["t0"]):
         open_table = SegmentTable(source.open_rows)
         occupancy += open_table.raster(pa, pb, bins, bands, processors, source.kinds)
     header |= {"mode": "raster", "window": [pa, pb], "bins": bins, "bands": bands, "visible": int(visible)}
-    return frames.encode(frames.json_safe(header), {"raster": quantize(occupancy)} | series)
+    raster = quantize(occupancy)
+    return frames.encode(frames.json_safe(header), {"raster": raster, "rgba": compose_rgba(raster, source.kinds)}
+                         | series)
+
+
+def compose_rgba(raster: np.ndarray, kinds: list[int]) -> np.ndarray:
+    """The raster as pixels (uint32 RGBA, little-endian: R in the low byte), one row per band: in
+    each pixel the kinds' colours over each other in RASTER_ORDER, each as opaque as the share of
+    the pixel it covers (at least its RASTER_FLOOR, when it covers any)."""
+    _, bands, bins = raster.shape
+    r = np.zeros((bands, bins), np.float32)
+    g, b, a = r.copy(), r.copy(), r.copy()
+    for name in RASTER_ORDER:
+        code = KIND_NAMES.index(name)
+        if code not in kinds:
+            continue
+        occupied = raster[kinds.index(code)].astype(np.float32) / 255
+        alpha = occupied * 0.92
+        if name in RASTER_FLOOR:
+            alpha = np.where(occupied > 0, np.maximum(occupied, RASTER_FLOOR[name]), 0).astype(np.float32)
+        colour = int(KIND_COLOURS[code][1:], 16)
+        out = alpha + a * (1 - alpha)
+        below = a * (1 - alpha)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            for channel, value in ((r, colour >> 16), (g, (colour >> 8) & 255), (b, colour & 255)):
+                channel[:] = np.where(out > 0, (value * alpha + channel * below) / out, 0)
+        a = out
+    pixel = (np.rint(a * 255).astype(np.uint32) << 24) | (np.rint(b).astype(np.uint32) << 16) \
+        | (np.rint(g).astype(np.uint32) << 8) | np.rint(r).astype(np.uint32)
+    return np.where(a > 0, pixel, 0).astype(np.uint32)
 
 
 def _series(source: SegmentSource, a: float, b: float, bins: int, processors: list[int]) -> dict[str, np.ndarray]:
@@ -333,3 +373,23 @@ def rows_at(run: Run, cluster: int, processor: int, t: float) -> bytes:
     header = {"run": run.pk, "mode": "at", "n": int(len(rows["t0"])), "n_open": int(mine.sum())}
     return frames.encode(header, frames.wire_rows(rows, "s") | frames.wire_rows({k: v[mine] for k, v in o.items()},
                                                                                    "o"))
+
+
+_warmed = threading.Event()
+
+
+def warm_up(**_: Any) -> None:
+    """Load the compiled level-of-detail kernels (numba's cache) in a thread of their own, once per
+    process, when the server serves its first request: the first tile then does not wait for them."""
+    if _warmed.is_set():
+        return
+    _warmed.set()
+
+    def load() -> None:
+        rows = {name: np.zeros(2, dtype) for name, dtype in LIVE_DTYPES.items()}
+        rows["t1"][:] = 1.0
+        table = SegmentTable(rows)
+        table.select(0.0, 1.0, 1)
+        table.raster(0.0, 1.0, 2, [1], [1], [0])
+
+    threading.Thread(target=load, name="gridweb-gantt-warm-up", daemon=True).start()

@@ -100,6 +100,7 @@ def gantt_config(run: Run) -> dict[str, Any]:
         "tileUrl": reverse("runs:gantt_tile", args=[run.pk]),
         "jobUrl": reverse("runs:gantt_job", args=[run.pk]),
         "atUrl": reverse("runs:gantt_at", args=[run.pk]),
+        "kindColours": list(gantt_tiles.KIND_COLOURS),
         "wsPath": f"/ws/runs/{run.pk}/",
         "clusters": cluster_layout(run),
         "kinds": list(KIND_NAMES),

@@ -31,15 +31,12 @@
 
   const MS = 1000; // the x axis is a timedelta axis in milliseconds; times are seconds elsewhere
   const KIND_NAMES = ["run", "claimed", "reservation", "suspended", "killed", "stretched", "transfer"];
-  const KIND_COLOURS = ["#3b75af", "#f0b429", "#8e6cbf", "#9aa5b1", "#d64545", "#2f9e8f", "#e07b39"];
+  // the server's (gridweb/runs/gantt_tiles.py, KIND_COLOURS), through the chart's config
+  let KIND_COLOURS = ["#3b75af", "#f0b429", "#8e6cbf", "#9aa5b1", "#d64545", "#2f9e8f", "#e07b39"];
   const KIND_RESERVATION = 2;
   const KIND_CLAIMED = 1;
   // Kinds that lie over others or are short and must be seen at any zoom: drawn again as outlines.
   const OUTLINED = new Set([KIND_CLAIMED, KIND_RESERVATION]);
-  // In a raster pixel, these show with at least this opacity whenever they cover any of it.
-  const RASTER_FLOOR = { 1: 0.85, 2: 0.6, 4: 0.8, 6: 0.7 };
-  // drawn first to last (last on top): a suspended job's gap lies under the preemptor running there
-  const RASTER_ORDER = [3, 0, 5, 6, 4, 2, 1];
   const BAND_COLOURS = ["#eef3fa", "#faf6ee"];
   const STRIP_COLOURS = ["#3b75af", "#e07b39", "#2f9e8f", "#8e6cbf", "#d64545", "#7f7f7f", "#bcbd22", "#17becf"];
   const EXACT_IN_VIEW = 25000; // streamed rows drawn as rectangles at most (more: a raster tile)
@@ -60,11 +57,6 @@
   }
   const JOB_PALETTE = Array.from({ length: 256 }, (_, i) => hsl((i * 137.508) % 360, 0.45 + (i % 3) * 0.1,
     0.42 + ((i >> 2) % 3) * 0.08));
-  function rgbOf(hex) {
-    const v = parseInt(hex.slice(1), 16);
-    return [(v >> 16) & 255, (v >> 8) & 255, v & 255];
-  }
-  const KIND_RGB = KIND_COLOURS.map(rgbOf);
 
   let ndarray = null;
   function toNdarray(values, shape) {
@@ -161,6 +153,7 @@
       this.config = config;
       this.options = options;
       this.layout = layoutOf(config.clusters || []);
+      if (config.kindColours) KIND_COLOURS = config.kindColours;
       this.streamNames = config.streams || [];
       this.finished = Boolean(config.finished);
       this.timings = { script: performance.now() };
@@ -315,37 +308,35 @@
         stripColumns[`queue_${i}`] = new Float64Array(0);
       }
       this.stripSource = new Bokeh.ColumnDataSource({ data: stripColumns });
-      const strip = (label, height) => {
-        const f = Bokeh.Plotting.figure({
-          height, sizing_mode: "stretch_width", x_range: xRange, x_axis_type: "timedelta",
-          y_range: new Bokeh.Range1d({ start: 0, end: label.startsWith("busy") ? 105 : 1 }),
-          tools: "xpan,xwheel_zoom,reset", active_scroll: "xwheel_zoom", y_axis_label: label, output_backend: "canvas",
-        });
-        f.toolbar.logo = null;
-        f.min_border_left = 90;
-        return f;
-      };
-      this.busyFigure = strip("busy %", 130);
-      this.queueFigure = strip("queued jobs", 130);
-      this.queueFigure.xaxis.axis_label = "simulated time";
-      this.busyFigure.xaxis.visible = false;
+      // one figure (one canvas to paint at each frame): busy % on the left axis (solid lines),
+      // queued jobs on the right one (dashed)
+      const stripFigure = Bokeh.Plotting.figure({
+        height: 150, sizing_mode: "stretch_width", x_range: xRange, x_axis_type: "timedelta",
+        y_range: new Bokeh.Range1d({ start: 0, end: 105 }), tools: "xpan,xwheel_zoom,reset",
+        active_scroll: "xwheel_zoom", y_axis_label: "busy % (solid)", x_axis_label: "simulated time",
+        output_backend: "canvas",
+      });
+      stripFigure.toolbar.logo = null;
+      stripFigure.min_border_left = 90;
+      stripFigure.extra_y_ranges = { queue: new Bokeh.Range1d({ start: 0, end: 1 }) };
+      stripFigure.add_layout(new Bokeh.LinearAxis({ y_range_name: "queue", axis_label: "queued jobs (dashed)" }),
+        "right");
       const series = ["total", ...layout.clusters.map((c) => c.name)];
       series.forEach((name, i) => {
         const colour = i === 0 ? "#222" : STRIP_COLOURS[(i - 1) % STRIP_COLOURS.length];
         const width = i === 0 ? 2 : 1.2;
-        this.busyFigure.line({ x: { field: "x" }, y: { field: `busy_${i}` }, source: this.stripSource,
+        stripFigure.line({ x: { field: "x" }, y: { field: `busy_${i}` }, source: this.stripSource,
           line_color: colour, line_width: width, legend_label: name });
-        this.queueFigure.line({ x: { field: "x" }, y: { field: `queue_${i}` }, source: this.stripSource,
-          line_color: colour, line_width: width, legend_label: name });
+        stripFigure.line({ x: { field: "x" }, y: { field: `queue_${i}` }, source: this.stripSource,
+          line_color: colour, line_width: width, line_dash: [4, 3], y_range_name: "queue", legend_label: name });
       });
-      for (const f of [this.busyFigure, this.queueFigure]) {
-        f.legend.location = "top_left";
-        f.legend.orientation = "horizontal";
-        f.legend.label_text_font_size = "8pt";
-        f.legend.background_fill_alpha = 0.6;
-        f.legend.click_policy = "hide";
-      }
-      this.layoutModel = new Bokeh.Column({ children: [figure, this.busyFigure, this.queueFigure],
+      stripFigure.legend.location = "top_left";
+      stripFigure.legend.orientation = "horizontal";
+      stripFigure.legend.label_text_font_size = "8pt";
+      stripFigure.legend.background_fill_alpha = 0.6;
+      stripFigure.legend.click_policy = "hide";
+      this.stripFigure = stripFigure;
+      this.layoutModel = new Bokeh.Column({ children: [figure, this.stripFigure],
         sizing_mode: "stretch_width" });
 
       xRange.properties.start.change.connect(() => this.viewChanged());
@@ -370,7 +361,8 @@
         : Math.max(50, this.container.clientWidth - 100);
     }
     plotHeight() {
-      return this.plotView && this.plotView.frame ? Math.max(50, Math.round(this.plotView.frame.bbox.height)) : 300;
+      return this.plotView && this.plotView.frame ? Math.max(50, Math.round(this.plotView.frame.bbox.height))
+        : Math.max(50, this.figure.height - 60);
     }
     viewRange() {
       return [this.xRange.start / MS, this.xRange.end / MS];
@@ -435,24 +427,38 @@
     }
 
     setMode(mode, inView) {
-      this.mode = mode;
-      const rows = mode === "rows";
-      this.byJob.visible = rows && this.colourBy === "job";
-      this.byKind.visible = rows && this.colourBy === "kind";
-      this.outlines.visible = rows;
-      this.openRenderer.visible = rows;
-      this.rasterRenderer.visible = !rows;
       const ds = this.container.dataset;
-      ds.mode = rows ? "segments" : "raster";
+      const key = `${mode}:${this.colourBy}`;
+      if (key !== this.modeKey) { // property changes make Bokeh lay out and paint again: only on change
+        this.modeKey = key;
+        this.mode = mode;
+        const rows = mode === "rows";
+        this.byJob.visible = rows && this.colourBy === "job";
+        this.byKind.visible = rows && this.colourBy === "kind";
+        this.outlines.visible = rows;
+        this.openRenderer.visible = rows;
+        this.rasterRenderer.visible = !rows;
+        ds.mode = rows ? "segments" : "raster";
+        this.drawLegend();
+      }
       if (inView !== undefined) ds.visible = String(inView);
       ds.segmentsCount = String(this.segmentsCount());
+      this.updateLabel();
+    }
+
+    // The "n segments in view" line: at most every 200 ms (a text of another width moves the page's
+    // layout, which Bokeh then measures again).
+    updateLabel() {
       const label = this.options.modeLabel;
-      if (label) {
-        label.textContent = rows
-          ? `${Number(ds.visible || 0).toLocaleString()} of ${this.segmentsCount().toLocaleString()} segments in view`
-          : `occupancy per cluster and kind (${Number(ds.visible || 0).toLocaleString()} segments in view; ` +
-            "zoom in for single jobs)";
-      }
+      if (!label || this.labelTimer) return;
+      this.labelTimer = setTimeout(() => {
+        this.labelTimer = null;
+        const visible = Number(this.container.dataset.visible || 0).toLocaleString();
+        const text = this.mode === "rows"
+          ? `${visible} of ${this.segmentsCount().toLocaleString()} segments in view`
+          : `occupancy per cluster and kind (${visible} segments in view; zoom in for single jobs)`;
+        if (label.textContent !== text) label.textContent = text;
+      }, 200);
     }
 
     showStreamRows() {
@@ -535,13 +541,13 @@
         this.tileOpen = new Columns(ROW_TYPES);
         appendRows(this.tileOpen, GridwebFrames.rows(arrays, "o"), this.layout, true, null);
       } else {
-        this.drawRaster(header, arrays.raster);
+        this.drawRaster(header, arrays.rgba);
       }
       this.drawStrip(header, arrays);
       this.tileShownAs = null;
       this.showTile();
       this.kindsChanged();
-      if (!this.ready) this.markReady();
+      if (!this.ready && this.plotView) this.markReady();
       this.container.dataset.tiles = String(Number(this.container.dataset.tiles || 0) + 1);
       this.container.dataset.tileSeq = String(header.seq);
     }
@@ -566,43 +572,14 @@
       if (this.replayTime !== null) this.setTime(this.replayTime);
     }
 
-    // One RGBA image per cluster: for each pixel, the kinds' colours over each other, each with
-    // the share of the pixel it covers as its opacity (outlined kinds at least RASTER_FLOOR).
-    drawRaster(header, raster) {
-      const [nk, nb, bins] = raster.shape;
-      const kinds = header.kind_codes;
+    // One RGBA image per cluster, composed by the server (gridweb/runs/gantt_tiles.py): its rows
+    // of the tile's pixels are a view of the received buffer, not a copy.
+    drawRaster(header, rgba) {
+      const bins = header.bins;
       const data = { image: [], x: [], y: [], dw: [], dh: [] };
       let band = 0;
-      const order = RASTER_ORDER.map((k) => kinds.indexOf(k)).filter((s) => s >= 0);
       header.bands.forEach((bands, c) => {
-        const img = new Uint32Array(bands * bins);
-        for (let j = 0; j < bands; j++) {
-          for (let x = 0; x < bins; x++) {
-            let r = 0;
-            let g = 0;
-            let bl = 0;
-            let a = 0;
-            for (const s of order) {
-              const v = raster[(s * nb + band + j) * bins + x];
-              if (!v) continue;
-              const code = kinds[s];
-              let alpha = v / 255;
-              const floor = RASTER_FLOOR[code];
-              if (floor !== undefined) alpha = Math.max(alpha, floor);
-              else alpha *= 0.92;
-              const [cr, cg, cb] = KIND_RGB[code] || [80, 80, 80];
-              // "over": this kind on top of what is below
-              const out = alpha + a * (1 - alpha);
-              r = (cr * alpha + r * a * (1 - alpha)) / out;
-              g = (cg * alpha + g * a * (1 - alpha)) / out;
-              bl = (cb * alpha + bl * a * (1 - alpha)) / out;
-              a = out;
-            }
-            img[j * bins + x] = a > 0 ? (((Math.round(a * 255) << 24) | (Math.round(bl) << 16) | (Math.round(g) << 8)
-              | Math.round(r)) >>> 0) : 0;
-          }
-        }
-        data.image.push(toNdarray(img, [bands, bins]));
+        data.image.push(toNdarray(rgba.subarray(band * bins, (band + bands) * bins), [bands, bins]));
         data.x.push(header.window[0] * MS);
         data.y.push(this.layout.offsets[c]);
         data.dw.push((header.window[1] - header.window[0]) * MS);
@@ -646,7 +623,7 @@
       this.stripSource.data = data;
       let most = 1;
       for (let i = 0; i < bins; i++) if (totalQueue[i] > most) most = totalQueue[i];
-      this.queueFigure.y_range.end = most * 1.08;
+      this.stripFigure.extra_y_ranges.queue.end = most * 1.08;
     }
 
     // --- The live stream ---------------------------------------------------------------------------
@@ -884,7 +861,6 @@
         this.options.colourSelect.value = this.colourBy;
       }
       this.setMode(this.mode);
-      this.drawLegend();
     }
 
     // Colour by kind by default as soon as the run has segments of another kind than "run".
@@ -999,9 +975,17 @@
     }
 
     start() {
-      return this.show().then(() => {
-        if (this.finished) this.requestTile(false);
-        else this.connect();
+      // a finished run's first tile is asked for at once, while BokehJS lays the figures out
+      let first = null;
+      if (this.finished) {
+        this.tileWanted = true;
+        first = this.fetchTile();
+      }
+      return this.show().then(async () => {
+        if (first) await first;
+        if (this.tile && !this.ready) this.markReady();
+        if (!this.finished) this.connect();
+        this.viewChanged();
         return this;
       });
     }

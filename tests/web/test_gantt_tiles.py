@@ -55,7 +55,8 @@ def test_a_narrow_window_gets_exactly_its_segments_and_the_padding(alice):
     header, arrays = get_frame(client_for(alice), run, "tile", t0=a, t1=b, width=800, height=300)
     assert header["mode"] == "rows" and header["count"] == run.segments_count
     pa, pb = header["window"]
-    assert pa == pytest.approx(a - (b - a) / 2) and pb == pytest.approx(b + (b - a) / 2)
+    pad = (b - a) * gantt_tiles.PAD
+    assert pa == pytest.approx(a - pad) and pb == pytest.approx(b + pad)
     inside = (rows["t0"] < pb) & ((rows["t1"] > pa) | ((rows["t0"] >= pa) & (rows["t1"] == rows["t0"])))
     expected = {k: v[inside] for k, v in rows.items()}
     assert as_multiset(frames.rows_of(arrays, "s")) == as_multiset(expected)
@@ -70,7 +71,7 @@ def test_a_window_with_too_many_segments_gets_the_occupancy_raster(alice, monkey
     raster = arrays["raster"]
     bands = bands_for([64, 16], 120)
     assert header["bands"] == bands and raster.shape == (len(header["kinds"]), sum(bands), header["bins"])
-    assert header["bins"] == 600  # two pixels' worth of padding: one column per pixel of the padded window
+    assert header["bins"] == 450  # one column per pixel of the padded window (300 px and a quarter either side)
     rows = stored_rows(run)
     expected = quantize(SegmentTable(rows).raster(*header["window"], header["bins"], bands, [64, 16],
                                                   header["kind_codes"]))

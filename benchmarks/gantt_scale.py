@@ -1,0 +1,456 @@
+"""The Gantt at scale, in Chromium, against the page before the live Gantt (the peer), side by side.
+
+    .venv/bin/python benchmarks/gantt_scale.py [--sizes 100000,1000000,10000000] [--peer REV]
+                                                [--no-peer] [--peer-timeout 240] [--update-docs]
+
+For each size (segments of replication 0), on this machine, for GridWeb (this checkout) and for
+the peer (the same repository at ``--peer``, default the commit before the live Gantt, checked out
+into a temporary git worktree and run with this checkout's virtualenv):
+
+1. an embedded-mode site of its own (temporary SQLite database and data folder, the ASGI server
+   with its in-process worker) on a free port;
+2. a **finished run**: a 2-cluster EASY scenario with about that many segments, simulated once
+   with ``execute_run``; Chromium opens its page in a fresh context and the script records
+   * ``open``: milliseconds from navigation until the full overview is drawn (GridWeb: the first
+     tile painted; the peer: every segment appended and drawn), two animation frames after;
+   * ``frames``: during 4 s of zooming and panning (the x range changed at every animation frame,
+     as a wheel or a drag does), the time between animation frames: median and 95th percentile;
+   * ``heap``: the page's JavaScript heap afterwards (Chrome DevTools Protocol, JSHeapUsedSize);
+3. a **live run** of the same scenario, started through the REST API while the page is open: from
+   the engine's end (the run's ``started_at`` plus its ``engine_seconds``) to the moment the page's
+   view holds every segment (GridWeb: the streamed
+   rows, or a tile of all of them; the peer: every segment appended);
+4. the **ingestion rate**: a page opened on a live run of the same replication 0 and two more
+   replications, once replication 0's segments are all stored (the run goes on), so that the stream is limited by the
+   page, the websocket and the server, not by the engine: segments in the page's view per second
+   from its first segment to its complete view.
+
+Targets (issue 11): open < 2 s, frame median < 50 ms and 95th percentile < 100 ms, heap < 400 MB,
+live view complete < 2 s after the engine's last segment, ingestion >= 500,000 segments/s. Every
+number is measured in this run. Results go to ``benchmarks/results/gantt_scale.json`` and, with
+``--update-docs``, into docs/performance.md ("Web: Gantt at scale").
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results" / "gantt_scale.json"
+DOCS = ROOT / "docs" / "performance.md"
+DEFAULT_PEER = "25d41d0"  # the page before the live Gantt (segments.json and JSON chunks)
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+                 "--enable-precise-memory-info"]
+MODE_VARIABLES = ("DJANGO_SETTINGS_MODULE", "DATABASE_URL", "REDIS_URL")
+SEGMENTS_PER_COMPLETION = 2.9  # this scenario's, measured: completions = size / this
+TARGETS = {"open_ms": 2000, "frame_median_ms": 50, "frame_p95_ms": 100, "heap_mb": 400, "live_ms": 2000,
+           "ingest_per_s": 500_000}
+
+
+def scenario(segments: int, name: str) -> dict:
+    return {
+        "name": name,
+        "platform": {"clusters": [{"name": "big", "processors": 128, "scheduler": {"name": "easy"}},
+                                  {"name": "small", "processors": 64, "scheduler": {"name": "easy"}}]},
+        "workload": {"streams": [{
+            "kind": "synthetic", "name": "jobs", "target": "grid", "arrival": {"target_load": 0.85},
+            "size": {"kind": "rsd", "low": 1, "high": 32, "q": 0.9},
+            "runtime": {"kind": "exponential", "mean": 600},
+            "estimate": {"kind": "factor", "factor": {"kind": "uniform", "low": 1, "high": 5}}}]},
+        "run": {"seed": 3, "replications": 1, "stop": {"completions": max(100, int(segments / SEGMENTS_PER_COMPLETION))}},
+    }
+
+
+def live_scenario(segments: int, name: str) -> dict:
+    """The same run, with two more replications after replication 0 (whose Gantt streams first):
+    the run is still going when a page opens on it once replication 0 is done."""
+    spec = scenario(segments, name)
+    spec["run"]["replications"] = 3
+    return spec
+
+
+def log(*args) -> None:
+    print(*args, file=sys.stderr, flush=True)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Site:
+    """An embedded-mode GridWeb (this checkout or the peer's worktree) in a temporary folder."""
+
+    def __init__(self, name: str, code: Path, tmp: Path):
+        self.name, self.code = name, code
+        self.folder = tmp / name
+        self.folder.mkdir(parents=True)
+        self.env = {k: v for k, v in os.environ.items() if k not in MODE_VARIABLES}
+        self.env.update(DJANGO_SETTINGS_MODULE="gridweb.settings", GRIDWEB_DATA_DIR=str(self.folder / "data"),
+                        DATABASE_URL=f"sqlite:///{self.folder / 'db.sqlite3'}", GRIDWEB_EMBEDDED_WORKER_AUTOSTART="1",
+                        PYTHONPATH=str(code))
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.server = None
+
+    def python(self, code: str, timeout: float = 1800):
+        """Run ``code`` with Django set up for this site; it prints one JSON document last."""
+        result = subprocess.run([sys.executable, "-c", "import django; django.setup()\n" + code], cwd=self.code,
+                                env=self.env, capture_output=True, text=True, timeout=timeout)
+        if result.returncode:
+            raise RuntimeError(f"{self.name}: {result.stderr[-3000:]}")
+        return json.loads(result.stdout.strip().splitlines()[-1])
+
+    def start(self) -> None:
+        self.python("from django.core.management import call_command\n"
+                    "call_command('migrate', verbosity=0, interactive=False)\n"
+                    "from django.contrib.auth.models import User\n"
+                    "from rest_framework.authtoken.models import Token\n"
+                    "u, _ = User.objects.get_or_create(username='bench')\n"
+                    "print(__import__('json').dumps(Token.objects.get_or_create(user=u)[0].key))\n")
+        self.token = self.python("from rest_framework.authtoken.models import Token\n"
+                                 "print(__import__('json').dumps(Token.objects.get().key))\n")
+        log_file = open(self.folder / "server.log", "w")  # noqa: SIM115 - closed with the process
+        self.server = subprocess.Popen([sys.executable, "manage.py", "runserver", f"127.0.0.1:{self.port}",
+                                        "--noreload"], cwd=self.code, env=self.env, stdout=log_file,
+                                       stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f"{self.url}/healthz", timeout=5):
+                    return
+            except OSError:
+                time.sleep(0.5)
+        raise RuntimeError(f"{self.name}: the server did not start:\n{(self.folder / 'server.log').read_text()}")
+
+    def stop(self) -> None:
+        if self.server is not None and self.server.poll() is None:
+            self.server.terminate()
+            try:
+                self.server.wait(20)
+            except subprocess.TimeoutExpired:
+                self.server.kill()
+
+    def finished_run(self, spec: dict) -> dict:
+        return self.python(
+            "import json\nfrom django.contrib.auth.models import User\n"
+            "from gridweb.runs.services import create_run\nfrom gridweb.runs.execution import execute_run\n"
+            "from gridweb.runs.models import Run\n"
+            f"run = create_run(User.objects.get(username='bench'), json.loads({json.dumps(spec)!r}),"
+            " visibility='public', dispatch_now=False)\n"
+            "outcome = execute_run(run.pk)\nrun = Run.objects.get(pk=run.pk)\n"
+            "print(json.dumps({'id': run.pk, 'outcome': outcome, 'segments': run.segments_count,"
+            " 'last_seq': run.last_seq, 'engine_seconds': run.summary.get('engine_seconds'), 'error': run.error}))\n")
+
+    def start_run(self, spec: dict) -> int:
+        request = urllib.request.Request(f"{self.url}/api/runs/", data=json.dumps(
+            {"spec": spec, "visibility": "public"}).encode(), method="POST",
+            headers={"Content-Type": "application/json", "Authorization": f"Token {self.token}"})
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return json.loads(response.read())["id"]
+
+    def run_state(self, run: int) -> dict:
+        return self.python(
+            "import json\nfrom gridweb.runs.models import Run\n"
+            f"run = Run.objects.get(pk={run})\n"
+            "print(json.dumps({'status': run.status, 'segments': run.segments_count, 'last_seq': run.last_seq,"
+            " 'started': run.started_at.timestamp() if run.started_at else None, 'progress': run.progress,"
+            " 'engine_seconds': (run.summary or {}).get('engine_seconds'), 'error': run.error}))\n")
+
+
+# --- In the page --------------------------------------------------------------------------------------
+
+PAINTED = "() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => r(performance.now()))))"
+# Zoom and pan for a while, the x range changed at every animation frame; the frame intervals.
+INTERACT = """async (seconds) => {
+  const g = window.gridwebGantt;
+  const [a0, b0] = g.xRange();
+  const span0 = b0 - a0;
+  const frames = [];
+  let last = null;
+  const start = performance.now();
+  await new Promise((done) => {
+    const step = (now) => {
+      if (last !== null) frames.push(now - last);
+      last = now;
+      const k = (now - start) / 1000;
+      if (k > seconds) return done();
+      const zoom = 0.02 + 0.98 * (0.5 + 0.5 * Math.cos(k * 1.3));  // from the whole run to a 50th of it
+      const span = span0 * zoom;
+      const centre = a0 + span0 * (0.5 + 0.4 * Math.sin(k * 0.9));
+      g.zoomTo(centre - span / 2, centre + span / 2);
+      requestAnimationFrame(step);
+    };
+    requestAnimationFrame(step);
+  });
+  return frames;
+}"""
+# Records (in sessionStorage, which survives the page's reload when the run ends) the wall-clock
+# time of the first segment and of the complete view.
+WATCH_LIVE = """(args) => {
+  const [total, gridweb] = args;
+  const store = (k, v) => { if (!sessionStorage.getItem(k)) sessionStorage.setItem(k, String(v)); };
+  const check = () => {
+    const g = window.gridwebGantt;
+    if (g && g.segmentsCount && g.segmentsCount() > 0) store("bench-first", Date.now());
+    let complete = false;
+    if (g && g.segmentsCount && g.segmentsCount() >= total) {
+      if (!gridweb) complete = true;
+      else {
+        const t = g.tile();
+        complete = g.heldCount() >= total || (t !== null && t.count >= total && g.mode() === "raster")
+          || (t !== null && t.count >= total && t.seq === -1);
+      }
+    }
+    if (complete) { store("bench-complete", Date.now()); return; }
+    requestAnimationFrame(check);
+  };
+  requestAnimationFrame(check);
+}"""
+
+
+def percentile(values: list[float], q: float) -> float:
+    values = sorted(values)
+    if not values:
+        return float("nan")
+    k = (len(values) - 1) * q / 100
+    lo, hi = int(k), min(int(k) + 1, len(values) - 1)
+    return values[lo] + (values[hi] - values[lo]) * (k - lo)
+
+
+def measure_open(browser, site: Site, run: int, gridweb: bool, timeout: float) -> dict:
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    cdp = context.new_cdp_session(page)
+    cdp.send("Performance.enable")
+    try:
+        page.goto(f"{site.url}/runs/{run}/", timeout=timeout * 1000)
+        ready = ("() => window.gridwebGantt && gridwebGantt.ready && gridwebGantt.tile && gridwebGantt.tile() !== null"
+                 if gridweb else "() => window.gridwebGantt && gridwebGantt.ready")
+        page.wait_for_function(ready, timeout=timeout * 1000, polling="raf")
+        open_ms = page.evaluate(PAINTED)
+        frames = page.evaluate(INTERACT, 4)
+        page.wait_for_timeout(500)
+        metrics = {m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"]}
+        return {"open_ms": open_ms, "frame_median_ms": statistics.median(frames),
+                "frame_p95_ms": percentile(frames, 95), "frames": len(frames),
+                "heap_mb": metrics.get("JSHeapUsedSize", float("nan")) / 2**20}
+    except Exception as exc:  # noqa: BLE001 - a peer that cannot cope is a result, not a crash
+        return {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"}
+    finally:
+        context.close()
+
+
+def safe_eval(page, expression: str, tries: int = 40):
+    """``page.evaluate`` that waits out a reload of the page."""
+    for _ in range(tries):
+        try:
+            return page.evaluate(expression)
+        except Exception:  # noqa: BLE001 - the page is navigating
+            time.sleep(0.25)
+    return page.evaluate(expression)
+
+
+def watch_page(browser, site: Site, run: int, total: int, gridweb: bool):
+    """A page on the run that records (in sessionStorage, which survives the page's reload when the
+    run ends) the wall-clock times of its first segment and of its complete view."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.add_init_script(f"window.addEventListener('load', () => ({WATCH_LIVE})({json.dumps([total, gridweb])}))")
+    page.goto(f"{site.url}/runs/{run}/")
+    return context, page
+
+
+def wait_complete(page, timeout: float) -> tuple[float | None, float | None]:
+    deadline = time.monotonic() + timeout
+    complete = None
+    while time.monotonic() < deadline:
+        complete = safe_eval(page, "sessionStorage.getItem('bench-complete')")
+        if complete is not None:
+            break
+        time.sleep(0.25)
+    first = safe_eval(page, "sessionStorage.getItem('bench-first')")
+    return (None if first is None else float(first)), (None if complete is None else float(complete))
+
+
+def measure_live(browser, site: Site, size: int, total: int, gridweb: bool, timeout: float) -> dict:
+    """Latency: a page open on a one-replication run from its start (the engine's end is then the
+    end of replication 0). Ingestion: a page opened on a three-replication run of the same
+    replication 0 once that replication's segments are stored."""
+    out: dict = {}
+    contexts = []
+    try:
+        run = site.start_run(scenario(size, f"gantt scale {size} live"))
+        context, page = watch_page(browser, site, run, total, gridweb)
+        contexts.append(context)
+        first, complete = wait_complete(page, timeout)
+        state = site.run_state(run)
+        while state["status"] in ("queued", "running"):
+            time.sleep(1)
+            state = site.run_state(run)
+        if complete is None:
+            held = safe_eval(page, "window.gridwebGantt ? gridwebGantt.segmentsCount() : 0")
+            out["live_ms_error"] = f"incomplete after {timeout:.0f} s ({held:,} of {total:,} segments in the view)"
+        else:
+            out["live_ms"] = complete - (state["started"] + state["engine_seconds"]) * 1000
+            out["first_after_start_ms"] = first - state["started"] * 1000
+
+        run = site.start_run(live_scenario(size, f"gantt scale {size} replay"))
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            state = site.run_state(run)
+            if state["progress"] >= 1 / 3 - 1e-9 or state["status"] not in ("queued", "running"):
+                break
+            time.sleep(0.2)
+        context, page = watch_page(browser, site, run, total, gridweb)
+        contexts.append(context)
+        first, complete = wait_complete(page, timeout)
+        if complete is None:
+            held = safe_eval(page, "window.gridwebGantt ? gridwebGantt.segmentsCount() : 0")
+            out["ingest_per_s_error"] = f"incomplete after {timeout:.0f} s ({held:,} of {total:,} segments)"
+        else:
+            out["ingest_per_s"] = total / max((complete - first) / 1000, 1e-3)
+        state = site.run_state(run)
+        while state["status"] in ("queued", "running"):
+            time.sleep(1)
+            state = site.run_state(run)
+        return out
+    finally:
+        for context in contexts:
+            context.close()
+
+
+def fmt(value, unit: str) -> str:
+    if value is None or value != value:
+        return "—"
+    if unit == "ms":
+        return f"{value:,.0f} ms" if value < 10_000 else f"{value / 1000:,.1f} s"
+    if unit == "MB":
+        return f"{value:,.0f} MB"
+    if unit == "/s":
+        return f"{value:,.0f}/s"
+    return str(value)
+
+
+ROWS = (("open_ms", "finished run: full overview drawn", "ms", "<"),
+        ("frame_median_ms", "zoom/pan frame time, median", "ms", "<"),
+        ("frame_p95_ms", "zoom/pan frame time, 95th percentile", "ms", "<"),
+        ("heap_mb", "JavaScript heap", "MB", "<"),
+        ("live_ms", "live run: view complete after the engine's last segment", "ms", "<"),
+        ("ingest_per_s", "live run: ingestion into the page", "/s", ">"))
+
+
+def markdown(results: dict) -> str:
+    out = [f"Run of {results['date']}, commit {results['commit']} against the peer {results['peer']} "
+           f"(the page before the live Gantt), Chromium {results['chromium']}, {results['cpus']} cores; "
+           f"load average {results['load'][0]:.2f} before and {results['load'][1]:.2f} after.", ""]
+    out += ["| segments | measure | GridWeb | peer (old page) | target | status |", "|---|---|---|---|---|---|"]
+    for size in results["sizes"]:
+        g, p = size["gridweb"], size.get("peer") or {}
+        for key, label, unit, sense in ROWS:
+            gv, pv = g.get(key), p.get(key)
+            target = TARGETS[key]
+            ok = gv is not None and (gv < target if sense == "<" else gv >= target)
+            peer_text = fmt(pv, unit) if pv is not None else (p.get("error") or p.get(f"{key}_error")
+                                                             or "not run")
+            gw_text = fmt(gv, unit) if gv is not None else (g.get("error") or g.get(f"{key}_error") or "—")
+            out.append(f"| {size['segments']:,} | {label} | {gw_text} | {peer_text} | "
+                       f"{sense} {fmt(target, unit)} | {'PASS' if ok else 'MISS'} |")
+    return "\n".join(out) + "\n"
+
+
+def update_docs(text: str) -> None:
+    begin, end = "<!-- gantt_scale:begin -->", "<!-- gantt_scale:end -->"
+    doc = DOCS.read_text()
+    if begin in doc:
+        head, rest = doc.split(begin, 1)
+        doc = head + begin + "\n" + text + end + rest.split(end, 1)[1]
+    else:
+        doc += f"\n## Web: Gantt at scale\n\nMeasured by `benchmarks/gantt_scale.py`.\n\n{begin}\n{text}{end}\n"
+    DOCS.write_text(doc)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", default="100000,1000000,10000000")
+    parser.add_argument("--extra", default="485646", help="sizes measured too (the issue's 485,646-segment run)")
+    parser.add_argument("--peer", default=DEFAULT_PEER)
+    parser.add_argument("--no-peer", action="store_true")
+    parser.add_argument("--peer-timeout", type=float, default=240)
+    parser.add_argument("--timeout", type=float, default=300)
+    parser.add_argument("--update-docs", action="store_true")
+    args = parser.parse_args()
+    sizes = [int(float(s)) for s in args.sizes.split(",") if s] + [int(s) for s in args.extra.split(",") if s]
+    sizes = sorted(set(sizes))
+
+    from playwright.sync_api import sync_playwright
+
+    tmp = Path(tempfile.mkdtemp(prefix="gantt-scale-"))
+    sites = [Site("gridweb", ROOT, tmp)]
+    worktree = None
+    if not args.no_peer:
+        worktree = tmp / "peer-code"
+        subprocess.run(["git", "worktree", "add", "--detach", str(worktree), args.peer], cwd=ROOT, check=True,
+                       capture_output=True)
+        sites.append(Site("peer", worktree, tmp))
+    results = {"date": time.strftime("%Y-%m-%d %H:%M"), "peer": args.peer, "cpus": os.cpu_count(),
+               "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                                        text=True).stdout.strip(),
+               "load": [os.getloadavg()[0]], "sizes": []}
+    try:
+        for site in sites:
+            site.start()
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=shutil.which("chromium") or "/usr/bin/chromium",
+                                                 args=CHROMIUM_ARGS)
+            results["chromium"] = browser.version
+            for size in sizes:
+                entry = {"segments": size}
+                spec = scenario(size, f"gantt scale {size}")
+                for site in sites:
+                    gridweb = site.name == "gridweb"
+                    timeout = args.timeout if gridweb else args.peer_timeout
+                    log(f"{site.name}: {size:,} segments: simulating and storing the finished run")
+                    done = site.finished_run(spec)
+                    if done["outcome"] != "done":
+                        entry[site.name] = {"error": f"the run {done['outcome']}: {done['error'][:200]}"}
+                        continue
+                    entry["segments"] = done["segments"]
+                    log(f"{site.name}: {done['segments']:,} segments, engine {done['engine_seconds']:.1f} s; opening it")
+                    measured = measure_open(browser, site, done["id"], gridweb, timeout)
+                    log(f"{site.name}: open {measured}")
+                    live = measure_live(browser, site, size, done["segments"], gridweb, timeout)
+                    log(f"{site.name}: live {live}")
+                    measured.update(live)
+                    entry[site.name] = measured
+                results["sizes"].append(entry)
+            browser.close()
+    finally:
+        for site in sites:
+            site.stop()
+        if worktree is not None:
+            subprocess.run(["git", "worktree", "remove", "--force", str(worktree)], cwd=ROOT, capture_output=True)
+        shutil.rmtree(tmp, ignore_errors=True)
+    results["load"].append(os.getloadavg()[0])
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(results, indent=2))
+    text = markdown(results)
+    print(text)
+    if args.update_docs:
+        update_docs(text)
+
+
+if __name__ == "__main__":
+    main()
