@@ -374,6 +374,7 @@ def compare(request: HttpRequest) -> HttpResponse:
             "same_scenario": len({run.scenario_hash for run in runs}) == 1 and bool(runs[0].scenario_hash),
             "plot_script": script,
             "plot_divs": divs,
+            "gantts": [{**gantt_config(run), "title": f"#{run.pk} {run.name}"} for run in runs],
         })
     return render(request, "runs/compare.html", context)
 

@@ -347,13 +347,17 @@
 
     async show() {
       const views = await Bokeh.Plotting.show(this.layoutModel, this.container);
-      const root = Array.isArray(views) ? views[0] : views;
+      this.adopt(Array.isArray(views) ? views[0] : views);
+      return this;
+    }
+
+    // The view Bokeh made of this chart's layout (alone, or as part of a page's bigger layout).
+    adopt(root) {
       this.rootView = root;
       this.plotView = root.child_views ? root.child_views[0] : root;
       this.timings.shown = performance.now();
       this.installRasterPointer();
       this.measureFrames();
-      return this;
     }
 
     plotWidth() {
@@ -790,7 +794,7 @@
       const tip = document.createElement("div");
       tip.className = "gantt-raster-tip";
       tip.hidden = true;
-      this.container.append(tip);
+      document.body.append(tip);
       this.rasterTip = tip;
       const locate = (event) => {
         if (this.mode !== "raster" || !this.plotView) return null;
@@ -812,8 +816,8 @@
           return;
         }
         tip.hidden = false;
-        tip.style.left = `${at.sx + 14}px`;
-        tip.style.top = `${at.sy + 14}px`;
+        tip.style.left = `${event.clientX + 14}px`;
+        tip.style.top = `${event.clientY + 14}px`;
         tip.textContent = this.rasterText(at);
       });
       el.addEventListener("mouseleave", () => { tip.hidden = true; });
@@ -974,20 +978,24 @@
       this.announce("gantt-ready", { count: this.segmentsCount() });
     }
 
+    // A finished run's first tile is asked for at once, while BokehJS lays the figures out.
+    prefetch() {
+      if (!this.finished) return null;
+      this.tileWanted = true;
+      return this.fetchTile();
+    }
+
+    async begin(first) {
+      if (first) await first;
+      if (this.tile && !this.ready) this.markReady();
+      if (!this.finished) this.connect();
+      this.viewChanged();
+      return this;
+    }
+
     start() {
-      // a finished run's first tile is asked for at once, while BokehJS lays the figures out
-      let first = null;
-      if (this.finished) {
-        this.tileWanted = true;
-        first = this.fetchTile();
-      }
-      return this.show().then(async () => {
-        if (first) await first;
-        if (this.tile && !this.ready) this.markReady();
-        if (!this.finished) this.connect();
-        this.viewChanged();
-        return this;
-      });
+      const first = this.prefetch();
+      return this.show().then(() => this.begin(first));
     }
 
     // --- Figures --------------------------------------------------------------------------------
