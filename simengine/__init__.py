@@ -9,7 +9,7 @@ Pure Python + numpy (kernels compiled with numba); never imports Django.
 __version__ = "0.2.0"  # raise with any change of results: docs/development.md
 
 from simengine.scenario import load_scenario, scenario_hash  # noqa: E402
-from simengine.runner import run  # noqa: E402
+from simengine.runner import replication_segments, run  # noqa: E402
 from simengine.sweep import expand_sweep, sweep  # noqa: E402
 
-__all__ = ["__version__", "load_scenario", "scenario_hash", "run", "sweep", "expand_sweep"]
+__all__ = ["__version__", "load_scenario", "scenario_hash", "run", "replication_segments", "sweep", "expand_sweep"]

@@ -570,6 +570,85 @@ def _estimated_jobs(scenario: Scenario) -> int:
     return 0  # unknown: stay in process
 
 
+# ---- the models beside the kernel path ------------------------------------------------------
+
+@dataclass(frozen=True)
+class Model:
+    """A model family that simulates the scenarios it ``handles`` instead of the kernel path:
+    ``run`` gives the Result, ``replication`` one replication's (job rows, segments)."""
+
+    name: str
+    handles: Callable[[Scenario], bool]
+    run: Callable[..., Result]
+    replication: Callable[[Scenario, int], tuple[dict, dict]]
+
+
+def _cao():
+    from simengine.cao.run import is_cao, replicate, run_cao
+
+    return Model("cao", is_cao, run_cao, lambda s, r: replicate(s, r, True)[:2])
+
+
+def _coallocation():
+    from simengine.grid.koala_run import simulate_koala_replication
+    from simengine.grid.run import run_grid, simulate_replication as grid_replication
+    from simengine.grid.schema import is_koala
+
+    def replication(s: Scenario, r: int) -> tuple[dict, dict]:
+        out = (simulate_koala_replication if is_koala(s) else grid_replication)(s, r, True, True)
+        return out.jobs, out.segments
+
+    return Model("co-allocation", is_coallocation, run_grid, replication)
+
+
+def _evolving():
+    from simengine.evolving.run import is_evolving, replicate, run_evolving
+
+    return Model("evolving", is_evolving, run_evolving, lambda s, r: replicate(s, r, True)[:2])
+
+
+def _local():
+    from simengine.local.run import needs_local, replicate, run_local
+
+    return Model("event-driven cluster", needs_local, run_local, lambda s, r: replicate(s, r, True)[:2])
+
+
+#: in the order they are asked whether they handle a scenario (the first that does simulates it);
+#: each built on first use (their packages import this module)
+_MODEL_FACTORIES = (_cao, _coallocation, _evolving, _local)
+_MODELS: list[Model] = []
+
+
+def model_of(scenario: Scenario) -> Model | None:
+    """The model family that simulates ``scenario`` (None: the kernel path)."""
+    if not _MODELS:
+        _MODELS.extend(factory() for factory in _MODEL_FACTORIES)
+    return next((m for m in _MODELS if m.handles(scenario)), None)
+
+
+def replication_segments(scenario: Any, replication: int, *, base_dir: str | None = None) -> dict[str, np.ndarray]:
+    """Replication ``replication``'s Gantt segments as the live stream's rows (the job named by
+    its job id and stream). A Result keeps replication 0's; this simulates any replication again
+    (same scenario, seed and engine version give the same replication)."""
+    from simengine.streaming import live_rows
+
+    scenario = scenario if isinstance(scenario, Scenario) else load_scenario(scenario, base_dir=base_dir)
+    if not 0 <= replication < scenario.run.replications:
+        raise ValueError(f"replication: must be within 0..{scenario.run.replications - 1}")
+    model = model_of(scenario)
+    if model is not None:
+        jobs, seg = model.replication(scenario, replication)
+    else:
+        warm_up_kernels()
+        out = simulate_replication(scenario, replication, with_segments=True)
+        jobs, seg = out.jobs, out.segments
+    columns = dict(seg)
+    rows = np.asarray(seg["job"], np.int64)
+    columns["job_id"] = jobs["job_id"][rows]
+    columns["stream"] = jobs["stream"][rows]
+    return live_rows(columns)
+
+
 # ---- public API ----------------------------------------------------------------------------
 
 def run(scenario: Any, on_progress: ProgressCallback | None = None, *, workers: int | None = None,
@@ -581,31 +660,19 @@ def run(scenario: Any, on_progress: ProgressCallback | None = None, *, workers: 
     scenario : Scenario, dict, str or path
         Anything :func:`simengine.load_scenario` accepts.
     on_progress : callable, optional
-        Called with numbered chunks (dicts) as the run goes: ``kind`` "progress" with
-        ``fraction`` done and ``sim_time``; ``kind`` "segments" with a block of Gantt
-        segments of replication 0 (columns as lists); ``kind`` "metrics" at the end.
-        ``seq`` numbers every chunk from 0 so a late client can ask for what it missed.
+        Called with numbered chunks (dicts) as the run goes (docs/output.md, "Streaming"):
+        ``kind`` "segments" while replication 0 is simulated, each with the Gantt segments that
+        closed in a window of simulated time (typed numpy columns) and those in progress;
+        ``kind`` "progress" with ``fraction`` done and ``sim_time``; ``kind`` "metrics" at the
+        end. ``seq`` numbers every chunk from 0 so a late client can ask for what it missed.
     workers : int, optional
         Processes for replications (threads when every cluster runs LWR or the site
         allocation is stateful); default: the machine's cores when the run is big.
     """
     scenario = scenario if isinstance(scenario, Scenario) else load_scenario(scenario, base_dir=base_dir)
-    from simengine.cao.run import is_cao, run_cao
-
-    if is_cao(scenario):  # SCOJO-PECT clusters and RARS-HEFT workflows, one event loop (docs/cao.md)
-        return run_cao(scenario, on_progress, workers=workers)
-    if is_coallocation(scenario):  # co-allocated jobs with start deadlines: the grid layer runs them
-        from simengine.grid.run import run_grid
-
-        return run_grid(scenario, on_progress, workers=workers)
-    from simengine.evolving.run import is_evolving, run_evolving
-
-    if is_evolving(scenario):  # rigid and evolving applications scheduled offline (docs/evolving.md)
-        return run_evolving(scenario, on_progress, workers=workers)
-    from simengine.local.run import needs_local, run_local
-
-    if needs_local(scenario):  # reservations, preemption or priorities: simulated event by event (docs/reservations.md)
-        return run_local(scenario, on_progress, workers=workers)
+    model = model_of(scenario)
+    if model is not None:
+        return model.run(scenario, on_progress, workers=workers)
     R = scenario.run.replications
     emit = ChunkEmitter(on_progress)
     # Traces are read (and kernels compiled) before the clock starts: engine_seconds is

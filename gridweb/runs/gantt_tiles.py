@@ -25,6 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+import simengine
+from gridweb.scenarios.validation import validate_spec
 from simengine.gantt import KIND_NAMES
 from simengine.gantt_lod import BLOCK, SegmentTable, bands_for, block_bounds, quantize
 from simengine.streaming import LIVE_COLUMNS, LIVE_DTYPES
@@ -200,11 +202,49 @@ def _stored_table(stored: RunResult) -> SegmentTable:
     return table
 
 
-def segment_source(run: Run) -> SegmentSource:
-    """The segments the run's Gantt shows now (module docstring)."""
+class ReplicationUnavailable(Exception):
+    """Another replication's Gantt cannot be drawn now (the run has no result, or simulating that
+    replication again would take too long for a request); the message says which."""
+
+
+#: another replication's Gantt is simulated again while the request waits when that takes about
+#: this many seconds at most (the run's engine time over its replications)
+REPLICATION_INLINE_SECONDS = 15.0
+_REPLICATION_LOCKS: dict[tuple[int, int], threading.Lock] = {}
+
+
+def replication_table(run: Run, stored: RunResult, replication: int) -> SegmentTable:
+    """Replication ``replication``'s Gantt: kept beside the result once simulated again
+    (simengine.replication_segments: the same scenario, seed and engine give the same schedule)."""
+    replications = int((run.summary or {}).get("replications", 1))
+    if not 0 < replication < replications:
+        raise ReplicationUnavailable(f"replication: must be within 0..{replications - 1}")
+    with _STORED_LOCK:
+        lock = _REPLICATION_LOCKS.setdefault((run.pk, replication), threading.Lock())
+    with lock:
+        if not result_store.has_replication_gantt(stored, replication):
+            seconds = float((run.summary or {}).get("engine_seconds", 0.0)) / replications
+            if seconds > REPLICATION_INLINE_SECONDS:
+                raise ReplicationUnavailable(
+                    f"replication {replication}'s Gantt would take about {seconds:.0f} s to simulate again; "
+                    f"only replications that take at most {REPLICATION_INLINE_SECONDS:.0f} s are drawn on demand")
+            rows = simengine.replication_segments(validate_spec(run.spec), replication)
+            result_store.save_replication_gantt(stored, replication, rows)
+    return result_store.gantt_table(stored, replication)
+
+
+def segment_source(run: Run, replication: int = 0) -> SegmentSource:
+    """The segments the run's Gantt shows now (module docstring); another replication than 0:
+    a done run's, simulated again on demand (``replication_table``)."""
     stored = None
     if run.status == Status.DONE:
         stored = RunResult.objects.filter(run=run).first()
+    if replication:
+        if stored is None:
+            raise ReplicationUnavailable(f"replication {replication}'s Gantt is drawn once the run is done")
+        table = replication_table(run, stored, replication)
+        empty = {name: np.zeros(0, dtype) for name, dtype in LIVE_DTYPES.items()}
+        return SegmentSource(table, empty, math.inf, -1, table.kinds(), None)
     if stored is not None:
         table = _stored_table(stored)
         empty = {name: np.zeros(0, dtype) for name, dtype in LIVE_DTYPES.items()}
@@ -253,15 +293,16 @@ def _header(run: Run, source: SegmentSource) -> dict:
         a = min(a, float(source.open_rows["t0"].min())) if source.table.n else float(source.open_rows["t0"].min())
         b = max(b, float(source.open_rows["t1"].max()))
     return {"run": run.pk, "status": run.status, "count": source.count, "span": [a, b],
+            "replications": int((run.summary or {}).get("replications", 1)),
             "frontier": source.frontier if math.isfinite(source.frontier) else None, "seq": source.seq,
             "clusters": cluster_layout(run), "kinds": [KIND_NAMES[k] for k in source.kinds],
             "kind_codes": source.kinds}
 
 
-def tile(run: Run, a: float | None, b: float | None, width: int, height: int) -> bytes:
+def tile(run: Run, a: float | None, b: float | None, width: int, height: int, replication: int = 0) -> bytes:
     """The frame the page draws for the window [a, b) at ``width`` x ``height`` pixels (module
     docstring); a and b default to the whole run."""
-    source = segment_source(run)
+    source = segment_source(run, replication)
     header = _header(run, source)
     span_a, span_b = header["span"]
     if a is None or b is None or not b > a:
@@ -346,9 +387,9 @@ def _series(source: SegmentSource, a: float, b: float, bins: int, processors: li
     return {"series.busy": busy.astype(np.float32), "series.queue": queue}
 
 
-def job_rows(run: Run, stream: int, job_id: int) -> bytes:
+def job_rows(run: Run, stream: int, job_id: int, replication: int = 0) -> bytes:
     """Every segment of one job (its stream and job id), for highlighting it at any zoom."""
-    source = segment_source(run)
+    source = segment_source(run, replication)
     rows = source.table.find(lambda c: (c["job_id"] == job_id) & (c["stream"] == stream))
     o = source.open_rows
     mine = (o["job_id"] == job_id) & (o["stream"] == stream)
@@ -358,9 +399,9 @@ def job_rows(run: Run, stream: int, job_id: int) -> bytes:
     return frames.encode(header, frames.wire_rows(rows, "s") | frames.wire_rows(opened, "o"))
 
 
-def rows_at(run: Run, cluster: int, processor: int, t: float) -> bytes:
+def rows_at(run: Run, cluster: int, processor: int, t: float, replication: int = 0) -> bytes:
     """The segments covering one processor of a cluster at time t (what a click in a raster hit)."""
-    source = segment_source(run)
+    source = segment_source(run, replication)
     eps = max(abs(t) * 1e-12, 1e-9)
     which, _ = source.table.select(t, t + eps, ROWS_CAP)
     rows = source.table.rows(which)

@@ -76,11 +76,8 @@ def save(run: Run, result) -> tuple[str, int]:
             result.write_npz(tmp)
             tmp.seek(0)
             put("result.npz", File(tmp, name="result.npz"))
-        rows = segment_rows(result)
-        table = SegmentTable(rows)
-        for name in LIVE_COLUMNS:
-            put(f"gantt/{name}.npy", _npy(rows[name]))
-        put("gantt/index.npy", _npy(np.stack([table.lo, table.hi])))
+        for name, data in gantt_files(segment_rows(result)).items():
+            put(f"gantt/{name}", data)
         put("gantt/queue.npz", _queue_npz(result))
     except BaseException:
         for path in written:
@@ -123,6 +120,35 @@ def queue_arrays(stored: RunResult) -> dict[str, np.ndarray] | None:
         return None
 
 
+def gantt_files(rows: dict[str, np.ndarray]) -> dict[str, bytes]:
+    """The files of a Gantt folder: each column (rows sorted by start) and the block index."""
+    order = np.argsort(rows["t0"], kind="stable")
+    rows = {k: np.asarray(v)[order] for k, v in rows.items()}
+    table = SegmentTable(rows)
+    files = {f"{name}.npy": _npy(rows[name]) for name in LIVE_COLUMNS}
+    files["index.npy"] = _npy(np.stack([table.lo, table.hi]))
+    return files
+
+
+def save_replication_gantt(stored: RunResult, replication: int, rows: dict[str, np.ndarray]) -> None:
+    """Keep another replication's Gantt beside the result (``gantt_r<replication>/``), written
+    whole before it is read: the index file goes last and says the folder is complete."""
+    storage = results_storage()
+    folder = f"{stored.location}/gantt_r{replication}"
+    files = gantt_files(rows)
+    index = files.pop("index.npy")
+    for name, data in files.items():
+        if storage.exists(f"{folder}/{name}"):
+            storage.delete(f"{folder}/{name}")
+        storage.save(f"{folder}/{name}", ContentFile(data))
+    if not storage.exists(f"{folder}/index.npy"):
+        storage.save(f"{folder}/index.npy", ContentFile(index))
+
+
+def has_replication_gantt(stored: RunResult, replication: int) -> bool:
+    return bool(stored.location) and results_storage().exists(f"{stored.location}/gantt_r{replication}/index.npy")
+
+
 def _npy(values: np.ndarray) -> bytes:
     buffer = io.BytesIO()
     np.save(buffer, np.ascontiguousarray(values), allow_pickle=False)
@@ -134,7 +160,11 @@ def delete(location: str) -> None:
     if not location:
         return
     storage = results_storage()
-    for folder in (f"{location}/gantt", location):
+    try:
+        folders, _ = storage.listdir(location)
+    except (FileNotFoundError, NotImplementedError, OSError):
+        folders = []
+    for folder in [f"{location}/{name}" for name in folders] + [location]:
         try:
             _, files = storage.listdir(folder)
         except (FileNotFoundError, NotImplementedError, OSError):
@@ -177,14 +207,15 @@ def open_npz(stored: RunResult) -> Iterator[np.lib.npyio.NpzFile]:
             yield npz
 
 
-def gantt_table(stored: RunResult) -> SegmentTable:
-    """Replication 0's segments of a stored result, memory-mapped."""
+def gantt_table(stored: RunResult, replication: int = 0) -> SegmentTable:
+    """A replication's segments of a stored result (replication 0's, or another one kept by
+    save_replication_gantt), memory-mapped."""
     if not stored.location:
         with open_npz(stored) as npz:
             arrays = {name: npz[name] for name in npz.files if name.startswith(("segments_", "jobs_job_id",
                                                                                  "jobs_stream"))}
         return SegmentTable(_legacy_rows(arrays))
-    base = f"{stored.location}/gantt"
+    base = f"{stored.location}/gantt" + (f"_r{replication}" if replication else "")
     columns = {name: np.load(_local_path(f"{base}/{name}.npy"), mmap_mode="r", allow_pickle=False)
                for name in LIVE_COLUMNS}
     index = np.load(_local_path(f"{base}/index.npy"), allow_pickle=False)

@@ -122,6 +122,7 @@ def run_page_context(request: HttpRequest, run: Run, comment_form: CommentForm |
         "can_comment": request.user.is_authenticated,
         "metrics": comparing.metrics_table([run.summary]) if run.summary else [],
         "replications": (run.summary or {}).get("replications"),
+        "replication_choices": range(int((run.summary or {}).get("replications") or 1)),
         "job_counts": [f"{count:,} {status}" for status, count in ((run.summary or {}).get("job_counts") or {}).items()
                        if count],
         "notes": (run.summary or {}).get("notes") or [],
@@ -216,7 +217,13 @@ def _number(request: HttpRequest, name: str, kind: type = float, low: float = -m
     return value
 
 
-def _frame(body: bytes) -> HttpResponse:
+def _gantt_frame(answer, run: Run, *args) -> HttpResponse:
+    """A level-of-detail answer as a binary frame; 409 with the reason when the replication asked
+    for cannot be drawn now."""
+    try:
+        body = answer(run, *args)
+    except gantt_tiles.ReplicationUnavailable as exc:
+        return HttpResponse(str(exc), status=409, content_type="text/plain; charset=utf-8")
     response = HttpResponse(body, content_type="application/octet-stream")
     response["Cache-Control"] = "private, no-cache"
     return response
@@ -232,9 +239,10 @@ def run_gantt_tile(request: HttpRequest, pk: int) -> HttpResponse:
         b = _number(request, "t1", default=None)
         width = _number(request, "width", int, 16, 8000, default=1200)
         height = _number(request, "height", int, 16, 4000, default=400)
+        replication = _number(request, "replication", int, 0, 10**6, default=0)
     except _BadQuery as exc:
         return HttpResponseBadRequest(str(exc))
-    return _frame(gantt_tiles.tile(run, a, b, width, height))
+    return _gantt_frame(gantt_tiles.tile, run, a, b, width, height, replication)
 
 
 @require_safe
@@ -244,9 +252,10 @@ def run_gantt_job(request: HttpRequest, pk: int) -> HttpResponse:
     try:
         stream = _number(request, "stream", int, 0, 2**31 - 1)
         job_id = _number(request, "job_id", int, -2**53, 2**53)
+        replication = _number(request, "replication", int, 0, 10**6, default=0)
     except _BadQuery as exc:
         return HttpResponseBadRequest(str(exc))
-    return _frame(gantt_tiles.job_rows(run, stream, job_id))
+    return _gantt_frame(gantt_tiles.job_rows, run, stream, job_id, replication)
 
 
 @require_safe
@@ -257,9 +266,10 @@ def run_gantt_at(request: HttpRequest, pk: int) -> HttpResponse:
         cluster = _number(request, "cluster", int, 0, 2**15 - 1)
         processor = _number(request, "processor", int, 0, 2**31 - 1)
         t = _number(request, "t")
+        replication = _number(request, "replication", int, 0, 10**6, default=0)
     except _BadQuery as exc:
         return HttpResponseBadRequest(str(exc))
-    return _frame(gantt_tiles.rows_at(run, cluster, processor, t))
+    return _gantt_frame(gantt_tiles.rows_at, run, cluster, processor, t, replication)
 
 
 @require_safe

@@ -189,6 +189,7 @@
       this.ingested = 0;
       this.ingestMs = 0;
       this.queueSamples = []; // live: [time, queued per cluster]
+      this.replication = 0; // the replication drawn (a done run's other ones are simulated again)
       container.dataset.colour = this.colourBy;
       this.build();
     }
@@ -508,19 +509,23 @@
       this.tileStale = false;
       const [a, b] = this.viewRange();
       const params = new URLSearchParams({ width: this.plotWidth(), height: this.plotHeight() });
+      if (this.replication) params.set("replication", this.replication);
       if (this.ready && b > a && !this.followData) {
         params.set("t0", a);
         params.set("t1", b);
       }
       const started = performance.now();
+      const replication = this.replication;
       this.lastTileAt = Date.now();
       try {
         this.tileInFlight = fetch(`${this.config.tileUrl}?${params}`, { credentials: "same-origin" });
         const response = await this.tileInFlight;
+        if (response.status === 409) throw new Error(await response.text()); // says why
         if (!response.ok) throw new Error(`tile: HTTP ${response.status}`);
         const { header, arrays } = GridwebFrames.decode(await response.arrayBuffer());
         this.timings.lastTile = performance.now() - started;
-        this.acceptTile(header, arrays);
+        if (replication !== this.replication) this.tileWanted = true; // asked before the switch
+        else this.acceptTile(header, arrays);
       } catch (err) {
         this.container.dataset.error = err.message;
         if (this.options.modeLabel) this.options.modeLabel.textContent = `could not load the chart: ${err.message}`;
@@ -766,8 +771,8 @@
         return 0;
       }
       const [stream, jobId] = String(key).split(":");
-      const response = await fetch(`${this.config.jobUrl}?stream=${stream}&job_id=${jobId}`,
-        { credentials: "same-origin" });
+      const response = await fetch(`${this.config.jobUrl}?stream=${stream}&job_id=${jobId}` +
+        `&replication=${this.replication}`, { credentials: "same-origin" });
       if (!response.ok) return 0;
       const { arrays } = GridwebFrames.decode(await response.arrayBuffer());
       const rows = new Columns(ROW_TYPES);
@@ -824,8 +829,8 @@
       el.addEventListener("click", async (event) => {
         const at = locate(event);
         if (!at) return;
-        const response = await fetch(`${this.config.atUrl}?cluster=${at.cluster}&processor=${at.processor}&t=${at.t}`,
-          { credentials: "same-origin" });
+        const response = await fetch(`${this.config.atUrl}?cluster=${at.cluster}&processor=${at.processor}&t=${at.t}` +
+          `&replication=${this.replication}`, { credentials: "same-origin" });
         if (!response.ok) return;
         const { arrays } = GridwebFrames.decode(await response.arrayBuffer());
         let rows = GridwebFrames.rows(arrays, "s");
@@ -854,6 +859,21 @@
       const c = this.layout.clusters[at.cluster];
       return `${c.name} · ${fmtTime(t.window[0] + x * width)} – ${fmtTime(t.window[0] + (x + 1) * width)} · ` +
         (parts.length ? parts.join(", ") : "idle");
+    }
+
+    // Draw another replication of a done run (its Gantt is simulated again by the server once).
+    setReplication(r) {
+      const replication = Math.max(0, Number(r) || 0);
+      if (replication === this.replication) return;
+      this.replication = replication;
+      this.tile = null;
+      this.shownRows = null;
+      this.setHighlight(null, null);
+      this.container.dataset.replication = String(replication);
+      this.container.dataset.error = "";
+      if (this.options.modeLabel) this.options.modeLabel.textContent = `replication ${replication}: loading…`;
+      this.tileWanted = true;
+      if (!this.tileInFlight) this.fetchTile();
     }
 
     // --- Colour and legend ----------------------------------------------------------------------
@@ -1029,6 +1049,8 @@
         highlightedKey: () => (g.highlighted ? g.highlighted.key : null),
         highlightedCount: () => (g.highlighted ? g.highlighted.count : 0),
         setColouring: (by) => g.setColouring(by),
+        setReplication: (r) => g.setReplication(r),
+        replication: () => g.replication,
         setTime: (t) => g.setTime(t),
         revealedCount: () => g.revealedCount(),
         play: () => g.play(),
@@ -1092,6 +1114,8 @@
   const gantt = new GridwebGantt(container, config, options);
   window.gridwebGantt = gantt.hooks();
   if (options.colourSelect) options.colourSelect.addEventListener("change", () => gantt.setColouring(options.colourSelect.value));
+  const replicationSelect = document.getElementById("gantt-replication");
+  if (replicationSelect) replicationSelect.addEventListener("change", () => gantt.setReplication(replicationSelect.value));
   const viewSelect = document.getElementById("gantt-view");
   if (viewSelect) viewSelect.addEventListener("change", () => window.gridwebGantt.setView(viewSelect.value));
   if (options.playButton) options.playButton.addEventListener("click", () => (gantt.playing ? gantt.pause() : gantt.play()));

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from django.urls import reverse
 
+import simengine
 from gridweb.runs import execution, frames, gantt_tiles, result_store
 from gridweb.runs.models import Run, RunChunk, RunResult, Status
 from gridweb.runs.services import create_run
@@ -165,3 +166,37 @@ def test_a_run_cancelled_midway_keeps_the_gantt_of_what_it_simulated(alice, monk
     header, arrays = get_frame(client_for(alice), run, "tile", width=600, height=200)
     assert header["mode"] == "rows" and header["n"] + header["n_open"] == source.count
     assert header["frontier"] == pytest.approx(source.frontier)
+
+
+def test_another_replication_is_simulated_again_once_and_drawn(alice):
+    run = done_run(alice, completions=1500, replications=3)
+    client = client_for(alice)
+    header0, arrays0 = get_frame(client, run, "tile", width=600, height=200)
+    header2, arrays2 = get_frame(client, run, "tile", width=600, height=200, replication=2)
+    assert header0["replications"] == 3 and header2["count"] > 0
+    expected = simengine.replication_segments(simengine.load_scenario(run.spec), 2)
+    assert header2["mode"] == "rows" and header2["count"] == len(expected["t0"])
+    assert as_multiset(frames.rows_of(arrays2, "s")) == as_multiset(expected)
+    assert as_multiset(frames.rows_of(arrays2, "s")) != as_multiset(frames.rows_of(arrays0, "s"))
+    stored = RunResult.objects.get(run=run)
+    assert result_store.has_replication_gantt(stored, 2) and not result_store.has_replication_gantt(stored, 1)
+    # a job of replication 2 is found in replication 2
+    i = 0
+    job = {"stream": int(expected["stream"][i]), "job_id": int(expected["job_id"][i])}
+    header, _ = get_frame(client, run, "job", replication=2, **job)
+    mine = (expected["job_id"] == job["job_id"]) & (expected["stream"] == job["stream"])
+    assert header["n"] == int(mine.sum())
+
+
+def test_replications_that_cannot_be_drawn_say_why(alice, monkeypatch):
+    run = done_run(alice, completions=300, replications=2)
+    client = client_for(alice)
+    url = reverse("runs:gantt_tile", args=[run.pk])
+    response = client.get(url, {"replication": 5})
+    assert response.status_code == 409 and response.content.decode() == "replication: must be within 0..1"
+    monkeypatch.setattr(gantt_tiles, "REPLICATION_INLINE_SECONDS", 0.0)
+    response = client.get(url, {"replication": 1})
+    assert response.status_code == 409 and "would take about" in response.content.decode()
+    Run.objects.filter(pk=run.pk).update(status=Status.CANCELLED)
+    response = client.get(url, {"replication": 1})
+    assert response.status_code == 409 and "once the run is done" in response.content.decode()

@@ -161,7 +161,7 @@ def test_build_a_scenario_with_preemption_and_a_reservation_run_it_and_see_the_w
     # The busy strip counts each processor once: the window (its job runs inside it) and the
     # suspended gaps (their preemptors run there) are left out, so it never passes 100 %.
     busy = page.evaluate("[...gridwebGantt.gantt.stripSource.data.busy_1].filter((v) => v === v)")
-    assert max(busy) <= 100 + 1e-6 and max(busy) > 50
+    assert max(busy) <= 100 + 1e-3 and max(busy) > 50  # float32 columns
     assert page.js_errors == []
 
 
