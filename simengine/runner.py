@@ -391,20 +391,21 @@ def _dispatch_one(scenario: Scenario, replication: int, counts: list[int] | None
 
 
 def simulate_lwr_sites(scenario: Scenario, with_segments_for_first: bool, rows: SharedRows | None = None,
-                       threads: int | None = None) -> list[ReplicationOutcome]:
+                       threads: int | None = None, on_first=None) -> list[ReplicationOutcome]:
     """All R replications of a dispatch-only model (every cluster LWR), each in one compiled
     pass over its jobs (:func:`simengine.grid_lwr.lwr_sites`), in a thread pool."""
     return _in_threads(scenario, list(range(scenario.run.replications)),
                        lambda r, counts: _dispatch_one(scenario, r, counts), with_segments_for_first, rows,
-                       threads)
+                       threads, on_first)
 
 
 def _in_threads(scenario: Scenario, replications: list[int], simulate_one, with_segments_for_first: bool,
-                rows: SharedRows | None, threads: int | None) -> list[ReplicationOutcome]:
+                rows: SharedRows | None, threads: int | None, on_first=None) -> list[ReplicationOutcome]:
     """Simulate and finish each replication in a thread pool (the kernels and numpy release
     the GIL; each replication has its own random streams, so results do not depend on the
     order threads run in). Each writes its job rows into ``rows`` (in replication order).
-    ``threads``: at most this many (default: the machine's cores)."""
+    ``threads``: at most this many (default: the machine's cores). ``on_first(outcome)`` is
+    called in this thread as soon as the first replication is done (its Gantt goes out then)."""
     rows = rows if rows is not None else SharedRows(len(replications))
 
     def one(i: int) -> ReplicationOutcome:
@@ -419,7 +420,12 @@ def _in_threads(scenario: Scenario, replications: list[int], simulate_one, with_
 
     _keep_freed_memory()
     with ThreadPoolExecutor(max_workers=threads or os.cpu_count() or 1) as pool:
-        return list(pool.map(one, range(len(replications))))
+        outcomes = []
+        for i, outcome in enumerate(pool.map(one, range(len(replications)))):
+            if i == 0 and on_first is not None:
+                on_first(outcome)
+            outcomes.append(outcome)
+        return outcomes
 
 
 class SharedRows:
@@ -511,7 +517,8 @@ def _stateful_policy(scenario: Scenario):
 
 
 def simulate_stateful(scenario: Scenario, replications: list[int], with_segments_for_first: bool,
-                      rows: SharedRows | None = None, threads: int | None = None) -> list[ReplicationOutcome]:
+                      rows: SharedRows | None = None, threads: int | None = None,
+                      on_first=None) -> list[ReplicationOutcome]:
     """Replications of a model with a stateful site-allocation policy over LWR sites
     (validated: every cluster is LWR): grid scheduler and sites in one compiled pass
     (simengine.grid_lwr) per replication, in a thread pool. ``submit`` stays the arrival
@@ -550,7 +557,7 @@ def simulate_stateful(scenario: Scenario, replications: list[int], with_segments
         runtime = work / np.append(speed, 1.0)[site]
         return Simulated(jobs, site, runtime, killed, start, proc, notes)
 
-    return _in_threads(scenario, replications, simulate_one, with_segments_for_first, rows, threads)
+    return _in_threads(scenario, replications, simulate_one, with_segments_for_first, rows, threads, on_first)
 
 
 def _replication_worker(args):
@@ -686,10 +693,14 @@ def run(scenario: Any, on_progress: ProgressCallback | None = None, *, workers: 
     jobs = None
     if _stateful_policy(scenario) is not None or (R > 1 and _dispatch_only(scenario)):
         rows = SharedRows(R if scenario.run.keep_jobs == "all" else 1)
+
+        def first_done(outcome: ReplicationOutcome) -> None:  # its Gantt goes out while the rest run
+            emit.segments(outcome.segments, outcome.jobs, R)
+
         if _stateful_policy(scenario) is not None:
-            outcomes = simulate_stateful(scenario, list(range(R)), True, rows, workers)
+            outcomes = simulate_stateful(scenario, list(range(R)), True, rows, workers, first_done)
         else:
-            outcomes = simulate_lwr_sites(scenario, True, rows, workers)
+            outcomes = simulate_lwr_sites(scenario, True, rows, workers, first_done)
         jobs = rows.result()
         emit.progress(1.0, 0.0)
     else:

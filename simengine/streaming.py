@@ -13,7 +13,9 @@ Gantt (:class:`LiveGantt`) that every model feeds while its replication 0 runs:
 The live Gantt sends a ``segments`` chunk at least every ``LIVE_INTERVAL`` seconds of wall time
 while updates come (the first as soon as there is something to show). Each chunk covers a
 contiguous window ``[w0, w1)`` of simulated time: its ``segments`` are the rows that closed in
-it (sorted by ``t1``), its ``open`` rows the snapshot at ``w1``. The rows of all chunks together
+it (sorted by ``t1``) -- and any row a model could only name after its window had gone out
+(Cao's reservation frame of a task that starts after its latest finish) -- and its ``open`` rows
+the snapshot at ``w1``. Every row ends before its chunk's ``w1``; the rows of all chunks together
 are exactly the Result's segments.
 """
 from __future__ import annotations
@@ -110,6 +112,7 @@ class LiveGantt:
         self.emit, self.R, self.clock = emit, max(1, replications), clock
         self.interval = LIVE_INTERVAL if interval is None else interval
         self.sent_until = -math.inf  # closed rows with t1 before this have been sent
+        self.replay_until = -math.inf  # a repeated attempt's rows before this were sent by an earlier one
         self.frontier = -math.inf
         self.pending: list[dict[str, np.ndarray]] = []
         self.open = empty_rows()
@@ -129,6 +132,7 @@ class LiveGantt:
         self.pending = []
         self.open = empty_rows()
         self.frontier = self.sent_until
+        self.replay_until = self.sent_until
 
     def update(self, frontier: float, closed: dict[str, np.ndarray] | None = None,
                open_rows: dict[str, np.ndarray] | None = None, queued: list[int] | None = None) -> None:
@@ -138,7 +142,7 @@ class LiveGantt:
             return
         self.frontier = float(frontier)
         if closed is not None and len(closed["t0"]):
-            keep = closed["t1"] >= self.sent_until  # a repeated attempt reports sent rows again
+            keep = closed["t1"] >= self.replay_until  # a repeated attempt reports sent rows again
             self.pending.append(closed if keep.all() else take_rows(closed, keep))
         if open_rows is not None:
             self.open = open_rows
@@ -169,7 +173,7 @@ class LiveGantt:
                 columns["job_id"] = jobs["job_id"][rows]
                 columns["stream"] = jobs["stream"][rows]
         rows = live_rows(columns, n) if n else empty_rows()
-        rows = take_rows(rows, rows["t1"] >= self.sent_until)
+        rows = take_rows(rows, rows["t1"] >= self.sent_until)  # (a row sent late ends before it too)
         end = max(self.frontier, float(rows["t1"].max()) if len(rows["t1"]) else -math.inf)
         end = np.nextafter(end, math.inf) if math.isfinite(end) else self.begin
         self.open = empty_rows()

@@ -652,6 +652,7 @@ class Simulation:
         self.workflows: list[dict] = []
         self.unfinished = 0
         self.now = 0.0
+        self.begun = False
         #: on_step(fraction of jobs finished, now), every STEP_EVENTS events (progress of a long run)
         self.on_step: Callable[[float, float], None] | None = None
 
@@ -738,12 +739,18 @@ class Simulation:
 
     # ---- loop ---------------------------------------------------------------------------------
 
-    def run(self) -> None:
+    def run(self, until: float = math.inf) -> bool:
+        """Handle the events, in order, until none is left (returns True) or the next is at or
+        after ``until`` (returns False; call again to go on: the live Gantt advances slice by slice)."""
         ev = self.events
-        for cl in self.clusters:
-            self.push(0.0, EV_SLICE, cl.idx, None)
+        if not self.begun:
+            self.begun = True
+            for cl in self.clusters:
+                self.push(0.0, EV_SLICE, cl.idx, None)
         on_step, total, until_step = self.on_step, len(self.jobs), STEP_EVENTS
         while ev and self.unfinished > 0:
+            if ev[0][0] >= until:
+                return False
             t, kind, _, a, b = heapq.heappop(ev)
             self.now = t
             if on_step is not None:
@@ -777,6 +784,7 @@ class Simulation:
                 cl.dispatch()
         for cl in self.clusters:
             cl.advance(self.now)
+        return True
 
 
 def relaxed_frame(st: float, prt: float, exc: float, now: float, nbp: float, p: CaoParams) -> tuple[float, float]:

@@ -35,16 +35,17 @@ import math
 
 import numpy as np
 
-from simengine.cao.engine import LONG, MEDIUM
+from simengine.cao.engine import DONE, LONG, MEDIUM, RUNNING, SUSPENDED, Simulation
 from simengine.cao.scheduler import RARS_HEFT, SCOJO_PECT, cao_params
-from simengine.cao.simulate import simulate, workflows_from_split
+from simengine.cao.simulate import blocks, simulate, workflows_from_split
 from simengine.cao.workflows import COMM_RANGE, split_workflows
-from simengine.gantt import KIND_RUN, SEGMENT_COLUMNS
+from simengine.gantt import KIND_RESERVATION, KIND_RUN, KIND_SUSPENDED, SEGMENT_COLUMNS
 from simengine.replications import run_replications
 from simengine.results import (JOB_DTYPES, Result, order_job_rows, percentile_linear, segment_series,
                                warm_up_by_completions)
 from simengine.scenario import Scenario
-from simengine.streaming import ProgressCallback
+from simengine.streaming import (LIVE_COLUMNS, LiveGantt, ProgressCallback, empty_rows, live_rows,
+                                  run_in_slices)
 from simengine.workload import STATUS_COMPLETED, STATUS_KILLED, STATUS_REJECTED, STATUS_UNFINISHED, JobTable
 
 __all__ = ["is_cao", "run_cao", "replication_input", "CaoReplication"]
@@ -105,11 +106,111 @@ def replication_input(scenario: Scenario, replication: int, counts: list[int] | 
     return jobs, cluster, runtime, killed, local, wf_rows, table.take(local), workflows, params, notes
 
 
-def _simulate(scenario: Scenario, replication: int, counts: list[int] | None, on_step=None) -> CaoReplication:
+def _simulate(scenario: Scenario, replication: int, counts: list[int] | None, on_step=None,
+              live: LiveGantt | None = None) -> CaoReplication:
     jobs, cluster, runtime, killed, local, wf_rows, table, workflows, params, notes = replication_input(
         scenario, replication, counts)
-    res = simulate(table, workflows, params, on_step=on_step)
+    drive = None
+    if live is not None:
+        def drive(sim: Simulation) -> None:
+            _feed_live(scenario, sim, live, jobs, local, wf_rows)
+    res = simulate(table, workflows, params, on_step=None if live is not None else on_step, drive=drive)
     return CaoReplication(jobs, cluster, runtime, killed, local, wf_rows, workflows, res, notes)
+
+
+def _feed_live(scenario: Scenario, sim: Simulation, live: LiveGantt, jobs, local: np.ndarray,
+               wf_rows: np.ndarray) -> None:
+    """Advance the simulation slice by slice (streaming.run_in_slices) and stream, as finish()
+    will name them, the run pieces that closed, the suspended gaps between them and each started
+    task's reservation frame [EST, LFT] once it is over (a task that starts after its LFT names
+    its frame late); in progress: running pieces, current suspensions and frames still ahead. A job is named by its workload row's job id and stream, a
+    task by its workflow's, with the task index as component."""
+    from simengine.kernel_feed import StopTime
+    from simengine.runner import _drawn_until, endless_streams
+
+    live.restart()
+    run = scenario.run
+    horizon = run.stop.horizon if run.stop.horizon is not None else math.inf
+    # a retry with more jobs draws the workflows again: nothing streams before the last attempt's end
+    drawn_until = -math.inf if run.stop.completions and endless_streams(scenario) else _drawn_until(scenario, jobs)
+    nl = len(local)
+    origin = [int(local[k]) if k < nl else int(wf_rows[j.wf]) for k, j in enumerate(sim.jobs)]
+    job_id, stream = jobs.job_id, jobs.stream
+    order = sorted(range(len(sim.jobs)), key=lambda k: sim.jobs[k].submit)
+    submitted = 0
+    pending: list[int] = []  # submitted jobs not yet reported whole
+    pieces_sent = [0] * len(sim.jobs)
+    frame_sent = [False] * len(sim.jobs)
+    counted = [False] * len(sim.jobs)
+    held: list[tuple] = []  # closed rows not reported yet (they end at or after the frontier)
+    stop = StopTime(run.stop.completions, horizon)
+    last_end = [-math.inf]
+    begin = min((j.submit for j in sim.jobs), default=0.0)
+    end = max((j.submit for j in sim.jobs), default=0.0)
+    live.expect(begin, min(end, horizon))
+
+    def rows_of(k: int, j, a: float, b: float, kind: int, out: list) -> None:
+        if b - a <= 0:  # finish() draws no zero-length segment
+            return
+        g = origin[k]
+        for first, count in blocks(j.procs):
+            out.append((j.cluster, first, count, a, b, kind, max(j.task, 0), int(job_id[g]), int(stream[g])))
+
+    def report(T: float) -> bool:
+        nonlocal submitted, pending
+        while submitted < len(order) and sim.jobs[order[submitted]].submit < T:
+            pending.append(order[submitted])
+            submitted += 1
+        ends, opened, still = [], [], []
+        for k in pending:
+            j = sim.jobs[k]
+            if j.procs is None:
+                still.append(k)
+                continue
+            # a suspended gap is as finish() draws it, between two recorded pieces: sent when the
+            # second is recorded (until then it shows among the rows in progress)
+            for i in range(pieces_sent[k], len(j.pieces)):
+                a, b = j.pieces[i]
+                if i:
+                    rows_of(k, j, j.pieces[i - 1][1], a, KIND_SUSPENDED, held)
+                rows_of(k, j, a, b, KIND_RUN, held)
+            pieces_sent[k] = len(j.pieces)
+            if j.wf >= 0 and not frame_sent[k]:
+                if j.lft < T:
+                    rows_of(k, j, j.est_frame, j.lft, KIND_RESERVATION, held)
+                    frame_sent[k] = True
+                else:
+                    rows_of(k, j, j.est_frame, j.lft, KIND_RESERVATION, opened)
+            if j.state == DONE and not counted[k]:
+                counted[k] = True
+                ends.append(j.end)
+            elif j.state == RUNNING:
+                if j.pieces and j.run_t0 > j.pieces[-1][1]:
+                    rows_of(k, j, j.pieces[-1][1], j.run_t0, KIND_SUSPENDED, opened)
+                rows_of(k, j, j.run_t0, math.inf, KIND_RUN, opened)
+            elif j.state == SUSPENDED and j.pieces:
+                rows_of(k, j, j.pieces[-1][1], math.inf, KIND_SUSPENDED, opened)
+            if not (j.state == DONE and (j.wf < 0 or frame_sent[k])):
+                still.append(k)
+        pending = still
+        stop.add_ends(np.array(ends, np.float64), T)
+        last_end[0] = max([last_end[0], *ends])
+        F = min(T, stop.time, drawn_until)
+        if stop.time == math.inf:  # no stop rule: finish() clips at the last job's end, not known yet
+            F = min(F, last_end[0])
+        closed = [row for row in held if row[4] < F]
+        held[:] = [row for row in held if row[4] >= F]
+        opened = [(*row[:4], math.nan if row[4] == math.inf else row[4], *row[5:]) for row in opened if row[3] < F]
+        live.update(F, _rows(closed), _rows(opened))
+        return T >= stop.time or T >= drawn_until
+
+    run_in_slices(begin, end, lambda T: sim.run(until=T), report)
+
+
+def _rows(items: list[tuple]) -> dict[str, np.ndarray]:
+    if not items:
+        return empty_rows()
+    return live_rows(dict(zip(LIVE_COLUMNS, zip(*items))), len(items))
 
 
 def _kth_end(rep: CaoReplication, k: int) -> tuple[float, int]:
@@ -127,12 +228,14 @@ def _enough(scenario: Scenario, rep: CaoReplication) -> bool:
     return streams_cover(scenario, rep.jobs, *_kth_end(rep, completions))
 
 
-def simulate_replication(scenario: Scenario, replication: int, on_step=None) -> CaoReplication:
+def simulate_replication(scenario: Scenario, replication: int, on_step=None,
+                         live: LiveGantt | None = None) -> CaoReplication:
     """One replication, with more synthetic jobs each time until they cover ``run.stop.completions``
-    (``on_step(fraction of jobs done, simulated time)`` is called now and then on the way)."""
+    (``on_step(fraction of jobs done, simulated time)`` is called now and then on the way; with
+    ``live``, its Gantt streams while it runs)."""
     from simengine.runner import until_enough
 
-    return until_enough(scenario, lambda counts: _simulate(scenario, replication, counts, on_step),
+    return until_enough(scenario, lambda counts: _simulate(scenario, replication, counts, on_step, live),
                         lambda rep: _enough(scenario, rep))
 
 
@@ -277,9 +380,9 @@ def _metrics(cols, seg, foreign, clusters, t_warm: float, t_stop: float) -> dict
     return out
 
 
-def replicate(scenario: Scenario, r: int, with_segments: bool, on_step=None, live=None):
+def replicate(scenario: Scenario, r: int, with_segments: bool, on_step=None, live: LiveGantt | None = None):
     """One replication in :func:`simengine.replications.run_replications`'s terms."""
-    rep = simulate_replication(scenario, r, on_step)
+    rep = simulate_replication(scenario, r, on_step, live)
     return (*finish(scenario, rep, r, with_segments=with_segments), rep.notes)
 
 

@@ -54,7 +54,7 @@ class CaoResult:
         def emit(cl, procs, a, b, job, comp, kind):
             if b < t0 or a > t1 or b - a <= 0:
                 return
-            for first, count in _blocks(procs):
+            for first, count in blocks(procs):
                 out["cluster"].append(cl)
                 out["first_processor"].append(first)
                 out["processors"].append(count)
@@ -82,7 +82,8 @@ class CaoResult:
         return {c: np.asarray(v, dtype=np.float64 if c in ("t0", "t1") else np.int64) for c, v in out.items()}
 
 
-def _blocks(procs: list[int]) -> list[tuple[int, int]]:
+def blocks(procs: list[int]) -> list[tuple[int, int]]:
+    """(first, count) of each run of consecutive processor ids."""
     ps = sorted(procs)
     out = []
     for p in ps:
@@ -107,7 +108,8 @@ def _clusters_for(jobs: JobTable, p: CaoParams) -> np.ndarray:
 
 
 def simulate(jobs: JobTable, workflows: list[Workflow] | None = None, params: CaoParams | None = None,
-             on_step: Callable[[float, float], None] | None = None) -> CaoResult:
+             on_step: Callable[[float, float], None] | None = None,
+             drive: Callable[[Simulation], None] | None = None) -> CaoResult:
     """Simulate Cao's system.
 
     Parameters
@@ -121,6 +123,9 @@ def simulate(jobs: JobTable, workflows: list[Workflow] | None = None, params: Ca
         Defaults are the thesis's.
     on_step : callable, optional
         Called every few thousand events with (fraction of the jobs finished, simulated time).
+    drive : callable, optional
+        Runs the built simulation to its end instead of ``Simulation.run()`` (the live Gantt
+        advances it slice by slice, simengine.cao.run).
 
     Returns
     -------
@@ -165,7 +170,10 @@ def simulate(jobs: JobTable, workflows: list[Workflow] | None = None, params: Ca
         sim.push(float(wf.submit), EV_GRID, w, None)
     sim.unfinished = len(sim.jobs)
     if sim.jobs:
-        sim.run()
+        if drive is not None:
+            drive(sim)
+        else:
+            sim.run()
     return _collect(sim, p)
 
 

@@ -1,0 +1,95 @@
+"""The live Gantt of every model path (simengine.streaming): chunks numbered without gaps, each
+covering a contiguous window of simulated time, rows that together are exactly the Result's
+segments; the paths that simulate event by event (the kernels, the event-driven clusters, Cao's
+system) stream while replication 0 runs, not only at its end."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import simengine
+from simengine import streaming
+from simengine.streaming import ChunkEmitter, LiveGantt, live_rows
+from tests.conftest import ROOT
+from tests.simengine.live_stream import check_live_stream
+
+#: example -> (streams while it simulates, may name rows late)
+EXAMPLES = {
+    "single-cluster-easy.yaml": (True, False),
+    "multicluster-4x32.yaml": (True, False),
+    "das2-replay.yaml": (True, False),
+    "mmc-erlang.json": (True, False),
+    "reservations-preemption.yaml": (True, False),
+    "cao-scojo-rars.yaml": (True, True),
+    # compiled or offline in one pass, quick at these scales: streamed when replication 0 ends
+    "ballier-4x32.yaml": (False, False),
+    "koala-w30.yaml": (False, False),
+    "klein-evolving.yaml": (False, False),
+    "zikos-random.yaml": (False, False),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
+def test_every_model_path_streams_exactly_its_gantt(monkeypatch, name):
+    monkeypatch.setattr(streaming, "LIVE_INTERVAL", 0.0)  # a chunk at every slice
+    during, late = EXAMPLES[name]
+    chunks = []
+    result = simengine.run(ROOT / "examples" / name, on_progress=chunks.append)
+    seg = check_live_stream(chunks, result, during=during, late_rows=late)
+    fractions = [c["fraction"] for c in seg if "fraction" in c]  # (a window cut in pieces: in its last)
+    assert fractions == sorted(fractions)  # progress in simulated time never goes back
+    sim_times = [c["sim_time"] for c in seg if "sim_time" in c]
+    assert sim_times == sorted(sim_times)
+
+
+def rows(t0, t1):
+    n = len(t0)
+    return live_rows({"t0": np.asarray(t0, float), "t1": np.asarray(t1, float), "cluster": np.zeros(n),
+                      "first_processor": np.arange(n), "processors": np.ones(n), "kind": np.zeros(n),
+                      "job_id": np.arange(n), "stream": np.zeros(n)}, n)
+
+
+def test_a_chunk_goes_out_at_least_every_interval_while_updates_come():
+    """Driven by a clock of its own: updates every 0.125 s of wall time, a chunk at the first update
+    and then whenever 0.5 s have passed; the rows held back meanwhile go out with the next chunk."""
+    chunks = []
+    now = [0.0]
+    live = LiveGantt(ChunkEmitter(chunks.append), interval=0.5, clock=lambda: now[0])
+    for k in range(20):
+        live.update(10.0 * (k + 1), rows([10.0 * k], [10.0 * k + 5]), rows([], []))
+        now[0] += 0.125
+    t0 = 10.0 * np.arange(20)
+    result_rows = rows(t0, t0 + 5)  # the Result's segments: the rows not sent yet go out last
+    live.finish({**result_rows, "job": np.arange(20)}, {"job_id": np.arange(20), "stream": np.zeros(20, int)})
+    sent_at = [c["sim_time"] for c in chunks]
+    assert sent_at == [10.0, 50.0, 90.0, 130.0, 170.0, 200.0]
+    assert [len(c["segments"]["t0"]) for c in chunks] == [1, 4, 4, 4, 4, 3]
+    assert chunks[-1]["final"] and [c["seq"] for c in chunks] == list(range(6))
+
+
+def test_big_windows_are_cut_into_chunks_of_at_most_chunk_rows(monkeypatch):
+    monkeypatch.setattr(streaming, "CHUNK_ROWS", 10)
+    chunks = []
+    live = LiveGantt(ChunkEmitter(chunks.append))
+    t0 = np.arange(35.0)
+    live.update(100.0, rows(t0, t0 + 1), rows([], []))
+    assert [len(c["segments"]["t0"]) for c in chunks] == [10, 10, 10, 5]
+    windows = [c["window"] for c in chunks]
+    assert all(a[1] == b[0] for a, b in zip(windows, windows[1:])) and windows[-1][1] == 100.0
+    assert "open" in chunks[-1] and all("open" not in c for c in chunks[:-1])
+
+
+def test_rows_of_a_repeated_attempt_are_not_sent_twice():
+    """runner.until_enough may simulate replication 0 again with more jobs: the rows already sent
+    are reported again, and dropped; the new ones go out."""
+    chunks = []
+    live = LiveGantt(ChunkEmitter(chunks.append), interval=0.0)
+    live.update(10.0, rows([0, 2], [1, 3]), rows([], []))
+    live.restart()
+    live.update(5.0, rows([0], [1]), rows([], []))  # not past what was sent: nothing new
+    live.update(20.0, rows([0, 2, 11], [1, 3, 12]), rows([], []))
+    live.finish(None)
+    sent = sorted(t for c in chunks for t in c["segments"]["t0"].tolist())
+    assert sent == [0, 2, 11] and math.isfinite(chunks[-1]["window"][1])
