@@ -31,6 +31,7 @@ from rest_framework.views import APIView
 
 from gridweb.runs import exports, frames, jobs_table
 from gridweb.runs.models import Comment, Run, RunChunk, Status, Sweep
+from gridweb.runs.views import gantt_frame
 from gridweb.scenarios.models import Scenario, TraceFile
 from gridweb.scenarios.traces import max_trace_bytes, store_trace
 from gridweb.scenarios.validation import SpecInvalid, validate_spec
@@ -436,6 +437,36 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Update
                   for row in rows[:limit]]
         return Response({"run": run.pk, "status": run.status, "last_seq": run.last_seq,
                          "more": len(rows) > limit, "chunks": chunks})
+
+    @extend_schema(summary="What the Gantt draws for a window: its segments or an occupancy raster (binary frame)",
+                   parameters=[OpenApiParameter("t0", float), OpenApiParameter("t1", float),
+                               OpenApiParameter("width", int), OpenApiParameter("height", int),
+                               OpenApiParameter("replication", int)],
+                   responses={(200, "application/octet-stream"): OpenApiTypes.BINARY,
+                              400: OpenApiResponse(description="a bad parameter, named"),
+                              409: OpenApiResponse(description="that replication cannot be drawn now")})
+    @action(detail=True, methods=["get"], url_path="gantt/tile", url_name="gantt-tile")
+    def gantt_tile(self, request: Request, pk: str | None = None):
+        return gantt_frame("tile", self.get_object(), request.query_params)
+
+    @extend_schema(summary="Every Gantt segment of one job (binary frame)",
+                   parameters=[OpenApiParameter("stream", int, required=True),
+                               OpenApiParameter("job_id", int, required=True), OpenApiParameter("replication", int)],
+                   responses={(200, "application/octet-stream"): OpenApiTypes.BINARY,
+                              400: OpenApiResponse(description="a bad parameter, named")})
+    @action(detail=True, methods=["get"], url_path="gantt/job", url_name="gantt-job")
+    def gantt_job(self, request: Request, pk: str | None = None):
+        return gantt_frame("job", self.get_object(), request.query_params)
+
+    @extend_schema(summary="The Gantt segments on one processor at a time (binary frame)",
+                   parameters=[OpenApiParameter("cluster", int, required=True),
+                               OpenApiParameter("processor", int, required=True),
+                               OpenApiParameter("t", float, required=True), OpenApiParameter("replication", int)],
+                   responses={(200, "application/octet-stream"): OpenApiTypes.BINARY,
+                              400: OpenApiResponse(description="a bad parameter, named")})
+    @action(detail=True, methods=["get"], url_path="gantt/at", url_name="gantt-at")
+    def gantt_at(self, request: Request, pk: str | None = None):
+        return gantt_frame("at", self.get_object(), request.query_params)
 
     @extend_schema(summary="Gantt rows of replication 0 as columns (done runs)",
                    responses={200: s.SegmentsResponseSerializer, 409: OpenApiResponse(description="not done")})

@@ -434,3 +434,44 @@ def warm_up(**_: Any) -> None:
         table.raster(0.0, 1.0, 2, [1], [1], [0])
 
     threading.Thread(target=load, name="gridweb-gantt-warm-up", daemon=True).start()
+
+
+# --- The three requests and their parameters (the run page's views and the API share them) ------
+
+class BadParameter(ValueError):
+    """A query parameter that is missing or out of range: ``name``, ``reason``."""
+
+    def __init__(self, name: str, reason: str):
+        super().__init__(f"{name}: {reason}")
+        self.name, self.reason = name, reason
+
+
+def _number(query, name: str, kind: type = float, low: float = -math.inf, high: float = math.inf,
+            default: Any = BadParameter) -> Any:
+    text = query.get(name)
+    if text is None or text == "":
+        if default is BadParameter:
+            raise BadParameter(name, "required")
+        return default
+    try:
+        value = kind(text)
+    except ValueError:
+        raise BadParameter(name, f"not a{'n integer' if kind is int else ' number'}: {str(text)[:40]!r}") from None
+    if not (math.isfinite(value) and low <= value <= high):
+        raise BadParameter(name, f"must be within {low:g}..{high:g}")
+    return value
+
+
+def answer(what: str, run: Run, query) -> bytes:
+    """The frame of ``tile``, ``job`` or ``at`` for the query parameters (docs/web.md); raises
+    BadParameter or ReplicationUnavailable."""
+    replication = _number(query, "replication", int, 0, 10**6, default=0)
+    if what == "tile":
+        return tile(run, _number(query, "t0", default=None), _number(query, "t1", default=None),
+                    _number(query, "width", int, 16, 8000, default=1200),
+                    _number(query, "height", int, 16, 4000, default=400), replication)
+    if what == "job":
+        return job_rows(run, _number(query, "stream", int, 0, 2**31 - 1), _number(query, "job_id", int, -2**53, 2**53),
+                        replication)
+    return rows_at(run, _number(query, "cluster", int, 0, 2**15 - 1), _number(query, "processor", int, 0, 2**31 - 1),
+                   _number(query, "t"), replication)

@@ -9,7 +9,6 @@ deletes it. A run the user may not view answers 404, exactly as a run that does 
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 
 from bokeh.embed import json_item
@@ -196,32 +195,13 @@ def run_segments(request: HttpRequest, pk: int) -> HttpResponse:
     return response
 
 
-class _BadQuery(ValueError):
-    pass
-
-
-def _number(request: HttpRequest, name: str, kind: type = float, low: float = -math.inf, high: float = math.inf,
-            default: Any = _BadQuery) -> Any:
-    """Query parameter ``name`` as a finite ``kind`` within [low, high]; 400 (via _BadQuery) when not."""
-    text = request.GET.get(name)
-    if text is None or text == "":
-        if default is _BadQuery:
-            raise _BadQuery(f"{name}: required")
-        return default
+def gantt_frame(what: str, run: Run, query) -> HttpResponse:
+    """A level-of-detail answer as a binary frame (gridweb.runs.gantt_tiles); 400 naming a bad
+    parameter, 409 with the reason when the replication asked for cannot be drawn now."""
     try:
-        value = kind(text)
-    except ValueError:
-        raise _BadQuery(f"{name}: not a{'n integer' if kind is int else ' number'}: {text[:40]!r}") from None
-    if not (math.isfinite(value) and low <= value <= high):
-        raise _BadQuery(f"{name}: must be within {low:g}..{high:g}")
-    return value
-
-
-def _gantt_frame(answer, run: Run, *args) -> HttpResponse:
-    """A level-of-detail answer as a binary frame; 409 with the reason when the replication asked
-    for cannot be drawn now."""
-    try:
-        body = answer(run, *args)
+        body = gantt_tiles.answer(what, run, query)
+    except gantt_tiles.BadParameter as exc:
+        return HttpResponseBadRequest(str(exc), content_type="text/plain; charset=utf-8")
     except gantt_tiles.ReplicationUnavailable as exc:
         return HttpResponse(str(exc), status=409, content_type="text/plain; charset=utf-8")
     response = HttpResponse(body, content_type="application/octet-stream")
@@ -233,43 +213,19 @@ def _gantt_frame(answer, run: Run, *args) -> HttpResponse:
 def run_gantt_tile(request: HttpRequest, pk: int) -> HttpResponse:
     """What the Gantt draws for a window of time at a size in pixels: its segments, or an
     occupancy raster when they are too many (a binary frame; gridweb.runs.gantt_tiles)."""
-    run = viewable_run(request, pk)
-    try:
-        a = _number(request, "t0", default=None)
-        b = _number(request, "t1", default=None)
-        width = _number(request, "width", int, 16, 8000, default=1200)
-        height = _number(request, "height", int, 16, 4000, default=400)
-        replication = _number(request, "replication", int, 0, 10**6, default=0)
-    except _BadQuery as exc:
-        return HttpResponseBadRequest(str(exc))
-    return _gantt_frame(gantt_tiles.tile, run, a, b, width, height, replication)
+    return gantt_frame("tile", viewable_run(request, pk), request.GET)
 
 
 @require_safe
 def run_gantt_job(request: HttpRequest, pk: int) -> HttpResponse:
     """Every Gantt segment of one job (``stream``, ``job_id``), to highlight it at any zoom."""
-    run = viewable_run(request, pk)
-    try:
-        stream = _number(request, "stream", int, 0, 2**31 - 1)
-        job_id = _number(request, "job_id", int, -2**53, 2**53)
-        replication = _number(request, "replication", int, 0, 10**6, default=0)
-    except _BadQuery as exc:
-        return HttpResponseBadRequest(str(exc))
-    return _gantt_frame(gantt_tiles.job_rows, run, stream, job_id, replication)
+    return gantt_frame("job", viewable_run(request, pk), request.GET)
 
 
 @require_safe
 def run_gantt_at(request: HttpRequest, pk: int) -> HttpResponse:
     """The Gantt segments on one processor of a cluster at a time (a click on a raster)."""
-    run = viewable_run(request, pk)
-    try:
-        cluster = _number(request, "cluster", int, 0, 2**15 - 1)
-        processor = _number(request, "processor", int, 0, 2**31 - 1)
-        t = _number(request, "t")
-        replication = _number(request, "replication", int, 0, 10**6, default=0)
-    except _BadQuery as exc:
-        return HttpResponseBadRequest(str(exc))
-    return _gantt_frame(gantt_tiles.rows_at, run, cluster, processor, t, replication)
+    return gantt_frame("at", viewable_run(request, pk), request.GET)
 
 
 @require_safe

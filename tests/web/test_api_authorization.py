@@ -122,6 +122,7 @@ class Case:
     access: str
     ok: int
     body: dict[str, Any] = field(default_factory=dict)
+    query: str = ""
 
     @property
     def id(self) -> str:
@@ -145,6 +146,9 @@ OBJECT_CASES = [
     Case("run-cancel", "post", "queued_run", "edit", 200),
     Case("run-chunks", "get", "run", "read", 200),
     Case("run-segments", "get", "run", "read", 200),
+    Case("run-gantt-tile", "get", "run", "read", 200, query="?width=400&height=200"),
+    Case("run-gantt-job", "get", "run", "read", 200, query="?stream=0&job_id=1"),
+    Case("run-gantt-at", "get", "run", "read", 200, query="?cluster=0&processor=0&t=100"),
     Case("run-jobs", "get", "run", "read", 200),
     Case("run-comments", "get", "run", "read", 200),
     Case("run-comments", "post", "run", "viewer_write", 201, {"text": "nice utilisation"}),
@@ -192,7 +196,7 @@ def send(client: Client, case: Case, url: str):
 def test_object_endpoint(case: Case, role: str, visibility: str, people):
     obj = make(case.kind, visibility, people)
     user = people[role]
-    url = reverse(f"api:{case.url_name}", kwargs={"pk": obj.pk})
+    url = reverse(f"api:{case.url_name}", kwargs={"pk": obj.pk}) + case.query
     before = snapshot(obj)
 
     response = send(api_client(user), case, url)
