@@ -451,14 +451,20 @@ def test_full_stack_cancel_terminates_a_running_replication(full_stack_site):
 
     assert ended["status"] == "cancelled" and ended["cancel_requested"] and ended["error"] == ""
     assert time.monotonic() - began < 30  # the replication alone takes minutes
-    assert ended["seqs"] == [] and ended["results"] == 0
+    # the chunks it streamed while it simulated stay (the Gantt of what it simulated), numbered
+    # without a gap; there is no result
+    assert ended["seqs"] == list(range(len(ended["seqs"]))) and ended["results"] == 0
     logs = full_stack_site.log("worker1") + full_stack_site.log("worker2")
-    assert "Terminating" in logs and running["task_id"] in logs
-    # The process running it is gone at once, not when its replication would have ended.
-    pid = int(running["worker"].rpartition(":")[2])
-    while process_exists(pid):
-        assert time.monotonic() - began < 30, f"worker process {pid} still runs the cancelled replication"
-        time.sleep(0.2)
+    if "Terminating" in logs and running["task_id"] in logs:
+        # Celery killed the process running it: gone at once, not when its replication would have ended
+        pid = int(running["worker"].rpartition(":")[2])
+        while process_exists(pid):
+            assert time.monotonic() - began < 30, f"worker process {pid} still runs the cancelled replication"
+            time.sleep(0.2)
+    else:
+        # the replication streams its Gantt while it simulates, so the engine's next report (at
+        # most half a second of wall time later) saw the cancel and the task returned
+        assert f"[{running['task_id']}] succeeded" in logs and "'cancelled'" in logs
 
 
 def process_exists(pid: int) -> bool:

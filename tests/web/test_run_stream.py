@@ -306,9 +306,9 @@ def test_late_and_reconnecting_clients_end_with_the_segments_of_one_that_watched
         assert client.connected.wait(30) and client.error is None
     full_stack_site.python_json(DISPATCH.format(run_id=run_id))
 
-    # Join late: once the early client holds some segments, while the run still goes on.
+    # Join late: once the early client holds segments and a few chunks, while the run still goes on.
     deadline = time.monotonic() + 120
-    while not any(m["kind"] == "segments" for m in list(early.messages)):
+    while not any(m["kind"] == "segments" for m in list(early.messages)) or len(early.messages) < 3:
         assert time.monotonic() < deadline and early.is_alive(), "no segments streamed"
         time.sleep(0.02)
     late = StreamClient(url, sessions["streamer"])
