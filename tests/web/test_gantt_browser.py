@@ -329,3 +329,57 @@ def test_charts_export_as_svg_and_png_of_their_size(live_server, page, alice):
         assert root.tag.endswith("svg")
         assert abs(float(root.get("width")) - size[0]) <= 2 and abs(float(root.get("height")) - size[1]) <= 2
         assert len(list(root.iter())) > 50  # drawn, not an empty frame
+
+
+def download_sizes(page, bar) -> tuple[tuple[int, int], ET.Element]:
+    """(PNG width and height, SVG root) of the two downloads of an export bar."""
+    with page.expect_download() as png_download:
+        bar.locator("[data-export=png]").click()
+    png = png_size(open(png_download.value.path(), "rb").read())
+    with page.expect_download() as svg_download:
+        bar.locator("[data-export=svg]").click()
+    return png, ET.parse(svg_download.value.path()).getroot()
+
+
+def test_compare_stacks_the_gantts_on_one_time_axis_and_exports_them(live_server, page, alice, das2_run):
+    small = finished_run(alice, small_spec("compare small"))
+    response = page.goto(f"{live_server.url}/compare/?runs={small.pk},{das2_run.pk}")
+    assert response.status == 200
+    page.wait_for_function("() => window.gridwebCompare && gridwebCompare.ready", timeout=60_000)
+    charts = page.evaluate("gridwebCompare.charts.length")
+    assert charts == 2
+    # opened on the union of both runs
+    start, end = page.evaluate("gridwebCompare.xRange()")
+    das2 = stored_segments(das2_run)
+    assert start <= das2["t0"].min() and end >= das2["t1"].max()
+    modes = page.evaluate("gridwebCompare.charts.map((c) => c.mode())")
+    assert modes == ["segments", "raster"]  # each at the level of detail its run needs
+    # zooming one chart moves both
+    page.evaluate("gridwebCompare.charts[0].zoomTo(1000, 5000)")
+    page.wait_for_timeout(300)
+    assert page.evaluate("gridwebCompare.charts.map((c) => c.xRange())") == [[1000, 5000], [1000, 5000]]
+    page.wait_for_function("() => gridwebCompare.charts[1].mode() === 'segments'")  # the trace, zoomed in
+    scale = page.evaluate("window.devicePixelRatio")
+    size = page.evaluate("(() => { const r = GridwebFigureExport.viewIn(document.getElementById('compare-gantts'))"
+                         ".el.getBoundingClientRect(); return [r.width, r.height]; })()")
+    (width, height), svg = download_sizes(page, page.locator(".figure-export[data-for=gantt-compare]"))
+    assert abs(width - size[0] * scale) <= 2 * scale and abs(height - size[1] * scale) <= 2 * scale
+    assert abs(float(svg.get("width")) - size[0]) <= 2 and len(list(svg.iter())) > 50
+    screenshot(page, "compare-gantts.png")
+
+
+def test_another_replication_is_drawn_when_chosen(live_server, page, alice):
+    spec = small_spec("three replications")
+    spec["run"]["replications"] = 3
+    run = finished_run(alice, spec)
+    open_gantt(page, f"{live_server.url}/runs/{run.pk}/")
+    first = page.evaluate("(() => { const d = gridwebGantt.source.data; return [...d.t0]; })()")
+    page.select_option("#gantt-replication", "2")
+    page.wait_for_function("() => gridwebGantt.replication() === 2 && gridwebGantt.tile() !== null"
+                           " && gridwebGantt.tile().count > 0 && gridwebGantt.heldCount() > 0")
+    second = page.evaluate("(() => { const d = gridwebGantt.source.data; return [...d.t0]; })()")
+    assert sorted(second) != sorted(first)
+    import simengine
+
+    expected = simengine.replication_segments(simengine.load_scenario(run.spec), 2)
+    assert sorted(second) == sorted(expected["t0"].tolist())
