@@ -16,12 +16,13 @@ into a temporary git worktree and run with this checkout's virtualenv):
    * ``frames``: during 4 s of zooming and panning (the x range changed at every animation frame,
      as a wheel or a drag does), the time between animation frames: median and 95th percentile;
    * ``heap``: the page's JavaScript heap afterwards (Chrome DevTools Protocol, JSHeapUsedSize);
-3. a **live run** of the same scenario, started through the REST API while the page is open: from
-   the engine's end (the run's ``started_at`` plus its ``engine_seconds``) to the moment the page's
+3. a **live run** of the same scenario, started through the REST API, whose page opens while it
+   waits behind a few seconds of another run: from the moment the site has stored replication 0's
+   last segments (the script polls the site's database every 10 ms) to the moment the page's
    view holds every segment (GridWeb: the streamed
    rows, or a tile of all of them; the peer: every segment appended);
-4. the **ingestion rate**: a page opened on a live run of the same replication 0 and two more
-   replications, once replication 0's segments are all stored (the run goes on), so that the stream is limited by the
+4. the **ingestion rate**: a page opened on a live run of the same replication 0 and enough more
+   replications to last about ten more seconds, once replication 0's segments are all stored, so that the stream is limited by the
    page, the websocket and the server, not by the engine: segments in the page's view per second
    from its first segment to its complete view.
 
@@ -35,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shutil
 import socket
@@ -42,6 +44,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -93,12 +96,39 @@ BLOCKER = {
 }
 
 
-def live_scenario(segments: int, name: str) -> dict:
-    """The same run, with two more replications after replication 0 (whose Gantt streams first):
-    the run is still going when a page opens on it once replication 0 is done."""
+def live_scenario(segments: int, name: str, replication_seconds: float) -> dict:
+    """The same run, with enough replications after replication 0 (whose Gantt streams first) to
+    go on for about ten more seconds: the run is still going when a page opens on it once
+    replication 0 is done, and while the page takes the stream in."""
     spec = scenario(segments, name)
-    spec["run"]["replications"] = 3
+    spec["run"]["replications"] = int(min(60, max(3, 1 + math.ceil(10 / max(replication_seconds, 0.05)))))
     return spec
+
+
+def watch_final_chunk(site: "Site", run: int, found: dict) -> threading.Thread:
+    """Polls the site's database (every 10 ms) for the moment replication 0's last segments are
+    stored -- GridWeb: its chunk marked final; the peer: the progress chunk that follows them --
+    and puts that wall-clock time in ``found["at"]`` (the engine's last segment, as the site has it)."""
+    import sqlite3
+
+    def watch() -> None:
+        deadline = time.monotonic() + 1800
+        while time.monotonic() < deadline and "at" not in found:
+            try:
+                with sqlite3.connect(site.folder / "db.sqlite3", timeout=1) as db:
+                    rows = db.execute("SELECT kind, payload FROM runs_runchunk WHERE run_id = ? AND (kind = 'progress'"
+                                      " OR json_extract(payload, '$.final') = 1)", [run]).fetchall()
+            except sqlite3.Error:
+                rows = []
+            for kind, payload in rows:
+                if kind == "segments" or json.loads(payload).get("fraction", 0) > 0:
+                    found["at"] = time.time()
+                    return
+            time.sleep(0.01)
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    return thread
 
 
 def log(*args) -> None:
@@ -225,7 +255,10 @@ WATCH_LIVE = """(args) => {
   const store = (k, v) => { if (!sessionStorage.getItem(k)) sessionStorage.setItem(k, String(v)); };
   const check = () => {
     const g = window.gridwebGantt;
-    if (g && g.segmentsCount && g.segmentsCount() > 0) store("bench-first", Date.now());
+    if (g && g.segmentsCount && g.segmentsCount() > 0) {
+      store("bench-first", Date.now());
+      store("bench-streamed", String(!g.finished()));  // the page took the stream in, not a finished run
+    }
     let complete = false;
     if (g && g.segmentsCount && g.segmentsCount() >= total) {
       if (!gridweb) complete = true;
@@ -306,20 +339,20 @@ def wait_complete(page, timeout: float) -> tuple[float | None, float | None]:
     return (None if first is None else float(first)), (None if complete is None else float(complete))
 
 
-def measure_live(browser, site: Site, size: int, total: int, gridweb: bool, timeout: float) -> dict:
+def measure_live(browser, site: Site, size: int, total: int, gridweb: bool, timeout: float,
+                 replication_seconds: float) -> dict:
     """Latency: a page open on a one-replication run before it starts (queued behind BLOCKER; the
     engine's end is then the end of replication 0). Ingestion: a page opened on a
     three-replication run of the same replication 0 once that replication's segments are stored."""
     out: dict = {}
     contexts = []
     try:
-        blocker = site.start_run(BLOCKER)
+        site.start_run(BLOCKER)
         run = site.start_run(scenario(size, f"gantt scale {size} live"))
+        final = {}
+        watch_final_chunk(site, run, final)
         context, page = watch_page(browser, site, run, total, gridweb)
         contexts.append(context)
-        page.wait_for_function("() => window.gridwebGantt && gridwebGantt.ready", timeout=60_000)
-        if site.run_state(blocker)["status"] != "running" or site.run_state(run)["status"] != "queued":
-            out["note"] = "the page opened after the run started (the blocker ended too soon)"
         first, complete = wait_complete(page, timeout)
         state = site.run_state(run)
         while state["status"] in ("queued", "running"):
@@ -328,11 +361,13 @@ def measure_live(browser, site: Site, size: int, total: int, gridweb: bool, time
         if complete is None:
             held = safe_eval(page, "window.gridwebGantt ? gridwebGantt.segmentsCount() : 0")
             out["live_ms_error"] = f"incomplete after {timeout:.0f} s ({held:,} of {total:,} segments in the view)"
+        elif "at" not in final:
+            out["live_ms_error"] = "the run's last segments were never seen stored"
         else:
-            out["live_ms"] = complete - (state["started"] + state["engine_seconds"]) * 1000
-            out["first_after_start_ms"] = first - state["started"] * 1000
+            out["live_ms"] = complete - final["at"] * 1000
+            out["first_after_start_ms"] = first - state["started"] * 1000  # small: the page watched from the start
 
-        run = site.start_run(live_scenario(size, f"gantt scale {size} replay"))
+        run = site.start_run(live_scenario(size, f"gantt scale {size} replay", replication_seconds))
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             state = site.run_state(run)
@@ -342,7 +377,10 @@ def measure_live(browser, site: Site, size: int, total: int, gridweb: bool, time
         context, page = watch_page(browser, site, run, total, gridweb)
         contexts.append(context)
         first, complete = wait_complete(page, timeout)
-        if complete is None:
+        streamed = safe_eval(page, "sessionStorage.getItem('bench-streamed')")
+        if streamed != "true":
+            out["ingest_per_s_error"] = "the run ended before the page took the stream in (lengthen it)"
+        elif complete is None:
             held = safe_eval(page, "window.gridwebGantt ? gridwebGantt.segmentsCount() : 0")
             out["ingest_per_s_error"] = f"incomplete after {timeout:.0f} s ({held:,} of {total:,} segments)"
         else:
@@ -456,7 +494,8 @@ def main() -> None:
                     log(f"{site.name}: {done['segments']:,} segments, engine {done['engine_seconds']:.1f} s; opening it")
                     measured = measure_open(browser, site, done["id"], gridweb, timeout)
                     log(f"{site.name}: open {measured}")
-                    live = measure_live(browser, site, size, done["segments"], gridweb, timeout)
+                    live = measure_live(browser, site, size, done["segments"], gridweb, timeout,
+                                        done["engine_seconds"])
                     log(f"{site.name}: live {live}")
                     measured.update(live)
                     entry[site.name] = measured

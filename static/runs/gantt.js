@@ -42,6 +42,7 @@
   const EXACT_IN_VIEW = 25000; // streamed rows drawn as rectangles at most (more: a raster tile)
   const STREAM_LIMIT = 100000; // the server's LIVE_ROWS_LIMIT: rows a page holds from the stream
   const TILE_DEBOUNCE_MS = 80;
+  const STREAM_REDRAW_MS = 250;
   const LIVE_TILE_EVERY_MS = 500;
   const RECONNECT_MAX_MS = 10000;
 
@@ -182,6 +183,7 @@
       this.viewChoice = "auto";
       this.mode = "rows";
       this.shownRows = null; // "stream" | "tile": which rows the rectangles show
+      this.lastStreamDraw = -Infinity;
       this.highlighted = null; // {key, count}
       this.replayTime = null;
       this.playing = false;
@@ -248,9 +250,10 @@
         image: { field: "image" }, x: { field: "x" }, y: { field: "y" }, dw: { field: "dw" }, dh: { field: "dh" },
         source: this.rasterSource,
       });
-      this.byJob = quad(this.rowsSource, { field: "hue", transform: jobMapper });
-      this.byKind = quad(this.rowsSource, { field: "kind", transform: kindMapper });
-      this.byKind.visible = false;
+      // one renderer for the rows (each data change costs Bokeh a pass per renderer); colouring by
+      // job or by kind swaps its fill, a colour mapper over the hue or kind column
+      this.colourSpecs = { job: { field: "hue", transform: jobMapper }, kind: { field: "kind", transform: kindMapper } };
+      this.rowsRenderer = quad(this.rowsSource, this.colourSpecs.job);
       // reservation windows and claims: outlined on top, so they show over what runs inside them
       this.outlines = quad(this.outlineSource, null, {
         fill_alpha: 0, line_color: { field: "kind", transform: kindMapper }, line_width: 2, hatch_pattern: "/",
@@ -273,7 +276,7 @@
           "} catch (err) { /* a plain job id */ } return String(value)",
       });
       this.hover = new Bokeh.HoverTool({
-        renderers: [this.byJob, this.byKind, this.openRenderer, this.outlines],
+        renderers: [this.rowsRenderer, this.openRenderer, this.outlines],
         tooltips: [
           ["job", "@job_id{custom}"], ["stream", "@stream{custom}"], ["cluster", "@cluster{custom}"],
           ["processors", "@first–@last"], ["t0", "@t0{0,0.[000]} s"], ["t1", "@t1{0,0.[000]} s"],
@@ -286,7 +289,7 @@
         },
       });
       figure.add_tools(this.hover);
-      figure.add_tools(new Bokeh.TapTool({ renderers: [this.byJob, this.byKind, this.openRenderer] }));
+      figure.add_tools(new Bokeh.TapTool({ renderers: [this.rowsRenderer, this.openRenderer] }));
       for (const source of [this.rowsSource, this.openSource]) {
         source.selected.properties.indices.change.connect(() => this.onTap(source));
       }
@@ -438,8 +441,8 @@
         this.modeKey = key;
         this.mode = mode;
         const rows = mode === "rows";
-        this.byJob.visible = rows && this.colourBy === "job";
-        this.byKind.visible = rows && this.colourBy === "kind";
+        this.rowsRenderer.visible = rows;
+        this.rowsRenderer.glyph.fill_color = this.colourSpecs[this.colourBy];
         this.outlines.visible = rows;
         this.openRenderer.visible = rows;
         this.rasterRenderer.visible = !rows;
@@ -466,10 +469,23 @@
       }, 200);
     }
 
+    // The streamed rows, drawn again at most every STREAM_REDRAW_MS while chunks come (each
+    // redraw hands Bokeh every row held; chunks that arrive together are drawn together).
     showStreamRows() {
       if (this.shownRows === "stream" && !this.streamDirty) return;
+      const wait = this.lastStreamDraw + STREAM_REDRAW_MS - performance.now();
+      if (this.shownRows === "stream" && wait > 0) {
+        if (!this.streamTimer) {
+          this.streamTimer = setTimeout(() => {
+            this.streamTimer = null;
+            this.viewChanged();
+          }, wait);
+        }
+        return;
+      }
       this.streamDirty = false;
       this.shownRows = "stream";
+      this.lastStreamDraw = performance.now();
       this.setRows(this.streamed.view(), this.openRows.view());
     }
 
@@ -786,7 +802,7 @@
       this.highlightSource.data = { left: v.left, right: v.right, bottom: v.bottom, top: v.top };
       this.highlighted = key === null ? null : { key, count: rows.n };
       const dim = key === null ? 0.9 : 0.35;
-      for (const r of [this.byJob, this.byKind]) r.glyph.fill_alpha = dim;
+      this.rowsRenderer.glyph.fill_alpha = dim;
       this.rasterRenderer.glyph.global_alpha = key === null ? 1 : 0.45;
       this.container.dataset.highlighted = String(key === null ? 0 : rows.n);
       this.container.dataset.highlightedJob = key === null ? "" : key;
@@ -1049,6 +1065,7 @@
         highlightedKey: () => (g.highlighted ? g.highlighted.key : null),
         highlightedCount: () => (g.highlighted ? g.highlighted.count : 0),
         setColouring: (by) => g.setColouring(by),
+        colourField: () => g.rowsRenderer.glyph.fill_color.field,
         setReplication: (r) => g.setReplication(r),
         replication: () => g.replication,
         setTime: (t) => g.setTime(t),
@@ -1067,7 +1084,7 @@
           return { t0: d.t0[i], t1: d.t1[i], cluster: d.cluster[i], key: `${d.stream[i]}:${d.job_id[i]}` };
         },
         drawnCount() {
-          const view = g.plotView && g.plotView.renderer_views.get(g.colourBy === "kind" ? g.byKind : g.byJob);
+          const view = g.plotView && g.plotView.renderer_views.get(g.rowsRenderer);
           return view && g.mode === "rows" ? view.glyph.data_size : 0;
         },
         screenPoint(i) {

@@ -185,19 +185,19 @@ def test_colour_by_kind_toggle(live_server, page, alice):
     open_gantt(page, f"{live_server.url}/runs/{run.pk}/")
     # a run of plain jobs opens coloured by job: one colour per job
     assert page.locator("#gantt").get_attribute("data-colour") == "job"
-    assert page.evaluate("gridwebGantt.gantt.byJob.visible && !gridwebGantt.gantt.byKind.visible")
+    assert page.evaluate("gridwebGantt.colourField()") == "hue"
     assert page.evaluate("new Set(gridwebGantt.source.data.hue).size") > 10
 
     page.select_option("#gantt-colour", "kind")
     page.wait_for_function("() => document.getElementById('gantt').dataset.colour === 'kind'")
-    assert page.evaluate("gridwebGantt.gantt.byKind.visible && !gridwebGantt.gantt.byJob.visible")
+    assert page.evaluate("gridwebGantt.colourField()") == "kind"
     assert page.evaluate("[...new Set(gridwebGantt.source.data.kind)]") == [0]  # every segment is a run
     # the legend lists the kinds the run has, not all seven (docs/gallery.md)
     assert page.locator("#gantt-legend [data-kind]").all_inner_texts() == ["run"]
     screenshot(page, "gantt-by-kind.png")
 
     page.select_option("#gantt-colour", "job")
-    page.wait_for_function("() => gridwebGantt.gantt.byJob.visible")
+    page.wait_for_function("() => gridwebGantt.colourField() === 'hue'")
 
 
 def test_replay_scrubber_reveals_segments_up_to_its_time(live_server, page, alice):

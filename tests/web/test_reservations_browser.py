@@ -136,7 +136,7 @@ def test_build_a_scenario_with_preemption_and_a_reservation_run_it_and_see_the_w
     # A run with reservations and suspended gaps opens coloured by kind, and the legend names them
     # (one item per kind the run has, in the engine's order: no "killed", nobody was).
     page.wait_for_function("() => document.getElementById('gantt').dataset.colour === 'kind'")
-    assert page.evaluate("gridwebGantt.gantt.byKind.visible")
+    assert page.evaluate("gridwebGantt.colourField()") == "kind"
     legend = page.locator("#gantt-legend [data-kind]").evaluate_all("items => items.map((i) => i.dataset.kind)")
     assert legend == [kind for kind in KIND_NAMES if kind in set(kinds)]
     assert {"reservation", "suspended"} <= set(legend) and "killed" not in legend
