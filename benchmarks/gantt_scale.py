@@ -486,7 +486,11 @@ def main() -> None:
                     gridweb = site.name == "gridweb"
                     timeout = args.timeout if gridweb else args.peer_timeout
                     log(f"{site.name}: {size:,} segments: simulating and storing the finished run")
-                    done = site.finished_run(spec)
+                    try:
+                        done = site.finished_run(spec)
+                    except Exception as exc:  # noqa: BLE001
+                        entry[site.name] = {"error": f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1][:160]}"}
+                        continue
                     if done["outcome"] != "done":
                         entry[site.name] = {"error": f"the run {done['outcome']}: {done['error'][:200]}"}
                         continue
@@ -494,8 +498,12 @@ def main() -> None:
                     log(f"{site.name}: {done['segments']:,} segments, engine {done['engine_seconds']:.1f} s; opening it")
                     measured = measure_open(browser, site, done["id"], gridweb, timeout)
                     log(f"{site.name}: open {measured}")
-                    live = measure_live(browser, site, size, done["segments"], gridweb, timeout,
-                                        done["engine_seconds"])
+                    try:
+                        live = measure_live(browser, site, size, done["segments"], gridweb, timeout,
+                                            done["engine_seconds"])
+                    except Exception as exc:  # noqa: BLE001 - a site that cannot cope is a result
+                        reason = f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1][:160]}"
+                        live = {"live_ms_error": reason, "ingest_per_s_error": reason}
                     log(f"{site.name}: live {live}")
                     measured.update(live)
                     entry[site.name] = measured

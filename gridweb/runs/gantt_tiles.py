@@ -35,9 +35,9 @@ from . import frames, result_store
 from .models import Run, RunChunk, RunResult, Status
 
 #: at most this many segments in the shown window are sent as rows; more: a raster
-EXACT_ROWS = 20_000
+EXACT_ROWS = 12_000
 #: rows in one answer at most (the padded window)
-ROWS_CAP = 50_000
+ROWS_CAP = 30_000
 #: the colour of each segment kind (MODELS.md §8 order), here and on the page (gantt_config)
 KIND_COLOURS = ("#3b75af", "#f0b429", "#8e6cbf", "#9aa5b1", "#d64545", "#2f9e8f", "#e07b39")
 #: kinds in the order a raster pixel paints them (last on top: a suspended job's gap lies under the

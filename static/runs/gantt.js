@@ -39,7 +39,7 @@
   const OUTLINED = new Set([KIND_CLAIMED, KIND_RESERVATION]);
   const BAND_COLOURS = ["#eef3fa", "#faf6ee"];
   const STRIP_COLOURS = ["#3b75af", "#e07b39", "#2f9e8f", "#8e6cbf", "#d64545", "#7f7f7f", "#bcbd22", "#17becf"];
-  const EXACT_IN_VIEW = 25000; // streamed rows drawn as rectangles at most (more: a raster tile)
+  const EXACT_IN_VIEW = 12000; // streamed rows drawn as rectangles at most (more: a raster tile)
   const STREAM_LIMIT = 100000; // the server's LIVE_ROWS_LIMIT: rows a page holds from the stream
   const TILE_DEBOUNCE_MS = 80;
   const STREAM_REDRAW_MS = 250;
@@ -427,8 +427,10 @@
       const span = b - a;
       const tileSpan = t ? t.window[1] - t.window[0] : 0;
       // a raster is good while its columns stay about a pixel wide; rows while they cover the view
-      const fine = t && (t.mode === "rows" ? true : tileSpan / t.bins <= 1.5 * span / this.plotWidth()
-        && tileSpan / t.bins >= 0.25 * span / this.plotWidth());
+      // (a raster a little coarser or finer than the screen is redrawn by Bokeh for free: only a
+      // zoom that makes its columns over two pixels wide, or a fifth of one, asks for another)
+      const fine = t && (t.mode === "rows" ? true : tileSpan / t.bins <= 2 * span / this.plotWidth()
+        && tileSpan / t.bins >= 0.2 * span / this.plotWidth());
       if (!covers || !fine || (t && t.mode === "rows" && this.viewChoice === "raster")) this.requestTile(true);
       else if (this.tileStale && Date.now() - this.lastTileAt > LIVE_TILE_EVERY_MS) this.requestTile(false);
       if (t) this.showTile();
