@@ -733,6 +733,11 @@
       } else {
         const closed = GridwebFrames.rows(arrays, "s");
         appendRows(this.streamed, closed, this.layout, false, null);
+        // the legend learns a kind as its first segment arrives, before the (throttled) redraw
+        for (const rows of [closed, GridwebFrames.rows(arrays, "o")]) {
+          for (let i = 0; i < rows.kind.length; i++) this.kindsPresent.add(rows.kind[i]);
+        }
+        this.kindsChanged();
         this.ingested += closed.t0.length;
         this.totalCount = this.streamed.n;
         if (!chunk.keep_open) this.openRaw = GridwebFrames.rows(arrays, "o");
