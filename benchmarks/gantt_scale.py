@@ -431,6 +431,11 @@ def markdown(results: dict) -> str:
             gw_text = fmt(gv, unit) if gv is not None else (g.get("error") or g.get(f"{key}_error") or "—")
             out.append(f"| {size['segments']:,} | {label} | {gw_text} | {peer_text} | "
                        f"{sense} {fmt(target, unit)} | {'PASS' if ok else 'MISS'} |")
+    loads = [f"{size['segments']:,}: " + ", ".join(f"{name} {size[name]['load']:.2f}" for name in ("gridweb", "peer")
+                                                     if "load" in (size.get(name) or {}))
+             for size in results["sizes"]]
+    out += ["", "Load average (1 min) as each site's measurements began (each site runs only while it is "
+            "measured): " + "; ".join(loads) + "."]
     return "\n".join(out) + "\n"
 
 
@@ -443,6 +448,32 @@ def update_docs(text: str) -> None:
     else:
         doc += f"\n## Web: Gantt at scale\n\nMeasured by `benchmarks/gantt_scale.py`.\n\n{begin}\n{text}{end}\n"
     DOCS.write_text(doc)
+
+
+def measure_site(browser, site: Site, spec: dict, size: int, entry: dict, args) -> dict:
+    """Every measure of one size on one (started) site; a site that cannot cope is a result."""
+    gridweb = site.name == "gridweb"
+    timeout = args.timeout if gridweb else args.peer_timeout
+    log(f"{site.name}: {size:,} segments: simulating and storing the finished run")
+    try:
+        done = site.finished_run(spec)
+    except Exception as exc:  # noqa: BLE001
+        return {"error": f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1][:160]}"}
+    if done["outcome"] != "done":
+        return {"error": f"the run {done['outcome']}: {done['error'][:200]}"}
+    entry["segments"] = done["segments"]
+    log(f"{site.name}: {done['segments']:,} segments, engine {done['engine_seconds']:.1f} s; opening it")
+    measured = {"load": os.getloadavg()[0]}
+    measured.update(measure_open(browser, site, done["id"], gridweb, timeout))
+    log(f"{site.name}: open {measured}")
+    try:
+        live = measure_live(browser, site, size, done["segments"], gridweb, timeout, done["engine_seconds"])
+    except Exception as exc:  # noqa: BLE001 - a site that cannot cope is a result
+        reason = f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1][:160]}"
+        live = {"live_ms_error": reason, "ingest_per_s_error": reason}
+    log(f"{site.name}: live {live}")
+    measured.update(live)
+    return measured
 
 
 def main() -> None:
@@ -473,8 +504,6 @@ def main() -> None:
                                         text=True).stdout.strip(),
                "load": [os.getloadavg()[0]], "sizes": []}
     try:
-        for site in sites:
-            site.start()
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=shutil.which("chromium") or "/usr/bin/chromium",
                                                  args=CHROMIUM_ARGS)
@@ -483,30 +512,13 @@ def main() -> None:
                 entry = {"segments": size}
                 spec = scenario(size, f"gantt scale {size}")
                 for site in sites:
-                    gridweb = site.name == "gridweb"
-                    timeout = args.timeout if gridweb else args.peer_timeout
-                    log(f"{site.name}: {size:,} segments: simulating and storing the finished run")
+                    # each site runs only while it is measured: what a site that could not keep up
+                    # left running (a peer's unfinished stream) must not load the other's numbers
+                    site.start()
                     try:
-                        done = site.finished_run(spec)
-                    except Exception as exc:  # noqa: BLE001
-                        entry[site.name] = {"error": f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1][:160]}"}
-                        continue
-                    if done["outcome"] != "done":
-                        entry[site.name] = {"error": f"the run {done['outcome']}: {done['error'][:200]}"}
-                        continue
-                    entry["segments"] = done["segments"]
-                    log(f"{site.name}: {done['segments']:,} segments, engine {done['engine_seconds']:.1f} s; opening it")
-                    measured = measure_open(browser, site, done["id"], gridweb, timeout)
-                    log(f"{site.name}: open {measured}")
-                    try:
-                        live = measure_live(browser, site, size, done["segments"], gridweb, timeout,
-                                            done["engine_seconds"])
-                    except Exception as exc:  # noqa: BLE001 - a site that cannot cope is a result
-                        reason = f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1][:160]}"
-                        live = {"live_ms_error": reason, "ingest_per_s_error": reason}
-                    log(f"{site.name}: live {live}")
-                    measured.update(live)
-                    entry[site.name] = measured
+                        entry[site.name] = measure_site(browser, site, spec, size, entry, args)
+                    finally:
+                        site.stop()
                 results["sizes"].append(entry)
             browser.close()
     finally:

@@ -476,7 +476,7 @@
     showStreamRows() {
       if (this.shownRows === "stream" && !this.streamDirty) return;
       const wait = this.lastStreamDraw + STREAM_REDRAW_MS - performance.now();
-      if (this.shownRows === "stream" && wait > 0) {
+      if (this.shownRows === "stream" && wait > 0 && !this.streamComplete) {
         if (!this.streamTimer) {
           this.streamTimer = setTimeout(() => {
             this.streamTimer = null;
@@ -742,6 +742,8 @@
         this.totalCount = this.streamed.n;
         if (!chunk.keep_open) this.openRaw = GridwebFrames.rows(arrays, "o");
         this.streamDirty = true;
+        // the replication's last rows are drawn at once: nothing follows them to wait for
+        this.streamComplete = Boolean(chunk.final);
       }
       if (chunk.window) this.setFrontier(chunk.window[1]);
       if (!chunk.keep_open && this.openRaw && !this.omitted) {
