@@ -3,7 +3,7 @@
 
     .venv/bin/python benchmarks/local_events.py [--jobs 10000] [--reps 3] [--random]
 
-Input: the first ``--jobs`` jobs of the DAS2-fs1 trace (/work/shared/traces, 64 processors),
+Input: the first ``--jobs`` jobs of the DAS2-fs1 trace (gridweb/demo, 64 processors),
 submit times compressed so the offered load is 0.85 (long queues: a real trace's estimates are
 far above its run times). ``--random`` instead: a short-queue synthetic workload on 128
 processors (exponential run times of mean 100 s, estimates 1, 1.5 or 3 times the run time,
@@ -41,7 +41,7 @@ from simengine.registry import LOCAL_SCHEDULERS  # noqa: E402
 from simengine.schedulers.base import BackfillParams  # noqa: E402
 from simengine.traces import read_trace  # noqa: E402
 
-TRACE = ROOT.parent / "shared" / "traces" / "DAS2-fs1-2003-1.swf.gz"
+TRACE = ROOT / "gridweb" / "demo" / "DAS2-fs1-2003-1.swf.gz"
 PROCESSORS = 64
 
 

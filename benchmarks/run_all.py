@@ -38,8 +38,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
-TRACES = SHARED / "traces"
+TRACES = ROOT / "gridweb" / "demo"  # the real traces the repository ships (PROVENANCE.txt there)
 DAS2 = TRACES / "DAS2-fs1-2003-1.swf.gz"
 LCG = TRACES / "LCG-2005-1.swf.gz"
 ZIKOS = ROOT / "examples" / "zikos-random.yaml"

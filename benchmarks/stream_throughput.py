@@ -10,7 +10,7 @@ Target: at least 20,000 segments/s. What it does, all on this machine:
    database 7 of ``GRIDWEB_TEST_REDIS_URL``'s server, one Celery worker process and the ASGI
    server. With ``--base-url`` it uses a running site instead, whose database and Redis are
    ``DATABASE_URL`` and ``REDIS_URL`` in this environment.
-2. The DAS2-fs1 trace (/work/shared/traces/DAS2-fs1-2003-1.swf.gz, 40,315 jobs) stored as a
+2. The DAS2-fs1 trace (gridweb/demo/DAS2-fs1-2003-1.swf.gz, 40,315 jobs) stored as a
    ``TraceFile`` through the ORM, and a run replaying it under EASY on its 64 processors.
 3. For each repetition a new run: a websocket client connects to ``/ws/runs/<id>/`` *before* the
    run is dispatched, then the run goes to the worker (``execution.dispatch``, a Celery task) and
@@ -58,7 +58,7 @@ from tests.conftest import (  # noqa: E402 - the repository root must be importa
     project_env,
 )
 
-TRACE = ROOT.parent / "shared" / "traces" / "DAS2-fs1-2003-1.swf.gz"
+TRACE = ROOT / "gridweb" / "demo" / "DAS2-fs1-2003-1.swf.gz"
 RESULTS = ROOT / "benchmarks" / "results" / "stream_throughput.json"
 TARGET = 20_000  # segments per second
 DATABASE = "gridweb_bench_stream"

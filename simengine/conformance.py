@@ -1,4 +1,4 @@
-"""Reader for the pyss conformance cases in ../shared/conformance/pyss (MODELS.md §2).
+"""Reader for the pyss conformance cases in tests/data/conformance/pyss (MODELS.md §2).
 
 Each line is ``submit id estimate processors actual ...``; the expected finish time
 of the job is encoded in its id. Jobs whose estimate is below their actual run time

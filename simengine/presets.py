@@ -5,7 +5,7 @@ with ``platform: {preset: name}``. ``SCENARIOS[name]`` is one complete, runnable
 scenario per platform preset. Both are plain data: validate with
 :func:`simengine.scenario.load_scenario`.
 
-Topologies (MODELS.md §3-§5; sources in /work/shared/seeds):
+Topologies (MODELS.md §3-§5; sources: the seed papers listed in docs/reproductions.md):
 
 ``multicluster-4x32``
     Ballier et al.: 4 clusters of 32 processors, strict FCFS (its scenario: local streams and

@@ -21,8 +21,10 @@ ROOT = Path(__file__).resolve().parents[1]
 hypothesis_settings.register_profile("ci", derandomize=True, database=None)
 if os.environ.get("CI"):
     hypothesis_settings.load_profile("ci")
-# The shared folder (traces, seeds, conformance data) sits beside the repository root.
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+# Data the tests read, inside the repository (a clone alone has everything; provenance beside it):
+# the real traces the site ships as demo data, and the pyss conformance cases.
+TRACE_DIR = ROOT / "gridweb" / "demo"
+CONFORMANCE = ROOT / "tests" / "data" / "conformance"
 
 DEFAULT_TEST_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/test"
 DEFAULT_TEST_REDIS_URL = "redis://127.0.0.1:6379/0"

@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-from tests.conftest import ROOT, SHARED
+from tests.conftest import ROOT, TRACE_DIR
 
-DAS2 = SHARED / "traces" / "DAS2-fs1-2003-1.swf.gz"
+DAS2 = TRACE_DIR / "DAS2-fs1-2003-1.swf.gz"
 
 
 def cli(*args, timeout=300):

@@ -7,9 +7,9 @@ import pytest
 import simengine.schedulers  # noqa: F401  (registration)
 from simengine.conformance import PROCESSORS, read_case
 from simengine.registry import LOCAL_SCHEDULERS
-from tests.conftest import SHARED
+from tests.conftest import CONFORMANCE
 
-PYSS = SHARED / "conformance" / "pyss"
+PYSS = CONFORMANCE / "pyss"
 CASES = {
     "fcfs": ["fcfs_input.*", "basic_input.*", "extreme_input.0", "extreme_input.1"],
     "easy": ["bf_input.*", "easy_bf_input.*", "basic_input.*", "extreme_input.*"],
@@ -20,8 +20,6 @@ PARAMS = [(sched, path) for sched, patterns in CASES.items()
 
 
 def test_every_case_file_is_found():
-    if not PYSS.exists():
-        pytest.skip(f"{PYSS} is missing")
     # 8 fcfs + 29 basic + 2 extreme; 9 bf + 4 easy_bf + 29 basic + 3 extreme; 2 cons_bf
     assert [sum(1 for s, _ in PARAMS if s == k) for k in CASES] == [39, 45, 2]
 

@@ -1,4 +1,4 @@
-"""Replaying the real traces of ../shared/traces with every queue-based scheduler."""
+"""Replaying the real traces (gridweb/demo, PROVENANCE.txt there) with every queue-based scheduler."""
 from __future__ import annotations
 
 import heapq
@@ -11,7 +11,7 @@ import pytest
 import simengine
 from simengine.traces import read_swf
 from simengine.workload import STATUS_NAMES
-from tests.conftest import ROOT, SHARED
+from tests.conftest import ROOT, TRACE_DIR
 
 TRACES = {  # file -> processors (the trace's MaxProcs)
     "DAS2-fs1-2003-1.swf.gz": 64,
@@ -32,16 +32,14 @@ def replay(path, processors, scheduler, **run):
 
 @pytest.fixture(scope="module")
 def traces():
-    if not (SHARED / "traces").exists():
-        pytest.skip("shared/traces is missing")
-    return {name: read_swf(SHARED / "traces" / name) for name in TRACES}
+    return {name: read_swf(TRACE_DIR / name) for name in TRACES}
 
 
 @pytest.mark.parametrize("scheduler", ["fcfs", "easy", "conservative"])
 @pytest.mark.parametrize("name", list(TRACES))
 def test_every_trace_replays(traces, name, scheduler):
     trace = traces[name]
-    result = replay(SHARED / "traces" / name, TRACES[name], scheduler)
+    result = replay(TRACE_DIR / name, TRACES[name], scheduler)
     j = result.jobs
     assert len(j["job_id"]) == len(trace.jobs)
     np.testing.assert_array_equal(np.sort(j["job_id"]), np.sort(trace.jobs.job_id))
@@ -77,7 +75,7 @@ def straightforward_fcfs(submit, runtime, size, processors):
 
 def test_das2_fcfs_agrees_with_a_straightforward_fcfs(traces):
     trace = traces["DAS2-fs1-2003-1.swf.gz"]
-    result = replay(SHARED / "traces" / "DAS2-fs1-2003-1.swf.gz", 64, "fcfs")
+    result = replay(TRACE_DIR / "DAS2-fs1-2003-1.swf.gz", 64, "fcfs")
     expected = straightforward_fcfs(trace.jobs.submit, trace.jobs.runtime, trace.jobs.processors, 64)
     by_id = dict(zip(result.jobs["job_id"].tolist(), result.jobs["start"].tolist()))
     got = np.array([by_id[i] for i in trace.jobs.job_id.tolist()])
@@ -110,8 +108,6 @@ def test_walltime_enforcement_and_rejection(tmp_path):
 
 def test_lcg_replay_stays_under_two_gigabytes(tmp_path):
     """Peak memory of a whole CLI replay of the 188,041-job LCG trace, in its own process."""
-    if not (SHARED / "traces").exists():
-        pytest.skip("shared/traces is missing")
     # compile the kernels into numba's cache first: compiling is a one-off, not the replay
     warm = subprocess.run([sys.executable, "-c", "from simengine.runner import warm_up_kernels; warm_up_kernels()"],
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
@@ -120,7 +116,7 @@ def test_lcg_replay_stays_under_two_gigabytes(tmp_path):
     # across fork + exec
     code = (
         "import re, sys; from simengine.cli import main; "
-        f"rc = main(['replay', {str(SHARED / 'traces' / 'LCG-2005-1.swf.gz')!r}, '--scheduler', 'easy', "
+        f"rc = main(['replay', {str(TRACE_DIR / 'LCG-2005-1.swf.gz')!r}, '--scheduler', 'easy', "
         f"'--out', {str(tmp_path / 'lcg')!r}, '--quiet']); "
         "print(re.search(r'VmHWM:\\s+(\\d+) kB', open('/proc/self/status').read()).group(1)); sys.exit(rc)"
     )

@@ -26,9 +26,9 @@ from simengine.workload import (
     STATUS_UNFINISHED,
 )
 
+from tests.conftest import TRACE_DIR
+
 REPO = Path(__file__).resolve().parents[2]
-# /work/shared sits beside the repository root (also in a CI clone).
-SHARED_TRACES = REPO.parent / "shared" / "traces"
 TINY_GWF = REPO / "examples" / "traces" / "tiny.gwf"
 
 # MaxProcs from each trace's header, as documented in the Parallel Workloads Archive.
@@ -41,10 +41,8 @@ MAX_PROCS = {
 
 
 def shared_trace(name: str) -> Path:
-    path = SHARED_TRACES / name
-    if not path.exists():
-        pytest.skip(f"shared trace {path} is not available")
-    return path
+    """One of the real traces the repository ships (gridweb/demo/PROVENANCE.txt)."""
+    return TRACE_DIR / name
 
 
 class Reference:
