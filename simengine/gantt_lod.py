@@ -135,7 +135,9 @@ class SegmentTable:
     def kinds(self) -> list[int]:
         """Kind codes present (read once per table)."""
         if not hasattr(self, "_kinds"):
-            self._kinds = sorted(set(np.unique(np.asarray(self.columns["kind"])).tolist())) if self.n else []
+            # counted, not sorted: one pass over the (int8, non-negative) codes
+            codes = np.asarray(self.columns["kind"]).view(np.uint8)
+            self._kinds = np.flatnonzero(np.bincount(codes, minlength=256)).tolist() if self.n else []
         return self._kinds
 
     def blocks(self, a: float, b: float) -> np.ndarray:

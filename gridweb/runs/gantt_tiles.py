@@ -310,9 +310,9 @@ def tile(run: Run, a: float | None, b: float | None, width: int, height: int, re
     pad = (b - a) * PAD
     pa, pb = a - pad, b + pad
     processors = [c["processors"] for c in header["clusters"]]
-    series = _series(source, pa, pb, int(min(SERIES_BINS, max(16, width))), processors)
     visible = source.table.count(a, b) + len(_open_in(source, a, b))
     if visible <= EXACT_ROWS:
+        series = _series(source, pa, pb, int(min(SERIES_BINS, max(16, width))), processors)
         which, total = source.table.select(pa, pb, ROWS_CAP)
         if total > ROWS_CAP:  # the padding brings too many: the shown window only
             pa, pb = a, b
@@ -336,6 +336,8 @@ def tile(run: Run, a: float | None, b: float | None, width: int, height: int, re
         open_table = SegmentTable(source.open_rows)
         occupancy += open_table.raster(pa, pb, bins, bands, processors, source.kinds)
     header |= {"mode": "raster", "window": [pa, pb], "bins": bins, "bands": bands, "visible": int(visible)}
+    # the strip from the same raster: one pass over the segments, not two
+    series = _series(source, pa, pb, bins, processors, _busy_of(occupancy, source.kinds, bands, processors))
     raster = quantize(occupancy)
     return frames.encode(frames.json_safe(header), {"raster": raster, "rgba": compose_rgba(raster, source.kinds)}
                          | series)
@@ -368,17 +370,30 @@ def compose_rgba(raster: np.ndarray, kinds: list[int]) -> np.ndarray:
     return np.where(a > 0, pixel, 0).astype(np.uint32)
 
 
-def _series(source: SegmentSource, a: float, b: float, bins: int, processors: list[int]) -> dict[str, np.ndarray]:
+def _busy_of(occupancy: np.ndarray, kinds: list[int], bands: list[int], processors: list[int]) -> np.ndarray:
+    """Busy processors per cluster and column ``[clusters, bins]`` from a Gantt raster's occupancy
+    (per kind, band and column: the share of the cell covered; a band holds processors / bands):
+    the same numbers ``_series`` gets from the segments."""
+    slots = [kinds.index(k) for k in BUSY_KINDS if k in kinds]
+    per_band = occupancy[slots].sum(axis=0, dtype=np.float64) if slots else np.zeros(occupancy.shape[1:])
+    start = np.concatenate([[0], np.cumsum(bands)])
+    return np.stack([per_band[start[c]:start[c + 1]].sum(axis=0) * (processors[c] / bands[c])
+                     for c in range(len(processors))])
+
+
+def _series(source: SegmentSource, a: float, b: float, bins: int, processors: list[int],
+            busy: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """The strip under the Gantt over [a, b) in ``bins`` columns: ``series.busy`` -- busy
-    processors per cluster (mean over each column, from the segments of busy kinds) -- and
-    ``series.queue`` -- jobs waiting per cluster at each column's middle (NaN: unknown); one
-    row per cluster, float32."""
+    processors per cluster (mean over each column, from the segments of busy kinds; or ``busy``
+    when the caller has it already) -- and ``series.queue`` -- jobs waiting per cluster at each
+    column's middle (NaN: unknown); one row per cluster, float32."""
     C = len(processors)
-    ones = [1] * C
-    busy = source.table.raster(a, b, bins, ones, processors, BUSY_KINDS).sum(axis=0)
-    if len(source.open_rows["t0"]):
-        busy += SegmentTable(source.open_rows).raster(a, b, bins, ones, processors, BUSY_KINDS).sum(axis=0)
-    busy *= np.asarray(processors, np.float32)[:, None]
+    if busy is None:
+        ones = [1] * C
+        busy = source.table.raster(a, b, bins, ones, processors, BUSY_KINDS).sum(axis=0)
+        if len(source.open_rows["t0"]):
+            busy += SegmentTable(source.open_rows).raster(a, b, bins, ones, processors, BUSY_KINDS).sum(axis=0)
+        busy *= np.asarray(processors, np.float32)[:, None]
     middles = a + (np.arange(bins) + 0.5) * (b - a) / bins
     queue = np.full((C, bins), np.nan, np.float32)
     if source.queue is not None:
@@ -429,9 +444,15 @@ def warm_up(**_: Any) -> None:
     def load() -> None:
         rows = {name: np.zeros(2, dtype) for name, dtype in LIVE_DTYPES.items()}
         rows["t1"][:] = 1.0
-        table = SegmentTable(rows)
-        table.select(0.0, 1.0, 1)
-        table.raster(0.0, 1.0, 2, [1], [1], [0])
+        # both array types the kernels see: writeable (streamed chunks) and read-only (a stored
+        # result's memory-mapped columns), which numba compiles and caches separately
+        frozen = {name: values.copy() for name, values in rows.items()}
+        for values in frozen.values():
+            values.flags.writeable = False
+        for columns in (rows, frozen):
+            table = SegmentTable(columns)
+            table.select(0.0, 1.0, 1)
+            table.raster(0.0, 1.0, 2, [1], [1], [0])
 
     threading.Thread(target=load, name="gridweb-gantt-warm-up", daemon=True).start()
 

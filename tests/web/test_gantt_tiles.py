@@ -84,6 +84,11 @@ def test_a_window_with_too_many_segments_gets_the_occupancy_raster(alice, monkey
     area = sum((raster[0, sum(bands[:c]):sum(bands[:c + 1])].astype(float) / 255).sum() * width * p / bands[c]
                for c, p in enumerate([64, 16]))
     assert area == pytest.approx(busy, rel=0.02)
+    # the strip is read off the same raster: the busy processors the segments give directly
+    assert arrays["series.busy"].shape == (2, header["bins"])
+    direct = gantt_tiles._series(gantt_tiles.segment_source(run), a, b, header["bins"], [64, 16])
+    np.testing.assert_allclose(arrays["series.busy"], direct["series.busy"], rtol=1e-4, atol=1e-3)
+    assert arrays["series.busy"].max() > 1  # (a real load, not two empty arrays)
 
 
 def test_a_job_is_found_with_all_its_segments_and_a_click_finds_the_segment_under_it(alice):
