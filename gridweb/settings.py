@@ -84,6 +84,7 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    "gridweb.safe_json.RejectNulMiddleware",  # parameters with NUL characters: 400, not a database error
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
@@ -195,6 +196,9 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",  # the pages' own fetch() calls (CSRF checked)
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticatedOrReadOnly"],
+    # JSON bodies with a bounded depth and no NUL characters (gridweb.safe_json)
+    "DEFAULT_PARSER_CLASSES": ["gridweb.api.parsers.SafeJSONParser", "rest_framework.parsers.FormParser",
+                               "rest_framework.parsers.MultiPartParser"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 50,
@@ -232,6 +236,16 @@ STORAGES = {
 # Largest trace upload accepted (bytes); larger uploads are refused before anything is stored.
 GRIDWEB_MAX_TRACE_BYTES = int(os.environ.get("GRIDWEB_MAX_TRACE_BYTES", 20 * 1024 * 1024))
 DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024  # scenario JSON bodies
+# Recovery (full stack; gridweb.runs.execution.recover_lost_runs): a run whose execution is on
+# another machine and has not refreshed its heartbeat for this long is taken for dead (generous:
+# a compiled kernel can hold the interpreter, and the heartbeat thread with it, for minutes) ...
+GRIDWEB_HEARTBEAT_STALE_SECONDS = float(os.environ.get("GRIDWEB_HEARTBEAT_STALE_SECONDS", 300))
+# ... and every Celery worker looks for such runs (and for runs of dead processes of its own machine)
+# this often, and hands them to the workers again.
+GRIDWEB_RECOVERY_SECONDS = float(os.environ.get("GRIDWEB_RECOVERY_SECONDS", 60))
+# A worker process that has grown past this (MB) after a task is replaced by a fresh one (a big
+# run's peak memory is not kept for the next).
+CELERY_WORKER_MAX_MEMORY_PER_CHILD = int(os.environ.get("GRIDWEB_WORKER_MAX_MEMORY_MB", 4096)) * 1024  # KiB
 # Embedded mode runs simulations in a background thread of the web process instead of Celery.
 GRIDWEB_EMBEDDED_WORKER = GRIDWEB_MODE == "embedded"
 # The embedded worker starts with the first request the server serves, to pick up runs a stopped

@@ -701,7 +701,7 @@ class Warmup(_Model):
 
 
 class RunControl(_Model):
-    seed: int = Field(1, ge=0, description="Seed (≥ 0) all randomness derives from")
+    seed: int = Field(1, ge=0, le=2**63 - 1, description="Seed (0 to 2^63 - 1) all randomness derives from")
     replications: int = Field(1, ge=1, description="Independent replications to run (≥ 1), each with its own "
                                                    "random streams")
     stop: Stop = Field(default_factory=Stop, description="When the run ends: at horizon or after completions, "
@@ -725,8 +725,8 @@ class RunControl(_Model):
 class Scenario(_Model):
     """A complete simulation: platform, workload, grid policy and run control."""
 
-    name: str = Field("scenario", description="A label for the scenario")
-    description: str = Field("", description="Free text about the scenario")
+    name: str = Field("scenario", max_length=200, description="A label for the scenario (at most 200 characters)")
+    description: str = Field("", max_length=100_000, description="Free text about the scenario")
     platform: Platform = Field(description="Clusters and their local schedulers, file sites and bandwidths")
     workload: Workload = Field(description="The job streams")
     grid: Grid = Field(default_factory=Grid, description="Grid-level policies: site allocation, co-allocation "

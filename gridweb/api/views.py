@@ -23,7 +23,7 @@ from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.authtoken.models import Token
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -39,6 +39,7 @@ from gridweb.sharing import Visibility, default_group
 from simengine.workload import STATUS_NAMES
 
 from . import serializers as s
+from .parsers import SafeJSONParser
 from .errors import bad_input
 from .permissions import OwnerEditsViewersRead
 
@@ -69,7 +70,7 @@ class TokenView(APIView):
 
     authentication_classes: list = []  # credentials are in the body; no session, so no CSRF
     permission_classes = [AllowAny]
-    parser_classes = [JSONParser, FormParser, MultiPartParser]
+    parser_classes = [SafeJSONParser, FormParser, MultiPartParser]
 
     @extend_schema(
         request=inline_serializer("TokenRequest", {"username": serializers.CharField(),
@@ -201,7 +202,7 @@ class ScenarioViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.C
                       mixins.UpdateModelMixin, mixins.DestroyModelMixin, SharedViewSet):
     model = Scenario
     serializer_class = s.ScenarioSerializer
-    parser_classes = [JSONParser]
+    parser_classes = [SafeJSONParser]
 
     def get_serializer_class(self):
         return s.ScenarioListSerializer if self.action == "list" else s.ScenarioSerializer
@@ -275,7 +276,7 @@ class TraceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Upda
         request = getattr(self, "request", None)
         if getattr(self, "action", None) == "create" or (request is not None and request.method == "POST"):
             return [MultiPartParser(), FormParser()]
-        return [JSONParser()]
+        return [SafeJSONParser()]
 
     def filter_queryset(self, queryset: QuerySet) -> QuerySet:
         return self.filter_shared(queryset) if self.action == "list" else queryset
@@ -339,7 +340,7 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Update
                  mixins.DestroyModelMixin, SharedViewSet):
     model = Run
     serializer_class = s.RunDetailSerializer
-    parser_classes = [JSONParser]
+    parser_classes = [SafeJSONParser]
     http_method_names = ["get", "post", "patch", "delete", "head", "options"]
 
     def get_queryset(self) -> QuerySet:
@@ -407,7 +408,7 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Update
     @extend_schema(summary="Cancel a queued or running run (owner only)", request=None,
                    responses={200: s.RunDetailSerializer,
                               409: OpenApiResponse(description="the run has already ended (done or failed)")})
-    @action(detail=True, methods=["post"], parser_classes=[JSONParser, FormParser, MultiPartParser])
+    @action(detail=True, methods=["post"], parser_classes=[SafeJSONParser, FormParser, MultiPartParser])
     def cancel(self, request: Request, pk: str | None = None) -> Response:
         run = self.get_object()
         services = _services()
@@ -572,7 +573,7 @@ class RunExportView(APIView):
 class SweepViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, SharedViewSet):
     model = Sweep
     serializer_class = s.SweepDetailSerializer
-    parser_classes = [JSONParser]
+    parser_classes = [SafeJSONParser]
 
     def get_serializer_class(self):
         return s.SweepSerializer if self.action == "list" else s.SweepDetailSerializer

@@ -20,6 +20,7 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
+from gridweb.safe_json import text_error
 from gridweb.sharing import Visibility, default_group
 from simengine.errors import TraceError
 from simengine.traces import read_trace
@@ -148,6 +149,9 @@ def _check_sharing(user, visibility: str, group) -> dict[str, list[str]]:
     return errors
 
 
+ORIGINAL_NAME_MAX = 255  # TraceFile.original_name
+
+
 def store_trace(user, uploaded_file, *, name: str | None = None, visibility: str = Visibility.PRIVATE,
                 group=None, format: str | None = None, description: str = "",
                 tags: list[str] | None = None) -> TraceFile:
@@ -168,6 +172,8 @@ def store_trace(user, uploaded_file, *, name: str | None = None, visibility: str
         raise TraceInvalid({"file": [size_error(declared)]})
     if not original_name:
         errors["file"] = ["the upload has no file name"]
+    elif len(original_name) > ORIGINAL_NAME_MAX:
+        errors["file"] = [f"the file name is longer than {ORIGINAL_NAME_MAX} characters; rename the file"]
     fmt = (format or "").lower() or format_from_name(original_name)
     if format and fmt not in FORMATS:
         errors["format"] = [f"must be 'swf' or 'gwf', not {format!r}"]
@@ -178,6 +184,11 @@ def store_trace(user, uploaded_file, *, name: str | None = None, visibility: str
     errors |= _check_sharing(user, visibility, group)
     if name is not None and len(name) > 200:
         errors["name"] = ["at most 200 characters"]
+    for field, values in (("name", [name or ""]), ("description", [description or ""]), ("tags", tags or []),
+                          ("file", [original_name])):
+        reason = next((r for r in map(text_error, values) if r), None)
+        if reason and field not in errors:
+            errors[field] = [reason]
     if errors:
         raise TraceInvalid(errors)
 

@@ -29,6 +29,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from gridweb.runs.models import Run
+from gridweb import safe_json
 from gridweb.sharing import Visibility, default_group
 
 from . import catalog
@@ -152,9 +153,9 @@ def _builder(request: HttpRequest, *, document: Any, scenario: Scenario | None =
 
 def _json_body(request: HttpRequest) -> Any:
     try:
-        return json.loads(request.body.decode("utf-8") or "null")
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"the request body is not JSON: {exc}") from None
+        return safe_json.loads(request.body)
+    except safe_json.BadJson as exc:
+        raise ValueError(f"the request body is not acceptable JSON: {exc}") from None
 
 
 def _bad_request(errors: dict[str, list[str]]) -> JsonResponse:

@@ -1,0 +1,108 @@
+"""Request bodies and parameters that cannot crash a view: JSON parsed with a bounded nesting depth,
+and strings without NUL characters or unpaired surrogates (which PostgreSQL text and UTF-8 cannot
+hold), each refusal naming where and why.
+
+Used by every JSON body GridWeb reads (the API's parser, the builder's views) and, for query and
+form parameters, by :class:`RejectNulMiddleware`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import numpy as np
+from django.http import HttpRequest, HttpResponse, JsonResponse
+
+#: a scenario document nests about ten levels; deeper than this is refused before parsing
+MAX_DEPTH = 64
+_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_BAD_CHARACTER = re.compile("[\x00\ud800-\udfff]")
+
+
+class BadJson(ValueError):
+    """A body that is not acceptable JSON: ``path`` (dotted, "" for the whole body) and ``reason``."""
+
+    def __init__(self, path: str, reason: str):
+        super().__init__(f"{path or 'body'}: {reason}")
+        self.path, self.reason = path, reason
+
+
+def depth(text: str) -> int:
+    """The deepest nesting of arrays and objects in JSON ``text`` (brackets inside strings do not count)."""
+    skeleton = _STRINGS.sub("", text).encode("latin-1", "replace")
+    codes = np.frombuffer(skeleton, np.uint8)
+    step = (np.isin(codes, (ord("["), ord("{"))).astype(np.int32)
+            - np.isin(codes, (ord("]"), ord("}"))).astype(np.int32))
+    return int(np.cumsum(step).max(initial=0))
+
+
+def loads(data: bytes | str) -> Any:
+    """Parse a JSON body; BadJson when it is not UTF-8 JSON, nests deeper than MAX_DEPTH, or holds
+    a string with a NUL character or an unpaired surrogate (named by its dotted path)."""
+    try:
+        text = data.decode("utf-8") if isinstance(data, bytes | bytearray | memoryview) else data
+    except UnicodeDecodeError as exc:
+        raise BadJson("", f"not UTF-8 ({exc.reason} at byte {exc.start})") from None
+    if depth(text) > MAX_DEPTH:
+        raise BadJson("", f"nested more than {MAX_DEPTH} levels deep")
+    try:
+        value = json.loads(text or "null")
+    except json.JSONDecodeError as exc:
+        raise BadJson("", f"not JSON: {exc}") from None
+    check_strings(value)
+    return value
+
+
+def check_strings(value: Any, path: str = "") -> None:
+    """BadJson for the first string (key or value) with a NUL character or an unpaired surrogate."""
+    if isinstance(value, str):
+        _check_text(value, path)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            inner = f"{path}.{key}" if path else str(key)
+            _check_text(key, inner)
+            check_strings(item, inner)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            check_strings(item, f"{path}.{index}" if path else str(index))
+
+
+def text_error(text: str) -> str | None:
+    """Why ``text`` cannot be stored (a NUL character, an unpaired surrogate), or None."""
+    try:
+        _check_text(text, "")
+    except BadJson as exc:
+        return exc.reason
+    return None
+
+
+def _check_text(text: str, path: str) -> None:
+    found = _BAD_CHARACTER.search(text)
+    if found is not None:
+        what = "a NUL character" if found.group() == "\x00" else "an unpaired surrogate (not valid Unicode)"
+        raise BadJson(path, f"contains {what}")
+
+
+class RejectNulMiddleware:
+    """Answer 400 ``{"errors": {"<parameter>": [reason]}}`` for a query or form parameter holding
+    a NUL character or an unpaired surrogate, before any view filters a query with it."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        parameters = [request.GET]
+        # (not multipart bodies: reading them here would fix their upload handlers before the view
+        # runs; the trace upload checks its own text fields, gridweb.scenarios.traces)
+        if request.method == "POST" and request.content_type == "application/x-www-form-urlencoded":
+            parameters.append(request.POST)
+        for query in parameters:
+            for name, values in query.lists():
+                for text in (name, *values):
+                    try:
+                        _check_text(text, name)
+                    except BadJson as exc:
+                        return JsonResponse({"errors": {exc.path: [exc.reason]}}, status=400)
+        return self.get_response(request)
