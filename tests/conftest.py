@@ -186,6 +186,7 @@ class FullStackSite:
     def __init__(self, env: dict[str, str], base_url: str, logs: Path):
         self.env, self.base_url, self.logs = env, base_url, logs
         self.processes: dict[str, subprocess.Popen] = {}
+        self.argv: dict[str, list[str]] = {}
 
     @property
     def ws_url(self) -> str:
@@ -205,8 +206,13 @@ class FullStackSite:
     def start(self, name: str, argv: list[str]) -> subprocess.Popen:
         log = open(self.logs / f"{name}.log", "w")  # noqa: SIM115 - closed with the process
         process = subprocess.Popen(argv, cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT)
-        self.processes[name] = process
+        self.processes[name], self.argv[name] = process, argv
         return process
+
+    def restart_worker(self, name: str) -> None:
+        """Start worker ``name`` again (after a test killed it) and wait until it is ready."""
+        self.start(name, self.argv[name])
+        _wait_until(lambda: "ready." in self.log(name), 120, f"{name} to start again", self)
 
     def log(self, name: str) -> str:
         return (self.logs / f"{name}.log").read_text(errors="replace")
@@ -274,7 +280,9 @@ def full_stack_site(test_database_url: str, test_redis_url: str, tmp_path_factor
     redis.Redis.from_url(redis_url).flushdb()
     data_dir = tmp_path_factory.mktemp("e2e-data")
     logs = tmp_path_factory.mktemp("e2e-logs")
-    env = project_env(DATABASE_URL=database_url, REDIS_URL=redis_url, GRIDWEB_DATA_DIR=str(data_dir))
+    # the workers look for lost runs every few seconds (a minute by default), so recovery is seen quickly
+    env = project_env(DATABASE_URL=database_url, REDIS_URL=redis_url, GRIDWEB_DATA_DIR=str(data_dir),
+                      GRIDWEB_RECOVERY_SECONDS="3")
     port = _free_port()
     site = FullStackSite(env, f"http://127.0.0.1:{port}", logs)
     site.manage("migrate", "--noinput", timeout=300)

@@ -6,7 +6,9 @@ the chunks announced while it is connected, and ``{"kind": "status", ...}`` once
 ended (at once for a run that had already ended). Announcements carry only a ``seq``; the
 chunks themselves are read from the database, each sent once: the consumer keeps the highest
 ``seq`` it sent and only ever sends higher ones, so replay and live chunks never overlap and
-never leave a gap. Chunks go out as stored (no decoding and re-encoding): ``segments`` chunks as
+never leave a gap. A run whose worker died starts again as a new ``attempt`` whose chunks are
+numbered from 0 again (and cut at other moments: chunks follow the wall clock): the consumer
+then sends ``{"kind": "restart", "attempt": n}`` and the new attempt's chunks from the first. Chunks go out as stored (no decoding and re-encoding): ``segments`` chunks as
 binary frames (gridweb.runs.frames), the others as JSON text. A page holds at most
 ``LIVE_ROWS_LIMIT`` streamed rows: a segments chunk whose rows would take the run past it goes
 out as a summary frame without rows (the same for every client, since it depends only on the
@@ -14,8 +16,9 @@ chunk's place in the stream), and the page draws from level-of-detail tiles inst
 (gridweb.runs.gantt_tiles).
 
 Refusals are sent after accepting the handshake, so that browsers see the close code:
-4403 when the user may not view the run, 4404 when it does not exist, 4400 when ``after`` is
-not an integer.
+4404 when the run does not exist *or* the user may not view it (the same answer, as the API's
+404: a closed stream does not tell whether a hidden run exists), 4400 when ``after`` or
+``attempt`` is not an integer.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from .execution import group_name, register_stream_loop
 from .frames import summary_frame
 from .models import FINISHED, Run, RunChunk
 
-CLOSE_BAD_REQUEST, CLOSE_FORBIDDEN, CLOSE_NOT_FOUND = 4400, 4403, 4404
+CLOSE_BAD_REQUEST, CLOSE_NOT_FOUND = 4400, 4404
 BATCH = 8  # chunks read per query (a segments chunk is up to a few MB of columns)
 #: streamed segment rows a page holds at most (beyond: summary frames and tiles)
 LIVE_ROWS_LIMIT = 100_000
@@ -43,6 +46,7 @@ LIVE_ROWS_LIMIT = 100_000
 class RunStreamConsumer(AsyncWebsocketConsumer):
     run_id: int
     sent: int  # highest seq sent to this client
+    attempt: int  # the run's attempt whose chunks this client gets
     status_sent: bool
     joined: bool = False
 
@@ -50,14 +54,17 @@ class RunStreamConsumer(AsyncWebsocketConsumer):
         self.run_id = int(self.scope["url_route"]["kwargs"]["run_id"])
         self.status_sent = False
         await self.accept()
-        after = _after(self.scope.get("query_string", b""))
-        if after is None:
+        query = _query(self.scope.get("query_string", b""))
+        if query is None:
             await self.close(code=CLOSE_BAD_REQUEST)
             return
-        access = await self._access()
+        after, attempt = query
+        access, self.attempt = await self._access()
         if access is not None:
             await self.close(code=access)
             return
+        if attempt is not None:  # a reconnecting client says whose chunks it holds
+            self.attempt = attempt
         self.sent = after
         register_stream_loop(asyncio.get_running_loop())
         # Join before reading: a chunk stored meanwhile is then announced to us, never missed.
@@ -80,6 +87,9 @@ class RunStreamConsumer(AsyncWebsocketConsumer):
     async def run_chunk(self, event: dict[str, Any]) -> None:
         await self._send_new_chunks()
 
+    async def run_restart(self, event: dict[str, Any]) -> None:
+        await self._send_new_chunks()
+
     async def run_status(self, event: dict[str, Any]) -> None:
         await self._send_new_chunks()
         await self._send_status(event.get("status", ""), event.get("error", ""))
@@ -88,6 +98,15 @@ class RunStreamConsumer(AsyncWebsocketConsumer):
     async def _send_new_chunks(self) -> None:
         while True:
             rows = await self._chunks_after(self.sent)
+            # read after the chunks: while it is unchanged they are this attempt's (a new attempt
+            # deletes the old chunks and takes the run in one transaction)
+            attempt = await self._attempt()
+            if attempt is not None and attempt != self.attempt:
+                restarted = self.sent >= 0  # (a client that holds nothing just takes the new attempt)
+                self.attempt, self.sent = attempt, -1
+                if restarted:
+                    await self.send(text_data=json.dumps({"kind": "restart", "attempt": attempt}))
+                continue
             if not rows:
                 return
             for seq, text, data, rows_before, count in rows:
@@ -109,11 +128,16 @@ class RunStreamConsumer(AsyncWebsocketConsumer):
                                               "last_seq": self.sent}))
 
     @database_sync_to_async
-    def _access(self) -> int | None:
+    def _access(self) -> tuple[int | None, int]:
+        """(close code or None, the run's attempt): hidden answers as missing does."""
         run = Run.objects.filter(pk=self.run_id).first()
-        if run is None:
-            return CLOSE_NOT_FOUND
-        return None if run.can_view(self.scope.get("user")) else CLOSE_FORBIDDEN
+        if run is None or not run.can_view(self.scope.get("user")):
+            return CLOSE_NOT_FOUND, 0
+        return None, run.attempt
+
+    @database_sync_to_async
+    def _attempt(self) -> int | None:
+        return Run.objects.filter(pk=self.run_id).values_list("attempt", flat=True).first()
 
     @database_sync_to_async
     def _chunks_after(self, after: int) -> list[tuple[int, str, Any, int, int]]:
@@ -129,12 +153,19 @@ class RunStreamConsumer(AsyncWebsocketConsumer):
         return run["status"], run["error"]
 
 
-def _after(query_string: bytes) -> int | None:
-    """``after`` from the query string: -1 when absent, None when it is not an integer."""
-    values = parse_qs(query_string.decode("latin-1")).get("after")
-    if not values:
-        return -1
-    try:
-        return max(int(values[-1]), -1)
-    except ValueError:
-        return None
+def _query(query_string: bytes) -> tuple[int, int | None] | None:
+    """(after, attempt) from the query string: ``after`` the highest seq the client holds (-1
+    when absent), ``attempt`` the run's attempt those chunks are from (None when absent); None
+    when either is not an integer."""
+    query = parse_qs(query_string.decode("latin-1"))
+    out: list[int | None] = []
+    for name, default in (("after", -1), ("attempt", None)):
+        values = query.get(name)
+        if not values:
+            out.append(default)
+            continue
+        try:
+            out.append(max(int(values[-1]), -1))
+        except ValueError:
+            return None
+    return out[0], out[1]

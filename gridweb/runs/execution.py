@@ -56,6 +56,7 @@ from asgiref.sync import async_to_sync
 from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, close_old_connections, transaction
+from django.db.models import Max, Sum
 from django.utils import timezone
 
 import simengine
@@ -74,7 +75,7 @@ THROTTLE_SECONDS = 0.5  # progress writes and cancellation checks, at most this 
 HEARTBEAT_SECONDS = 10.0  # a running execution refreshes Run.heartbeat this often
 # No heartbeat for this long from another machine: its execution is dead. Generous, because the
 # engine's compiled kernels hold the GIL and the heartbeat thread waits for them.
-HEARTBEAT_STALE = timedelta(minutes=5)
+HEARTBEAT_STALE = timedelta(seconds=settings.GRIDWEB_HEARTBEAT_STALE_SECONDS)
 PID_REUSE_AFTER = timedelta(hours=1)
 MAX_ATTEMPTS = 3  # starts of one run before it is failed instead of restarted
 
@@ -194,8 +195,10 @@ def _claim(run_id: int, worker: str) -> tuple[str, Run | None]:
                              f"(last on {run.worker or 'an unknown worker'}; out of memory?)")
                 _finish(run, Status.FAILED, now)
                 return SKIPPED, run
-            # The worker of the previous attempt died: start again from a clean stream.
+            # The worker of the previous attempt died: start again from a clean stream (its
+            # watchers are told once this transaction is committed).
             RunChunk.objects.filter(run=run).delete()
+            transaction.on_commit(lambda: announce(run_id, {"type": "run.restart"}))
         run.status = Status.RUNNING
         run.attempt += 1
         run.worker = worker[:200]
@@ -332,7 +335,7 @@ def execute_run(run_id: int, worker: str | None = None) -> str:
         if isinstance(exc, InterfaceError | OperationalError) and not embedded():
             raise  # the database is unreachable: the Celery task retries later (gridweb.runs.tasks)
         log.info("run %s failed:\n%s", run.pk, traceback.format_exc())
-        return _end(run, Status.FAILED, readable_error(exc), progress)
+        return _end(run, Status.FAILED, readable_error(exc))
     finally:
         _active_runs.discard(run.pk)
 
@@ -371,18 +374,24 @@ def _store_result(run: Run, result: simengine.results.Result, progress: _Progres
     return DONE
 
 
-def _end(run: Run, status: str, error: str, progress: _Progress | None = None) -> str:
+def _end(run: Run, status: str, error: str) -> str:
     """End this attempt as failed or cancelled (if it still owns the run)."""
     fields: dict[str, Any] = {"status": status, "error": error, "finished_at": timezone.now(), "eta": None,
-                              "updated": timezone.now()}
-    if progress is not None:
-        fields |= {"last_seq": progress.last_seq, "segments_count": progress.segments}
+                              "updated": timezone.now(), **_stream_counts(run.pk)}
     changed = Run.objects.filter(pk=run.pk, attempt=run.attempt, status=Status.RUNNING).update(**fields)
     if not changed:
         return SKIPPED
     run.refresh_from_db()
     _after_end(run)
     return status
+
+
+def _stream_counts(run_id: int) -> dict[str, int]:
+    """``last_seq`` and ``segments_count`` as the stored chunks say (progress writes are throttled,
+    and a terminated process writes nothing more: a run that ends so must not disagree with its
+    chunks)."""
+    stored = RunChunk.objects.filter(run_id=run_id).aggregate(last=Max("seq"), rows=Sum("rows"))
+    return {"last_seq": -1 if stored["last"] is None else stored["last"], "segments_count": stored["rows"] or 0}
 
 
 def _after_end(run: Run) -> None:
@@ -401,7 +410,8 @@ def end_terminated_run(run_id: int) -> None:
     if not run.cancel_requested:
         error = "stopped by the worker (its task was terminated)"
     if Run.objects.filter(pk=run_id, status__in=[Status.QUEUED, Status.RUNNING]).update(
-            status=Status.CANCELLED, error=error, finished_at=timezone.now(), eta=None, updated=timezone.now()):
+            status=Status.CANCELLED, error=error, finished_at=timezone.now(), eta=None, updated=timezone.now(),
+            **_stream_counts(run_id)):
         run.refresh_from_db()
         _after_end(run)
 
@@ -422,8 +432,34 @@ def dispatch(run_id: int) -> None:
     from .tasks import execute_run_task
 
     task_id = _new_task_id()
-    Run.objects.filter(pk=run_id).update(task_id=task_id)
+    Run.objects.filter(pk=run_id).update(task_id=task_id, dispatched_at=timezone.now())
     execute_run_task.apply_async((run_id,), task_id=task_id)
+
+
+def lost_runs(now) -> list[Run]:
+    """Running runs whose execution has certainly stopped (``execution_gone``) and that were not
+    handed to a worker again since it started, or not within ``HEARTBEAT_STALE`` (that delivery
+    may still be waiting in the queue)."""
+    def handed_over_lately(run: Run) -> bool:
+        return (run.dispatched_at is not None and run.started_at is not None and run.dispatched_at > run.started_at
+                and now - run.dispatched_at < HEARTBEAT_STALE)
+
+    return [run for run in Run.objects.filter(status=Status.RUNNING).order_by("pk")
+            if execution_gone(run, now) and not handed_over_lately(run)]
+
+
+def recover_lost_runs() -> list[int]:
+    """Hand every lost run to the workers again (full-stack mode): the delivery restarts it
+    cleanly, or fails it after MAX_ATTEMPTS, and its watchers are told either way. What each
+    Celery worker's recovery thread does every ``GRIDWEB_RECOVERY_SECONDS`` (gridweb.runs.tasks)
+    and ``manage.py gridweb_requeue`` does on demand; two workers doing it at once hand a run
+    over twice, which is harmless (the first delivery claims it)."""
+    lost = lost_runs(timezone.now())
+    for run in lost:
+        log.warning("run %s: its execution on %s is gone; handing it to the workers again", run.pk,
+                    run.worker or "an unknown worker")
+        dispatch(run.pk)
+    return [run.pk for run in lost]
 
 
 def dispatch_sweep(sweep_id: int) -> None:
@@ -533,7 +569,7 @@ class EmbeddedWorker:
                 changed = Run.objects.filter(pk=run.pk, attempt=run.attempt, status=Status.RUNNING).update(
                     status=Status.FAILED, finished_at=now, eta=None, updated=now,
                     error="interrupted: the GridWeb process running it stopped before it finished "
-                          "(start it again to rerun it)")
+                          "(start it again to rerun it)", **_stream_counts(run.pk))
                 if changed:
                     run.refresh_from_db()
                     _after_end(run)

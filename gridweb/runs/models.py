@@ -59,6 +59,7 @@ class Run(SharedModel):
     eta = models.DateTimeField(null=True, blank=True)  # expected finish, from the progress so far
     attempt = models.PositiveIntegerField(default=0)
     heartbeat = models.DateTimeField(null=True, blank=True)
+    dispatched_at = models.DateTimeField(null=True, blank=True)  # last handed to a worker (recovery)
     curated = models.BooleanField(default=False)  # demo runs and reproduction recipes in the gallery
 
     # Reproducibility: scenario + seed + engine version identify the result.
@@ -97,6 +98,7 @@ class RunChunk(models.Model):
     data = models.BinaryField(null=True, blank=True)
     rows = models.PositiveIntegerField(default=0)
     rows_before = models.PositiveBigIntegerField(default=0)
+    created = models.DateTimeField(auto_now_add=True, null=True)  # when the worker stored it
 
     class Meta:
         ordering = ["run", "seq"]

@@ -3,15 +3,22 @@
 ``gridweb.execute_run`` is acknowledged late and rejected (requeued) when its worker process
 is lost, so a run whose worker dies is delivered again; ``execute_run`` then restarts it
 cleanly or, if another execution may still be alive, the task looks again a minute later.
+
+A worker killed whole (its main process too) leaves its message unacknowledged until Redis's
+visibility timeout (hours): every worker's main process therefore runs a recovery thread that
+hands lost runs to the workers again every ``GRIDWEB_RECOVERY_SECONDS``
+(``execution.recover_lost_runs``).
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Any
 
 from celery import shared_task
-from celery.signals import task_revoked
+from celery.signals import task_revoked, worker_ready, worker_shutdown
+from django.conf import settings
 from django.db import InterfaceError, OperationalError, close_old_connections
 
 from . import execution
@@ -62,3 +69,31 @@ def end_run_of_terminated_task(sender: Any = None, request: Any = None, terminat
         log.exception("could not end the run of revoked task %s", getattr(request, "id", "?"))
     finally:
         close_old_connections()
+
+
+_recovery_stop = threading.Event()
+
+
+@worker_ready.connect
+def start_recovery(**_: Any) -> None:
+    """In the worker's main process: look for lost runs now and every GRIDWEB_RECOVERY_SECONDS."""
+    _recovery_stop.clear()
+
+    def sweep() -> None:
+        while True:
+            try:
+                close_old_connections()
+                execution.recover_lost_runs()
+            except Exception:  # noqa: BLE001 - the database may be away for a while; try again later
+                log.exception("recovery sweep failed")
+            finally:
+                close_old_connections()
+            if _recovery_stop.wait(settings.GRIDWEB_RECOVERY_SECONDS):
+                return
+
+    threading.Thread(target=sweep, name="gridweb-recovery", daemon=True).start()
+
+
+@worker_shutdown.connect
+def stop_recovery(**_: Any) -> None:
+    _recovery_stop.set()

@@ -93,6 +93,7 @@ def gantt_config(run: Run) -> dict[str, Any]:
     """What static/runs/gantt.js needs to draw this run (a JSON script element on the page)."""
     return {
         "run": run.pk,
+        "attempt": run.attempt,  # whose chunks the stream sends (a restarted run streams anew)
         "status": run.status,
         "finished": run.finished,
         "segmentsUrl": reverse("runs:segments", args=[run.pk]),

@@ -656,7 +656,10 @@
     // --- The live stream ---------------------------------------------------------------------------
     connect() {
       const scheme = location.protocol === "https:" ? "wss" : "ws";
-      const ws = new WebSocket(`${scheme}://${location.host}${this.config.wsPath}?after=${this.lastSeq}`);
+      // the attempt whose chunks the page holds, when it knows it (a page opened on a queued run
+      // gets the first attempt's; the stream says "restart" when a later one begins)
+      const attempt = this.config.attempt > 0 ? `&attempt=${this.config.attempt}` : "";
+      const ws = new WebSocket(`${scheme}://${location.host}${this.config.wsPath}?after=${this.lastSeq}${attempt}`);
       ws.binaryType = "arraybuffer";
       this.socket = ws;
       this.connectionsOpened++;
@@ -684,7 +687,7 @@
         if (ws !== this.socket) return;
         this.socket = null;
         if (this.finished) return;
-        if ([4400, 4403, 4404].includes(event.code)) {
+        if ([4400, 4404].includes(event.code)) {
           if (this.options.modeLabel) this.options.modeLabel.textContent = `the stream refused this page (code ${event.code})`;
           return;
         }
@@ -698,6 +701,16 @@
     }
 
     onChunk(chunk, arrays) {
+      if (chunk.kind === "restart") {
+        // the run's worker died and another started it again: its stream begins anew, and so
+        // does the page (what it drew was the earlier attempt's)
+        this.container.dataset.restarted = String(chunk.attempt);
+        this.finished = true; // no reconnect
+        if (this.socket) this.socket.close();
+        this.announce("restart", { attempt: chunk.attempt });
+        location.reload();
+        return;
+      }
       if (chunk.kind === "status") {
         this.finished = ["done", "failed", "cancelled"].includes(chunk.status);
         this.announce("status", { status: chunk.status, error: chunk.error || "" });

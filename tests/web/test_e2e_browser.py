@@ -161,6 +161,6 @@ def test_build_run_watch_live_share_with_the_group_and_refuse_an_outsider(full_s
                    ws.onclose = event => resolve({code: event.code});
                })""",
             f"{site.ws_url}/ws/runs/{run_id}/")
-        assert closed == {"code": 4403}, json.dumps(closed)
+        assert closed == {"code": 4404}, json.dumps(closed)  # as for a run that does not exist
     finally:
         context.close()

@@ -241,12 +241,52 @@ def test_a_run_that_keeps_killing_its_worker_fails_instead_of_looping(alice):
     assert f"interrupted {execution.MAX_ATTEMPTS} times" in run.error and "worker1@gone" in run.error
 
 
-def test_a_restarted_embedded_worker_fails_interrupted_runs_and_requeues_queued_ones(alice):
-    # A process of this machine that is gone: a child that has exited.
+def dead_pid() -> int:
+    """The id of a process of this machine that is gone (a child that has exited)."""
     pid = os.fork()
     if pid == 0:
         os._exit(0)
     os.waitpid(pid, 0)
+    return pid
+
+
+def test_the_recovery_sweep_hands_lost_runs_over_once_and_again_only_when_that_went_stale(alice, monkeypatch):
+    from gridweb.runs import tasks
+
+    delivered = []
+    monkeypatch.setattr(execution, "embedded", lambda: False)  # as in full-stack mode: Celery tasks
+    monkeypatch.setattr(tasks.execute_run_task, "apply_async", lambda args, task_id: delivered.append(args[0]))
+    now = timezone.now()
+    long_ago = now - execution.HEARTBEAT_STALE - timedelta(seconds=1)
+    here = os.uname().nodename
+
+    def running(worker: str, heartbeat) -> Run:
+        run = create_run(alice, small_spec(), dispatch_now=False)
+        Run.objects.filter(pk=run.pk).update(status=Status.RUNNING, attempt=1, worker=worker, heartbeat=heartbeat,
+                                             started_at=long_ago, dispatched_at=long_ago)
+        return run
+
+    silent_elsewhere = running("worker7@gone-machine:4242", long_ago)
+    dead_here = running(f"worker1@{here}:{dead_pid()}", now)  # killed whole a moment ago
+    alive_elsewhere = running("worker8@other-machine:77", now)
+    alive_here = running(f"worker2@{here}:{os.getpid()}", long_ago)  # a process that exists ...
+    execution._active_runs.add(alive_here.pk)  # ... and runs it (this one)
+    try:
+        assert execution.recover_lost_runs() == [silent_elsewhere.pk, dead_here.pk]
+        assert delivered == [silent_elsewhere.pk, dead_here.pk]
+        # the deliveries wait in the queue: the next sweeps leave them be ...
+        assert execution.recover_lost_runs() == []
+        # ... until that hand-over is stale too (its message was lost as well)
+        Run.objects.filter(pk=dead_here.pk).update(dispatched_at=long_ago + timedelta(seconds=0.5))
+        assert execution.recover_lost_runs() == [dead_here.pk]
+    finally:
+        execution._active_runs.discard(alive_here.pk)
+    assert alive_elsewhere.pk not in delivered and alive_here.pk not in delivered
+    assert Run.objects.get(pk=dead_here.pk).status == Status.RUNNING  # the delivery decides, not the sweep
+
+
+def test_a_restarted_embedded_worker_fails_interrupted_runs_and_requeues_queued_ones(alice):
+    pid = dead_pid()
     interrupted = create_run(alice, small_spec(), dispatch_now=False)
     Run.objects.filter(pk=interrupted.pk).update(status=Status.RUNNING, attempt=1, heartbeat=timezone.now(),
                                                  worker=f"embedded@{os.uname().nodename}:{pid}")
@@ -419,12 +459,13 @@ print(json.dumps(cancel_run(run, run.owner).status))
 
 def site_run(database_url: str, run_id: int) -> dict:
     with psycopg.connect(database_url) as conn:
-        row = conn.execute("SELECT status, worker, attempt, error, task_id, cancel_requested FROM runs_run "
-                           "WHERE id = %s", [run_id]).fetchone()
+        row = conn.execute("SELECT status, worker, attempt, error, task_id, cancel_requested, last_seq, "
+                           "segments_count FROM runs_run WHERE id = %s", [run_id]).fetchone()
         seqs = [r[0] for r in conn.execute("SELECT seq FROM runs_runchunk WHERE run_id = %s ORDER BY seq",
                                            [run_id]).fetchall()]
         results = conn.execute("SELECT count(*) FROM runs_runresult WHERE run_id = %s", [run_id]).fetchone()[0]
-    return dict(zip(("status", "worker", "attempt", "error", "task_id", "cancel_requested"), row),
+    return dict(zip(("status", "worker", "attempt", "error", "task_id", "cancel_requested", "last_seq",
+                     "segments_count"), row),
                 seqs=seqs, results=results)
 
 
@@ -454,6 +495,7 @@ def test_full_stack_cancel_terminates_a_running_replication(full_stack_site):
     # the chunks it streamed while it simulated stay (the Gantt of what it simulated), numbered
     # without a gap; there is no result
     assert ended["seqs"] == list(range(len(ended["seqs"]))) and ended["results"] == 0
+    assert ended["last_seq"] == len(ended["seqs"]) - 1  # the run agrees with its chunks, however it ended
     logs = full_stack_site.log("worker1") + full_stack_site.log("worker2")
     if "Terminating" in logs and running["task_id"] in logs:
         # Celery killed the process running it: gone at once, not when its replication would have ended
@@ -494,6 +536,32 @@ def test_full_stack_run_whose_worker_process_dies_is_delivered_again_and_finishe
     assert ended["seqs"] == list(range(len(ended["seqs"]))) and ended["results"] == 1
 
 
+@pytest.mark.slow
+def test_full_stack_a_worker_killed_whole_has_its_run_recovered_by_another_worker(full_stack_site):
+    database_url = full_stack_site.env["DATABASE_URL"]
+    run_id = full_stack_site.python_json(START_RUN.format(spec=json.dumps(SEVERAL_REPLICATIONS)))
+    first = wait_on_site(database_url, run_id, lambda s: s["status"] != "queued" and s["seqs"], 120,
+                         "stream a chunk")
+    assert first["status"] == "running", first
+    worker, _, pid = first["worker"].rpartition(":")
+    name = worker.partition("@")[0]  # "worker1" or "worker2": the fixture's process of that name
+    main = full_stack_site.processes[name]
+
+    # the whole worker at once, as when its machine loses power: its message stays unacknowledged
+    # in Redis for hours, so only the other worker's recovery sweep can bring the run back
+    os.kill(int(pid), signal.SIGKILL)
+    os.kill(main.pid, signal.SIGKILL)
+    main.wait(timeout=30)
+    try:
+        ended = wait_on_site(database_url, run_id, lambda s: s["status"] in ("done", "failed", "cancelled"), 180,
+                             "be recovered by the other worker and finish")
+        assert ended["status"] == "done", ended["error"]
+        assert ended["attempt"] == 2 and not ended["worker"].startswith(f"{name}@")
+        assert ended["seqs"] == list(range(len(ended["seqs"]))) and ended["results"] == 1
+    finally:
+        full_stack_site.restart_worker(name)
+
+
 LOSE_TWO_RUNS = """
 import json
 from datetime import timedelta
@@ -518,7 +586,11 @@ def test_gridweb_requeue_hands_lost_runs_to_the_workers_again(full_stack_site):
 
     output = full_stack_site.manage("gridweb_requeue")
 
-    assert f"run {never_sent} (queued)" in output and f"run {interrupted} (running, was on worker7@" in output
+    # the interrupted run: by the command, unless a worker's recovery sweep took it over first
+    swept = f"run {interrupted}: its execution on worker7@gone-machine:4242 is gone"
+    assert f"run {never_sent} (queued)" in output
+    assert (f"run {interrupted} (running, was on worker7@" in output
+            or any(swept in full_stack_site.log(f"worker{i}") for i in (1, 2))), output
     for run_id, attempts in ((never_sent, 1), (interrupted, 2)):
         state = wait_on_site(database_url, run_id, lambda s: s["status"] in ("done", "failed"), 120, "finish")
         assert state["status"] == "done", state["error"]

@@ -11,15 +11,17 @@ from __future__ import annotations
 import json
 import threading
 import time
+from datetime import timedelta
 from typing import Any
 
 import numpy as np
 import psycopg
 import pytest
-from asgiref.sync import async_to_sync
+from asgiref.sync import async_to_sync, sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import Group
 from django.test import Client
+from django.utils import timezone
 
 from gridweb.asgi import application
 from gridweb.runs import execution, frames
@@ -90,7 +92,7 @@ def finished_run(owner, **sharing) -> Run:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_outsiders_are_refused_a_private_run_and_unknown_runs_are_not_found(people):
+def test_a_private_run_answers_outsiders_exactly_as_a_missing_run(people):
     run = finished_run(people["alice"])
 
     as_bob = async_to_sync(watch)(f"/ws/runs/{run.pk}/", session_cookie(people["bob"]))
@@ -98,9 +100,8 @@ def test_outsiders_are_refused_a_private_run_and_unknown_runs_are_not_found(peop
     missing = async_to_sync(watch)(f"/ws/runs/{run.pk + 1000}/", session_cookie(people["alice"]))
     bad_after = async_to_sync(watch)(f"/ws/runs/{run.pk}/?after=x", session_cookie(people["alice"]))
 
-    assert as_bob == {"messages": [], "close": 4403}
-    assert anonymous == {"messages": [], "close": 4403}
-    assert missing == {"messages": [], "close": 4404}
+    # the same answer for hidden and missing: a closed stream does not reveal that a run exists
+    assert as_bob == anonymous == missing == {"messages": [], "close": 4404}
     assert bad_after == {"messages": [], "close": 4400}
 
 
@@ -114,7 +115,7 @@ def test_group_members_may_watch_a_group_run_and_others_may_not(people):
     assert [m["seq"] for m in as_carol["messages"][:-1]] == list(range(run.last_seq + 1))
     assert as_carol["messages"][-1] == {"kind": "status", "status": "done", "error": "",
                                         "last_seq": run.last_seq}
-    assert as_bob["close"] == 4403 and as_bob["messages"] == []
+    assert as_bob["close"] == 4404 and as_bob["messages"] == []
 
 
 @pytest.mark.django_db(transaction=True)
@@ -193,6 +194,53 @@ def test_a_watcher_connected_before_the_run_starts_gets_every_chunk_live(people)
     seqs = [m["seq"] for m in watched["messages"][:-1]]
     assert seqs == list(range(run.last_seq + 1))
     assert watched["messages"][-1]["status"] == "done"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_run_that_restarts_tells_its_watchers_who_then_get_the_new_attempt_from_its_first_chunk(people):
+    run = create_run(people["alice"], small_spec(replications=1), dispatch_now=False)
+    headers = session_cookie(people["alice"])
+    # attempt 1 streams three chunks on another machine, then that machine goes silent for good
+    _, claimed = execution._claim(run.pk, "worker7@gone-machine:4242")
+    progress = execution._Progress(claimed)
+    for seq in range(3):
+        progress({"seq": seq, "kind": "progress", "fraction": seq / 100, "sim_time": 10.0 * seq})
+    Run.objects.filter(pk=run.pk).update(heartbeat=timezone.now() - execution.HEARTBEAT_STALE - timedelta(seconds=1))
+
+    async def watch_through_the_restart() -> tuple[list, list]:
+        communicator = WebsocketCommunicator(application, f"/ws/runs/{run.pk}/", headers=headers)
+        assert (await communicator.connect(timeout=10))[0]
+        before = [decode_output(await communicator.receive_output(timeout=10)) for _ in range(3)]
+        # a new delivery finds the execution gone and runs it again, as attempt 2
+        outcome = await sync_to_async(execution.execute_run, thread_sensitive=False)(run.pk)
+        assert outcome == execution.DONE
+        after = []
+        while not after or after[-1]["kind"] != "status":
+            after.append(decode_output(await communicator.receive_output(timeout=60)))
+        await communicator.disconnect()
+        return before, after
+
+    before, after = async_to_sync(watch_through_the_restart)()
+    run.refresh_from_db()
+    stored = {c.seq: decode_message(json.dumps(c.payload), None if c.data is None else bytes(c.data))
+              for c in RunChunk.objects.filter(run=run)}
+
+    assert [m["seq"] for m in before] == [0, 1, 2] and run.attempt == 2 and run.status == Status.DONE
+    assert after[0] == {"kind": "restart", "attempt": 2}
+    # then the new attempt, whole and as stored: nothing of the first one is kept or mixed in
+    assert [m["seq"] for m in after[1:-1]] == list(range(run.last_seq + 1))
+    assert all(m == stored[m["seq"]] for m in after[1:-1])
+    assert after[-1]["status"] == "done"
+
+    # A client that reconnects holding attempt 1's chunks is told too; one that says nothing of
+    # its attempt, or holds this one's, just gets what follows
+    stale = async_to_sync(watch)(f"/ws/runs/{run.pk}/?after=2&attempt=1", headers)["messages"]
+    current = async_to_sync(watch)(f"/ws/runs/{run.pk}/?after=2&attempt=2", headers)["messages"]
+    bad = async_to_sync(watch)(f"/ws/runs/{run.pk}/?after=2&attempt=x", headers)
+    assert stale[0] == {"kind": "restart", "attempt": 2}
+    assert [m["seq"] for m in stale[1:-1]] == list(range(run.last_seq + 1))
+    assert [m["seq"] for m in current[:-1]] == list(range(3, run.last_seq + 1))
+    assert bad == {"messages": [], "close": 4400}
 
 
 # --- Full stack: real websocket clients against the live site ------------------------------------
@@ -357,4 +405,4 @@ def test_real_clients_are_refused_with_close_codes(full_stack_site):
                 socket.recv(timeout=20)
             codes[who] = closed.value.rcvd.code
 
-    assert codes == {"stranger": 4403, "streamer": 4404}
+    assert codes == {"stranger": 4404, "streamer": 4404}  # hidden answers as missing does

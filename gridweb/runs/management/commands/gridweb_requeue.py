@@ -4,7 +4,8 @@ For a full-stack site after an incident (a worker machine lost power, Redis lost
 
 * queued runs are dispatched again;
 * running runs whose execution is gone (no heartbeat for ``HEARTBEAT_STALE``, or a process of
-  this machine that no longer exists) are dispatched again and restart cleanly;
+  this machine that no longer exists) are dispatched again and restart cleanly -- what every
+  Celery worker also does by itself every ``GRIDWEB_RECOVERY_SECONDS`` (gridweb.runs.tasks);
 * sweeps whose points have all ended are aggregated.
 
 Dispatching a run twice is harmless: the first delivery claims it, a second one finds it
@@ -30,10 +31,8 @@ class Command(BaseCommand):
     def handle(self, *args, dry_run: bool = False, **options) -> None:
         if execution.embedded():
             raise CommandError("embedded mode: the web process's worker requeues runs itself when it starts")
-        now = timezone.now()
         queued = list(Run.objects.filter(status=Status.QUEUED).order_by("pk"))
-        lost = [run for run in Run.objects.filter(status=Status.RUNNING).order_by("pk")
-                if execution.execution_gone(run, now)]
+        lost = execution.lost_runs(timezone.now())
         for run in queued + lost:
             self.stdout.write(f"run {run.pk} ({run.status}{', was on ' + run.worker if run.worker else ''}): "
                               f"{'would dispatch' if dry_run else 'dispatched'}")
