@@ -18,8 +18,9 @@ into a temporary git worktree and run with this checkout's virtualenv):
    * ``heap``: the page's JavaScript heap afterwards (Chrome DevTools Protocol, JSHeapUsedSize);
 3. a **live run** of the same scenario, started through the REST API, whose page opens while it
    waits behind a few seconds of another run: from the moment the site has stored replication 0's
-   last segments (the script polls the site's database every 10 ms) to the moment the page's
-   view holds every segment (GridWeb: the streamed
+   last segments (GridWeb: the time its worker stored the final chunk, ``RunChunk.created``; the
+   peer, which does not record it: the script polls the site's database every 10 ms) to the
+   moment the page's view holds every segment (GridWeb: the streamed
    rows, or a tile of all of them; the peer: every segment appended);
 4. the **ingestion rate**: a page opened on a live run of the same replication 0 and enough more
    replications to last about ten more seconds, once replication 0's segments are all stored, so that the stream is limited by the
@@ -212,6 +213,13 @@ class Site:
         with urllib.request.urlopen(request, timeout=60) as response:
             return json.loads(response.read())["id"]
 
+    def final_chunk_stored(self, run: int) -> float | None:
+        """When the site stored the run's last segments chunk (epoch seconds; None: not recorded)."""
+        return self.python(
+            "import json\nfrom gridweb.runs.models import RunChunk\n"
+            f"c = RunChunk.objects.filter(run_id={run}, kind='segments').order_by('-seq').first()\n"
+            "print(json.dumps(c.created.timestamp() if c is not None and getattr(c, 'created', None) else None))\n")
+
     def run_state(self, run: int) -> dict:
         return self.python(
             "import json\nfrom gridweb.runs.models import Run\n"
@@ -350,7 +358,8 @@ def measure_live(browser, site: Site, size: int, total: int, gridweb: bool, time
         site.start_run(BLOCKER)
         run = site.start_run(scenario(size, f"gantt scale {size} live"))
         final = {}
-        watch_final_chunk(site, run, final)
+        if not gridweb:
+            watch_final_chunk(site, run, final)
         context, page = watch_page(browser, site, run, total, gridweb)
         contexts.append(context)
         first, complete = wait_complete(page, timeout)
@@ -358,6 +367,10 @@ def measure_live(browser, site: Site, size: int, total: int, gridweb: bool, time
         while state["status"] in ("queued", "running"):
             time.sleep(1)
             state = site.run_state(run)
+        if gridweb:
+            stored = site.final_chunk_stored(run)
+            if stored is not None:
+                final["at"] = stored
         if complete is None:
             held = safe_eval(page, "window.gridwebGantt ? gridwebGantt.segmentsCount() : 0")
             out["live_ms_error"] = f"incomplete after {timeout:.0f} s ({held:,} of {total:,} segments in the view)"
