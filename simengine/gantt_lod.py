@@ -73,10 +73,18 @@ def _select(t0, t1, blocks, block, a, b, limit):
     return out[:m], total
 
 
+#: a segment covering more bands than this adds its whole bands through a difference array along
+#: the band axis (two updates per column instead of one per band)
+_WIDE = 4
+
+
 @njit(cache=True)
-def _raster(cluster, first, procs, t0, t1, kind, blocks, block, a, b, bins, band_start, band_size, kind_slot, out):
+def _raster(cluster, first, procs, t0, t1, kind, blocks, block, a, b, bins, band_start, band_size, kind_slot, out,
+            diff):
     """Add every row of ``blocks`` to ``out[slot, band, bin]`` (see the module docstring):
-    cluster c owns bands band_start[c]..band_start[c + 1]-1, each band_size[c] processors."""
+    cluster c owns bands band_start[c]..band_start[c + 1]-1, each band_size[c] processors. The
+    whole bands of a wide segment go to ``diff`` (``[slots, bands + 1, bins]``: +w at its first
+    whole band, -w after its last), which the caller sums along the bands into ``out``."""
     n = t0.shape[0]
     width = (b - a) / bins
     for k in blocks:
@@ -90,26 +98,45 @@ def _raster(cluster, first, procs, t0, t1, kind, blocks, block, a, b, bins, band
                 continue
             c = cluster[i]
             h = band_size[c]
+            base = band_start[c]
             p0 = float(first[i])
             p1 = p0 + procs[i]
-            j0 = band_start[c] + int(p0 / h)
-            j1 = min(band_start[c] + int(math.ceil(p1 / h)), band_start[c + 1])
+            j0 = base + int(p0 / h)
+            j1 = min(base + int(math.ceil(p1 / h)), band_start[c + 1])
             x0 = (s0 - a) / width
             x1 = (s1 - a) / width
             i0 = min(int(x0), bins - 1)
             i1 = min(int(x1), bins - 1)
-            for j in range(j0, j1):
-                lo = (j - band_start[c]) * h
-                share = (min(p1, lo + h) - max(p0, lo)) / h
-                if share <= 0:
-                    continue
+            # the bands wholly covered: [f0, f1); partly covered ones get their share directly
+            f0 = base + int(math.ceil(p0 / h))
+            f1 = base + int(p1 / h)
+            wide = f1 - f0 > _WIDE
+            for q in range(i0, i1 + 1):
                 if i0 == i1:
-                    out[slot, j, i0] += share * (x1 - x0)
+                    w = x1 - x0
+                elif q == i0:
+                    w = i0 + 1 - x0
+                elif q == i1:
+                    w = x1 - i1
+                else:
+                    w = 1.0
+                if w <= 0:
                     continue
-                out[slot, j, i0] += share * (i0 + 1 - x0)
-                for q in range(i0 + 1, i1):
-                    out[slot, j, q] += share
-                out[slot, j, i1] += share * (x1 - i1)
+                if wide:
+                    diff[slot, f0, q] += w
+                    diff[slot, f1, q] -= w
+                    for j in range(j0, f0):  # the partly covered band before them
+                        lo = (j - base) * h
+                        out[slot, j, q] += (min(p1, lo + h) - max(p0, lo)) / h * w
+                    for j in range(max(f1, f0), j1):  # and after them
+                        lo = (j - base) * h
+                        out[slot, j, q] += (min(p1, lo + h) - max(p0, lo)) / h * w
+                    continue
+                for j in range(j0, j1):
+                    lo = (j - base) * h
+                    share = (min(p1, lo + h) - max(p0, lo)) / h
+                    if share > 0:
+                        out[slot, j, q] += share * w
 
 
 class SegmentTable:
@@ -150,7 +177,14 @@ class SegmentTable:
                        int(limit))
 
     def count(self, a: float, b: float) -> int:
-        return self.select(a, b, 0)[1]
+        """Rows in [a, b): blocks that lie wholly inside are counted by their size, only the
+        others row by row (a window over most of a big run reads little)."""
+        blocks = self.blocks(a, b)
+        inside = (self.lo[blocks] >= a) & (self.hi[blocks] < b)  # t0 >= a and t1 < b for every row
+        sizes = np.minimum(self.n - blocks[inside] * BLOCK, BLOCK)
+        rest = blocks[~inside]
+        return int(sizes.sum()) + _select(self.columns["t0"], self.columns["t1"], rest, BLOCK, float(a), float(b),
+                                          0)[1]
 
     def rows(self, which: np.ndarray) -> dict[str, np.ndarray]:
         return {name: np.asarray(self.columns[name][which]) for name in LIVE_COLUMNS}
@@ -181,8 +215,10 @@ class SegmentTable:
         for s, k in enumerate(kinds):
             slot[k] = s
         c = self.columns
+        diff = np.zeros((out.shape[0], out.shape[1] + 1, out.shape[2]), np.float32)
         _raster(c["cluster"], c["first_processor"], c["processors"], c["t0"], c["t1"], c["kind"],
-                self.blocks(a, b), BLOCK, float(a), float(b), int(bins), band_start, band_size, slot, out)
+                self.blocks(a, b), BLOCK, float(a), float(b), int(bins), band_start, band_size, slot, out, diff)
+        out += np.cumsum(diff[:, :-1, :], axis=1)
         return out
 
 

@@ -190,6 +190,10 @@ def _claim(run_id: int, worker: str) -> tuple[str, Run | None]:
         if run.status == Status.RUNNING:
             if not execution_gone(run, now):
                 return BUSY, run
+            if run.cancel_requested:  # its owner cancelled it, and then its execution stopped: done
+                Run.objects.filter(pk=run.pk).update(**_stream_counts(run.pk))
+                _finish(run, Status.CANCELLED, now)
+                return SKIPPED, run
             if run.attempt >= MAX_ATTEMPTS:
                 run.error = (f"interrupted {run.attempt} times: the worker running it stopped each time "
                              f"(last on {run.worker or 'an unknown worker'}; out of memory?)")

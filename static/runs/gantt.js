@@ -521,7 +521,7 @@
       }, debounce ? TILE_DEBOUNCE_MS : 0);
     }
 
-    async fetchTile() {
+    async fetchTile(early = null) {
       if (!this.tileWanted) return;
       this.tileWanted = false;
       this.tileStale = false;
@@ -536,7 +536,10 @@
       const replication = this.replication;
       this.lastTileAt = Date.now();
       try {
-        this.tileInFlight = fetch(`${this.config.tileUrl}?${params}`, { credentials: "same-origin" });
+        const url = `${this.config.tileUrl}?${params}`;
+        this.tileInFlight = early
+          ? early.then((r) => (r.ok ? r : fetch(url, { credentials: "same-origin" })), () => fetch(url, { credentials: "same-origin" }))
+          : fetch(url, { credentials: "same-origin" });
         const response = await this.tileInFlight;
         if (response.status === 409) throw new Error(await response.text()); // says why
         if (!response.ok) throw new Error(`tile: HTTP ${response.status}`);
@@ -1039,8 +1042,11 @@
     // A finished run's first tile is asked for at once, while BokehJS lays the figures out.
     prefetch() {
       if (!this.finished) return null;
+      // the tile the page asked for before BokehJS loaded (templates/runs/run_detail.html), if any
+      const early = this.replication === 0 ? window.gridwebEarlyTile : null;
+      window.gridwebEarlyTile = null;
       this.tileWanted = true;
-      return this.fetchTile();
+      return this.fetchTile(early || null);
     }
 
     async begin(first) {

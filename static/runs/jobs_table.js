@@ -168,5 +168,17 @@
   });
 
   window.gridwebJobs = { state, load };
-  load();
+  // The first rows once the Gantt is drawn (a big run's rows keep the server busy for a moment,
+  // and the chart comes first); at once on a page without a Gantt, after 5 s at the latest.
+  const gantt = document.getElementById("gantt");
+  if (gantt && gantt.dataset.ready !== "true") {
+    let started = false;
+    const first = () => {
+      if (started) return;
+      started = true;
+      load();
+    };
+    document.addEventListener("gridweb:gantt-ready", first, { once: true });
+    setTimeout(first, 5000);
+  } else load();
 })();

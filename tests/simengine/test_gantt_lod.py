@@ -37,7 +37,7 @@ def brute_in_window(rows, a, b):
 
 
 @pytest.mark.parametrize("order", ["t0", "t1"])
-@pytest.mark.parametrize("window", [(0, 1000), (400, 410), (999, 2000), (-50, 0.5), (300, 300.001)])
+@pytest.mark.parametrize("window", [(0, 1000), (400, 410), (999, 2000), (-50, 0.5), (300, 300.001), (-1, 5000)])
 def test_select_finds_exactly_the_rows_in_the_window(order, window):
     rows = random_rows(3 * BLOCK + 17, seed=1, order=order)
     table = SegmentTable(rows)
@@ -48,6 +48,17 @@ def test_select_finds_exactly_the_rows_in_the_window(order, window):
     assert table.count(*window) == len(expected)
     capped, total_capped = table.select(*window, limit=5)
     assert total_capped == len(expected) and len(capped) == min(5, len(expected))
+
+
+@pytest.mark.parametrize("window", [(100, 900), (0, 1000), (250.5, 250.5 + 4096 * 0.1), (-5, 2000)])
+def test_count_takes_blocks_wholly_inside_by_their_size_and_is_still_exact(window):
+    rows = random_rows(40 * BLOCK + 5, seed=3)
+    rows["t1"] = np.minimum(rows["t1"], rows["t0"] + 1.0)  # short segments: whole blocks fit in a window
+    table = SegmentTable(rows)
+    blocks = table.blocks(*window)
+    inside = (table.lo[blocks] >= window[0]) & (table.hi[blocks] < window[1])
+    assert inside.any()  # the shortcut is taken ...
+    assert table.count(*window) == len(brute_in_window(rows, *window))  # ... and agrees with every row
 
 
 def brute_raster(rows, a, b, bins, bands, kinds):
@@ -75,6 +86,19 @@ def test_raster_is_the_exact_occupancy_of_each_cell(bands, window, bins):
     kinds = [0, 1, 2]
     got = table.raster(*window, bins, bands, PROCESSORS, kinds)
     np.testing.assert_allclose(got, brute_raster(rows, *window, bins, bands, kinds), atol=2e-5)
+
+
+@pytest.mark.parametrize("bands", [[16, 7], [10, 7], [13, 5]])
+def test_raster_of_wide_segments_whose_whole_bands_go_through_the_difference_array_is_exact(bands):
+    rows = random_rows(800, seed=4)
+    rng = np.random.default_rng(5)
+    size = np.array(PROCESSORS)[rows["cluster"]]
+    rows["processors"] = np.minimum(rng.integers(6, 17, len(size)), size).astype(np.int32)  # many bands each
+    rows["first_processor"] = (rng.random(len(size)) * (size - rows["processors"] + 1)).astype(np.int32)
+    kinds = [0, 1, 2]
+    for window, bins in (((0, 1000), 40), ((300, 330), 9)):
+        got = SegmentTable(rows).raster(*window, bins, bands, PROCESSORS, kinds)
+        np.testing.assert_allclose(got, brute_raster(rows, *window, bins, bands, kinds), atol=5e-5)
 
 
 def test_raster_of_a_full_cluster_is_one_and_of_nothing_zero():

@@ -228,6 +228,24 @@ def test_a_delivery_while_another_execution_is_alive_waits(alice):
     assert chunk_seqs(run) == []
 
 
+def test_a_cancelled_run_whose_execution_died_is_ended_cancelled_not_restarted(alice):
+    # as when a cancel terminates the process: the recovery sweep may deliver it again before the
+    # worker's main process has marked it cancelled
+    run = create_run(alice, small_spec(), dispatch_now=False)
+    assert execution.execute_run(run.pk) == execution.DONE
+    RunResult.objects.filter(run=run).delete()
+    RunChunk.objects.filter(run=run, seq__gte=2).delete()
+    stale = timezone.now() - execution.HEARTBEAT_STALE - timedelta(seconds=1)
+    Run.objects.filter(pk=run.pk).update(status=Status.RUNNING, heartbeat=stale, finished_at=None,
+                                         cancel_requested=True, worker="worker1@gone", last_seq=40)
+
+    assert execution.execute_run(run.pk) == execution.SKIPPED
+
+    run.refresh_from_db()
+    assert (run.status, run.attempt) == (Status.CANCELLED, 1)
+    assert chunk_seqs(run) == [0, 1] and run.last_seq == 1  # the chunks it kept, and a count that agrees
+
+
 def test_a_run_that_keeps_killing_its_worker_fails_instead_of_looping(alice):
     run = create_run(alice, small_spec(), dispatch_now=False)
     stale = timezone.now() - execution.HEARTBEAT_STALE - timedelta(seconds=1)
