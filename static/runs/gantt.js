@@ -432,7 +432,18 @@
       const fine = t && (t.mode === "rows" ? true : tileSpan / t.bins <= 2 * span / this.plotWidth()
         && tileSpan / t.bins >= 0.2 * span / this.plotWidth());
       if (!covers || !fine || (t && t.mode === "rows" && this.viewChoice === "raster")) this.requestTile(true);
-      else if (this.tileStale && Date.now() - this.lastTileAt > LIVE_TILE_EVERY_MS) this.requestTile(false);
+      else if (this.tileStale) {
+        // chunks came since the tile: ask again, at most every LIVE_TILE_EVERY_MS -- and, when that
+        // is too soon, once it is not (the last chunks must reach the view even if nothing follows)
+        const wait = this.lastTileAt + LIVE_TILE_EVERY_MS - Date.now();
+        if (wait < 0) this.requestTile(false);
+        else if (!this.staleTimer) {
+          this.staleTimer = setTimeout(() => {
+            this.staleTimer = null;
+            this.viewChanged();
+          }, wait + 1);
+        }
+      }
       if (t) this.showTile();
     }
 
@@ -768,6 +779,7 @@
       }
       if (chunk.queued) this.queueSamples.push([this.frontier, chunk.queued]);
       this.tileStale = true;
+      if (chunk.final) this.lastTileAt = 0; // the replication's last rows: the tile that shows them at once
       const begin = this.streamed.n ? this.streamed.data.t0[0] : (chunk.window ? chunk.window[0] : 0);
       if (this.followData) this.fitRange(Math.min(begin, chunk.window ? chunk.window[0] : begin), this.frontier);
       this.container.dataset.segmentsCount = String(this.segmentsCount());
