@@ -536,13 +536,19 @@ def process_exists(pid: int) -> bool:
     return "State:\tZ" not in status
 
 
-@pytest.mark.slow
-def test_full_stack_run_whose_worker_process_dies_is_delivered_again_and_finishes(full_stack_site):
-    database_url = full_stack_site.env["DATABASE_URL"]
-    run_id = full_stack_site.python_json(START_RUN.format(spec=json.dumps(SEVERAL_REPLICATIONS)))
+def start_streaming(site) -> tuple[str, int, dict]:
+    """(database URL, run id, its state) for a run of several replications that has begun to stream."""
+    database_url = site.env["DATABASE_URL"]
+    run_id = site.python_json(START_RUN.format(spec=json.dumps(SEVERAL_REPLICATIONS)))
     first = wait_on_site(database_url, run_id, lambda s: s["status"] != "queued" and s["seqs"], 120,
                          "stream a chunk")
     assert first["status"] == "running", first
+    return database_url, run_id, first
+
+
+@pytest.mark.slow
+def test_full_stack_run_whose_worker_process_dies_is_delivered_again_and_finishes(full_stack_site):
+    database_url, run_id, first = start_streaming(full_stack_site)
     pid = int(first["worker"].rpartition(":")[2])
 
     os.kill(pid, signal.SIGKILL)  # as the kernel's out-of-memory killer would
@@ -556,11 +562,7 @@ def test_full_stack_run_whose_worker_process_dies_is_delivered_again_and_finishe
 
 @pytest.mark.slow
 def test_full_stack_a_worker_killed_whole_has_its_run_recovered_by_another_worker(full_stack_site):
-    database_url = full_stack_site.env["DATABASE_URL"]
-    run_id = full_stack_site.python_json(START_RUN.format(spec=json.dumps(SEVERAL_REPLICATIONS)))
-    first = wait_on_site(database_url, run_id, lambda s: s["status"] != "queued" and s["seqs"], 120,
-                         "stream a chunk")
-    assert first["status"] == "running", first
+    database_url, run_id, first = start_streaming(full_stack_site)
     worker, _, pid = first["worker"].rpartition(":")
     name = worker.partition("@")[0]  # "worker1" or "worker2": the fixture's process of that name
     main = full_stack_site.processes[name]
