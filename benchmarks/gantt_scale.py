@@ -277,8 +277,12 @@ WATCH_LIVE = """(args) => {
     if (g && g.segmentsCount && g.segmentsCount() >= total) {
       if (!gridweb) complete = true;
       else {
+        // every segment in the view, as final: the stream's last chunk came and the rows held (or
+        // the tile drawn, read from that chunk on) hold them all; or the stored result's tile
         const t = g.tile();
-        complete = g.heldCount() >= total || (t !== null && t.count >= total && g.mode() === "raster")
+        const last = g.finalSeq();
+        complete = (last !== null && (g.heldCount() >= total
+                                      || (t !== null && t.count >= total && g.mode() === "raster" && t.seq >= last)))
           || (t !== null && t.count >= total && t.seq === -1);
       }
     }
@@ -444,7 +448,10 @@ ROWS = (("open_ms", "finished run: full overview drawn", "ms", "<"),
 def markdown(results: dict) -> str:
     out = [f"Run of {results['date']}, commit {results['commit']} against the peer {results['peer']} "
            f"(the page before the live Gantt), Chromium {results['chromium']}, {results['cpus']} cores; "
-           f"load average {results['load'][0]:.2f} before and {results['load'][1]:.2f} after.", ""]
+           f"load average {results['load'][0]:.2f} before and {results['load'][1]:.2f} after."]
+    for line in results.get("merged", []):
+        out.append(f"Measured again and put in: {line}.")
+    out.append("")
     out += ["| segments | measure | GridWeb | peer (old page) | target | status |", "|---|---|---|---|---|---|"]
     for size in results["sizes"]:
         g, p = size["gridweb"], size.get("peer") or {}
@@ -502,6 +509,27 @@ def measure_site(browser, site: Site, spec: dict, size: int, entry: dict, args) 
     return measured
 
 
+def merge(old: dict, new: dict) -> dict:
+    """``old`` results with the sites and sizes measured in ``new`` replaced (a size is matched by the
+    size asked for, or by a segment count within 5% of it)."""
+    for entry in new["sizes"]:
+        size = entry["size"]
+        same = [e for e in old["sizes"] if e.get("size", e["segments"]) == size
+                or abs(e["segments"] - size) <= 0.05 * size]
+        if not same:
+            old["sizes"].append(entry)
+            continue
+        for site in ("gridweb", "peer"):
+            if site in entry:
+                same[0][site] = entry[site]
+        same[0]["segments"] = entry["segments"]
+    old["sizes"].sort(key=lambda e: e["segments"])
+    old.setdefault("merged", []).append(f"{new['date']} at {new['commit']}: "
+                                        + ", ".join(f"{e['segments']:,} ({'/'.join(k for k in ('gridweb', 'peer') if k in e)})"
+                                                    for e in new["sizes"]))
+    return old
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="100000,1000000,10000000")
@@ -511,6 +539,10 @@ def main() -> None:
     parser.add_argument("--peer-timeout", type=float, default=240)
     parser.add_argument("--timeout", type=float, default=300)
     parser.add_argument("--update-docs", action="store_true")
+    parser.add_argument("--merge", action="store_true",
+                        help="measure only --sizes (and only GridWeb with --no-peer) and put the numbers into the "
+                             "last results (benchmarks/results/gantt_scale.json), each marked with when and at "
+                             "which commit it was measured")
     args = parser.parse_args()
     sizes = [int(float(s)) for s in args.sizes.split(",") if s] + [int(s) for s in args.extra.split(",") if s]
     sizes = sorted(set(sizes))
@@ -529,13 +561,14 @@ def main() -> None:
                "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                                         text=True).stdout.strip(),
                "load": [os.getloadavg()[0]], "sizes": []}
+    merged_into = json.loads(RESULTS.read_text()) if args.merge and RESULTS.exists() else None
     try:
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=shutil.which("chromium") or "/usr/bin/chromium",
                                                  args=CHROMIUM_ARGS)
             results["chromium"] = browser.version
             for size in sizes:
-                entry = {"segments": size}
+                entry = {"segments": size, "size": size}
                 spec = scenario(size, f"gantt scale {size}")
                 for site in sites:
                     # each site runs only while it is measured: what a site that could not keep up
@@ -543,6 +576,7 @@ def main() -> None:
                     site.start()
                     try:
                         entry[site.name] = measure_site(browser, site, spec, size, entry, args)
+                        entry[site.name]["measured"] = f"{time.strftime('%H:%M')} at {results['commit']}"
                     finally:
                         site.stop()
                 results["sizes"].append(entry)
@@ -554,6 +588,8 @@ def main() -> None:
             subprocess.run(["git", "worktree", "remove", "--force", str(worktree)], cwd=ROOT, capture_output=True)
         shutil.rmtree(tmp, ignore_errors=True)
     results["load"].append(os.getloadavg()[0])
+    if merged_into is not None:
+        results = merge(merged_into, results)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(results, indent=2))
     text = markdown(results)

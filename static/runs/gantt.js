@@ -779,7 +779,10 @@
       }
       if (chunk.queued) this.queueSamples.push([this.frontier, chunk.queued]);
       this.tileStale = true;
-      if (chunk.final) this.lastTileAt = 0; // the replication's last rows: the tile that shows them at once
+      if (chunk.final) {
+        this.finalSeq = chunk.seq; // the stream's last rows: nothing of this replication follows
+        this.lastTileAt = 0; // the tile that shows them, at once
+      }
       const begin = this.streamed.n ? this.streamed.data.t0[0] : (chunk.window ? chunk.window[0] : 0);
       if (this.followData) this.fitRange(Math.min(begin, chunk.window ? chunk.window[0] : begin), this.frontier);
       this.container.dataset.segmentsCount = String(this.segmentsCount());
@@ -1090,6 +1093,7 @@
         figure: g.figure,
         segmentsCount: () => g.segmentsCount(),
         heldCount: () => g.rowsSource.get_length() + g.openSource.get_length(),
+        finalSeq: () => (g.finalSeq === undefined ? null : g.finalSeq),
         lastSeq: () => g.lastSeq,
         mode: () => (g.mode === "rows" ? "segments" : "raster"),
         xRange: () => g.viewRange(),
