@@ -459,9 +459,9 @@ def markdown(results: dict) -> str:
             gv, pv = g.get(key), p.get(key)
             target = TARGETS[key]
             ok = gv is not None and (gv < target if sense == "<" else gv >= target)
-            peer_text = fmt(pv, unit) if pv is not None else (p.get("error") or p.get(f"{key}_error")
+            peer_text = fmt(pv, unit) if pv is not None else (p.get(f"{key}_error") or p.get("error")
                                                              or "not run")
-            gw_text = fmt(gv, unit) if gv is not None else (g.get("error") or g.get(f"{key}_error") or "—")
+            gw_text = fmt(gv, unit) if gv is not None else (g.get(f"{key}_error") or g.get("error") or "—")
             out.append(f"| {size['segments']:,} | {label} | {gw_text} | {peer_text} | "
                        f"{sense} {fmt(target, unit)} | {'PASS' if ok else 'MISS'} |")
     loads = [f"{size['segments']:,}: " + ", ".join(f"{name} {size[name]['load']:.2f}" for name in ("gridweb", "peer")
