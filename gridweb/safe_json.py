@@ -71,18 +71,16 @@ def check_strings(value: Any, path: str = "") -> None:
 
 def text_error(text: str) -> str | None:
     """Why ``text`` cannot be stored (a NUL character, an unpaired surrogate), or None."""
-    try:
-        _check_text(text, "")
-    except BadJson as exc:
-        return exc.reason
-    return None
+    found = _BAD_CHARACTER.search(text)
+    if found is None:
+        return None
+    return "contains " + ("a NUL character" if found.group() == "\x00" else "an unpaired surrogate (not valid Unicode)")
 
 
 def _check_text(text: str, path: str) -> None:
-    found = _BAD_CHARACTER.search(text)
-    if found is not None:
-        what = "a NUL character" if found.group() == "\x00" else "an unpaired surrogate (not valid Unicode)"
-        raise BadJson(path, f"contains {what}")
+    reason = text_error(text)
+    if reason is not None:
+        raise BadJson(path, reason)
 
 
 class RejectNulMiddleware:
@@ -100,9 +98,7 @@ class RejectNulMiddleware:
             parameters.append(request.POST)
         for query in parameters:
             for name, values in query.lists():
-                for text in (name, *values):
-                    try:
-                        _check_text(text, name)
-                    except BadJson as exc:
-                        return JsonResponse({"errors": {exc.path: [exc.reason]}}, status=400)
+                reason = next(filter(None, map(text_error, (name, *values))), None)
+                if reason is not None:
+                    return JsonResponse({"errors": {name: [reason]}}, status=400)
         return self.get_response(request)

@@ -78,6 +78,14 @@ def _select(t0, t1, blocks, block, a, b, limit):
 _WIDE = 4
 
 
+@njit(cache=True, inline="always")
+def _share(j, base, h, p0, p1):
+    """The share of band j (of a cluster whose bands start at ``base``, h processors each) that
+    processors [p0, p1) cover (negative when they miss it)."""
+    lo = (j - base) * h
+    return (min(p1, lo + h) - max(p0, lo)) / h
+
+
 @njit(cache=True)
 def _raster(cluster, first, procs, t0, t1, kind, blocks, block, a, b, bins, band_start, band_size, kind_slot, out,
             diff):
@@ -126,15 +134,12 @@ def _raster(cluster, first, procs, t0, t1, kind, blocks, block, a, b, bins, band
                     diff[slot, f0, q] += w
                     diff[slot, f1, q] -= w
                     for j in range(j0, f0):  # the partly covered band before them
-                        lo = (j - base) * h
-                        out[slot, j, q] += (min(p1, lo + h) - max(p0, lo)) / h * w
-                    for j in range(max(f1, f0), j1):  # and after them
-                        lo = (j - base) * h
-                        out[slot, j, q] += (min(p1, lo + h) - max(p0, lo)) / h * w
+                        out[slot, j, q] += _share(j, base, h, p0, p1) * w
+                    for j in range(f1, j1):  # and after them
+                        out[slot, j, q] += _share(j, base, h, p0, p1) * w
                     continue
                 for j in range(j0, j1):
-                    lo = (j - base) * h
-                    share = (min(p1, lo + h) - max(p0, lo)) / h
+                    share = _share(j, base, h, p0, p1)
                     if share > 0:
                         out[slot, j, q] += share * w
 

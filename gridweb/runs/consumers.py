@@ -8,9 +8,10 @@ chunks themselves are read from the database, each sent once: the consumer keeps
 ``seq`` it sent and only ever sends higher ones, so replay and live chunks never overlap and
 never leave a gap. A run whose worker died starts again as a new ``attempt`` whose chunks are
 numbered from 0 again (and cut at other moments: chunks follow the wall clock): the consumer
-then sends ``{"kind": "restart", "attempt": n}`` and the new attempt's chunks from the first. Chunks go out as stored (no decoding and re-encoding): ``segments`` chunks as
-binary frames (gridweb.runs.frames), the others as JSON text. A page holds at most
-``LIVE_ROWS_LIMIT`` streamed rows: a segments chunk whose rows would take the run past it goes
+then sends ``{"kind": "restart", "attempt": n}`` and the new attempt's chunks from the first.
+Chunks go out as stored (no decoding and re-encoding): ``segments`` chunks as binary frames
+(gridweb.runs.frames), the others as JSON text. A page holds at most ``LIVE_ROWS_LIMIT`` streamed
+rows: a segments chunk whose rows would take the run past it goes
 out as a summary frame without rows (the same for every client, since it depends only on the
 chunk's place in the stream), and the page draws from level-of-detail tiles instead
 (gridweb.runs.gantt_tiles).

@@ -186,7 +186,7 @@ def store_trace(user, uploaded_file, *, name: str | None = None, visibility: str
         errors["name"] = ["at most 200 characters"]
     for field, values in (("name", [name or ""]), ("description", [description or ""]), ("tags", tags or []),
                           ("file", [original_name])):
-        reason = next((r for r in map(text_error, values) if r), None)
+        reason = next(filter(None, map(text_error, values)), None)
         if reason and field not in errors:
             errors[field] = [reason]
     if errors:

@@ -547,10 +547,8 @@
       const replication = this.replication;
       this.lastTileAt = Date.now();
       try {
-        const url = `${this.config.tileUrl}?${params}`;
-        this.tileInFlight = early
-          ? early.then((r) => (r.ok ? r : fetch(url, { credentials: "same-origin" })), () => fetch(url, { credentials: "same-origin" }))
-          : fetch(url, { credentials: "same-origin" });
+        const ask = () => fetch(`${this.config.tileUrl}?${params}`, { credentials: "same-origin" });
+        this.tileInFlight = early ? early.then((r) => (r.ok ? r : ask()), ask) : ask();
         const response = await this.tileInFlight;
         if (response.status === 409) throw new Error(await response.text()); // says why
         if (!response.ok) throw new Error(`tile: HTTP ${response.status}`);
@@ -759,15 +757,16 @@
         this.totalCount += chunk.omitted || 0;
       } else {
         const closed = GridwebFrames.rows(arrays, "s");
+        const opened = GridwebFrames.rows(arrays, "o");
         appendRows(this.streamed, closed, this.layout, false, null);
         // the legend learns a kind as its first segment arrives, before the (throttled) redraw
-        for (const rows of [closed, GridwebFrames.rows(arrays, "o")]) {
+        for (const rows of [closed, opened]) {
           for (let i = 0; i < rows.kind.length; i++) this.kindsPresent.add(rows.kind[i]);
         }
         this.kindsChanged();
         this.ingested += closed.t0.length;
         this.totalCount = this.streamed.n;
-        if (!chunk.keep_open) this.openRaw = GridwebFrames.rows(arrays, "o");
+        if (!chunk.keep_open) this.openRaw = opened;
         this.streamDirty = true;
         // the replication's last rows are drawn at once: nothing follows them to wait for
         this.streamComplete = Boolean(chunk.final);
@@ -1061,7 +1060,7 @@
       const early = this.replication === 0 ? window.gridwebEarlyTile : null;
       window.gridwebEarlyTile = null;
       this.tileWanted = true;
-      return this.fetchTile(early || null);
+      return this.fetchTile(early);
     }
 
     async begin(first) {
