@@ -50,7 +50,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import peers  # noqa: E402
 import simengine  # noqa: E402
 from simengine.registry import LOCAL_SCHEDULERS  # noqa: E402
-from simengine.runner import warm_up_kernels  # noqa: E402
+from simengine.kernel_model import warm_up_kernels  # noqa: E402
 from simengine.traces import read_swf  # noqa: E402
 from simengine.workload import STATUS_COMPLETED  # noqa: E402
 

@@ -6,7 +6,7 @@ Pure Python + numpy (kernels compiled with numba); never imports Django.
 >>> result = simengine.run("examples/single-cluster-easy.yaml")   # doctest: +SKIP
 >>> result.metrics["mean_wait"].mean                                # doctest: +SKIP
 """
-__version__ = "0.2.0"  # raise with any change of results: docs/development.md
+from simengine.version import ENGINE_VERSION as __version__  # noqa: E402 - raise it in version.py
 
 from simengine.scenario import load_scenario, scenario_hash  # noqa: E402
 from simengine.runner import replication_segments, run  # noqa: E402

@@ -21,6 +21,7 @@ from numba import njit
 from scipy import stats
 
 from simengine.gantt import KIND_NAMES, SEGMENT_COLUMNS
+from simengine.version import ENGINE_VERSION
 from simengine.workload import (STATUS_COMPLETED, STATUS_KILLED, STATUS_NAMES, STATUS_REJECTED,
                                 STATUS_UNFINISHED)
 
@@ -316,6 +317,14 @@ _NO_ROWS = empty_job_rows(0)
 _NO_HELD = np.empty(0)
 
 
+def active_sum(on: np.ndarray, off: np.ndarray, weight: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Sum of ``weight`` over intervals [on, off) containing each instant of ``t``."""
+    a, b = np.sort(on), np.argsort(off)
+    cum_on = np.concatenate([[0.0], np.cumsum(weight[np.argsort(on)])])
+    cum_off = np.concatenate([[0.0], np.cumsum(weight[b])])
+    return cum_on[np.searchsorted(a, t, side="right")] - cum_off[np.searchsorted(off[b], t, side="right")]
+
+
 def time_series(jobs: dict[str, np.ndarray], held_until: np.ndarray, capacity: int, t_end: float,
                 points: int = SERIES_POINTS):
     """Utilisation (busy / capacity) and queue length sampled at ``points`` instants in [0, t_end]."""
@@ -525,7 +534,6 @@ def assemble_result(scenario, kept_jobs: list[dict[str, np.ndarray]], metric_val
     notes : list of str
         Notes of every replication (repeats are dropped).
     """
-    from simengine import __version__
     from simengine.scenario import scenario_hash
 
     jobs = kept_jobs[0] if len(kept_jobs) == 1 else {k: np.concatenate([j[k] for j in kept_jobs])
@@ -537,7 +545,7 @@ def assemble_result(scenario, kept_jobs: list[dict[str, np.ndarray]], metric_val
     clusters = scenario.platform.clusters
     return Result(
         scenario=scenario.model_dump(mode="json"), scenario_hash=scenario_hash(scenario), seed=scenario.run.seed,
-        engine_version=__version__, cluster_names=[c.name for c in clusters],
+        engine_version=ENGINE_VERSION, cluster_names=[c.name for c in clusters],
         cluster_processors=[c.processors for c in clusters], jobs=jobs, segments=segments, metrics=metrics,
         series=series, replications=len(metric_values), notes=list(dict.fromkeys(notes)))
 

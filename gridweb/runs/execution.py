@@ -60,6 +60,7 @@ from django.db.models import Max, Sum
 from django.utils import timezone
 
 import simengine
+from gridweb.celery import app as celery_app
 from gridweb.scenarios.validation import SpecInvalid, trace_dir, validate_spec
 from simengine.errors import SimEngineError
 
@@ -96,6 +97,7 @@ class RunCancelled(Exception):
 
 class RunSuperseded(Exception):
     """Raised when a newer delivery of the task took the run over: stop without writing."""
+
 
 
 # --- Announcements on the channel layer ------------------------------------------------------------
@@ -423,8 +425,18 @@ def end_terminated_run(run_id: int) -> None:
 # --- Dispatch ----------------------------------------------------------------------------------------
 
 
+#: the Celery tasks (gridweb.runs.tasks, which calls this module) are sent by name
+EXECUTE_RUN = "gridweb.execute_run"
+AGGREGATE_SWEEP = "gridweb.aggregate_sweep"
+
+
 def embedded() -> bool:
     return bool(settings.GRIDWEB_EMBEDDED_WORKER)
+
+
+def send_task(name: str, args: tuple, task_id: str) -> None:
+    """Queue Celery task ``name`` for the workers (full-stack mode)."""
+    celery_app.send_task(name, args=args, task_id=task_id)
 
 
 def dispatch(run_id: int) -> None:
@@ -433,11 +445,9 @@ def dispatch(run_id: int) -> None:
     if embedded():
         embedded_worker().submit_run(run_id)
         return
-    from .tasks import execute_run_task
-
     task_id = _new_task_id()
     Run.objects.filter(pk=run_id).update(task_id=task_id, dispatched_at=timezone.now())
-    execute_run_task.apply_async((run_id,), task_id=task_id)
+    send_task(EXECUTE_RUN, (run_id,), task_id)
 
 
 def lost_runs(now) -> list[Run]:
@@ -479,14 +489,12 @@ def dispatch_sweep(sweep_id: int) -> None:
         return
     from celery import chord, group
 
-    from .tasks import aggregate_sweep_task, execute_run_task
-
     signatures = []
     for run_id in run_ids:
         task_id = _new_task_id()
         Run.objects.filter(pk=run_id).update(task_id=task_id)
-        signatures.append(execute_run_task.si(run_id).set(task_id=task_id))
-    chord(group(signatures), aggregate_sweep_task.si(sweep_id)).apply_async()
+        signatures.append(celery_app.signature(EXECUTE_RUN, args=(run_id,), immutable=True).set(task_id=task_id))
+    chord(group(signatures), celery_app.signature(AGGREGATE_SWEEP, args=(sweep_id,), immutable=True)).apply_async()
 
 
 def _new_task_id() -> str:

@@ -26,12 +26,11 @@ from .sweeps import finish_sweep
 
 log = logging.getLogger(__name__)
 
-EXECUTE_RUN = "gridweb.execute_run"
 DATABASE_RETRY_SECONDS = 60
 BUSY_RETRY_SECONDS = 60  # another execution may still be running the run: look again this much later
 
 
-@shared_task(name=EXECUTE_RUN, bind=True, acks_late=True, reject_on_worker_lost=True, max_retries=None)
+@shared_task(name=execution.EXECUTE_RUN, bind=True, acks_late=True, reject_on_worker_lost=True, max_retries=None)
 def execute_run_task(self, run_id: int) -> str:
     """Execute one run on this worker; the outcome (done, failed, cancelled, skipped) is returned."""
     try:
@@ -45,7 +44,7 @@ def execute_run_task(self, run_id: int) -> str:
     return outcome
 
 
-@shared_task(name="gridweb.aggregate_sweep")
+@shared_task(name=execution.AGGREGATE_SWEEP)
 def aggregate_sweep_task(sweep_id: int) -> bool:
     """The chord callback of a sweep: tabulate its points once they have all ended."""
     return finish_sweep(sweep_id)
@@ -57,7 +56,7 @@ def end_run_of_terminated_task(sender: Any = None, request: Any = None, terminat
     """A run's task was revoked with terminate (a cancelled running run): its process is gone,
     so the worker's main process ends the run here (``cancelled``) and tells the watchers."""
     # Revoked before it started: cancel_run already ended the queued run.
-    if getattr(sender, "name", None) != EXECUTE_RUN or request is None or not terminated:
+    if getattr(sender, "name", None) != execution.EXECUTE_RUN or request is None or not terminated:
         return
     args = getattr(request, "args", None) or ()
     if not args:

@@ -46,7 +46,7 @@ from simengine.errors import ScenarioError, SimEngineError
 from simengine.generate import generate_stream
 from simengine.grid.koala_run import build_koala_workload
 from simengine.registry import SITE_ALLOCATION
-from simengine.runner import load_trace_stream
+from simengine.workload_build import load_trace_stream
 from simengine.scenario import (
     GRID_TARGET,
     CoallocatedStream,

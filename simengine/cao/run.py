@@ -2,7 +2,7 @@
 
 Per replication r:
 
-1. the workload is built and routed exactly as the runner does (:func:`simengine.runner._prepare`:
+1. the workload is built and routed exactly as the runner does (:func:`simengine.workload_build.prepare_jobs`:
    the same ``SeedSequence(run.seed)`` children, so the same jobs and clusters); jobs larger
    than their cluster are rejected;
 2. with ``grid.workflow_scheduling: rars-heft``, ``fraction`` of the eligible jobs (of the
@@ -40,15 +40,16 @@ from simengine.cao.scheduler import RARS_HEFT, SCOJO_PECT, cao_params
 from simengine.cao.simulate import blocks, simulate, workflows_from_split
 from simengine.cao.workflows import COMM_RANGE, split_workflows
 from simengine.gantt import KIND_RESERVATION, KIND_RUN, KIND_SUSPENDED, SEGMENT_COLUMNS
-from simengine.replications import run_replications
-from simengine.results import (JOB_DTYPES, Result, order_job_rows, percentile_linear, segment_series,
+from simengine.driver import Model, Replication
+from simengine.results import (JOB_DTYPES, order_job_rows, percentile_linear, segment_series,
                                warm_up_by_completions)
 from simengine.scenario import Scenario
-from simengine.streaming import (LIVE_COLUMNS, LiveGantt, ProgressCallback, empty_rows, live_rows,
+from simengine.streaming import (LIVE_COLUMNS, LiveGantt, empty_rows, live_rows,
                                   run_in_slices)
 from simengine.workload import STATUS_COMPLETED, STATUS_KILLED, STATUS_REJECTED, STATUS_UNFINISHED, JobTable
+from simengine.workload_build import drawn_until, endless_streams, prepare_jobs, streams_cover, until_enough
 
-__all__ = ["is_cao", "run_cao", "replication_input", "CaoReplication"]
+__all__ = ["is_cao", "MODEL", "replication_input", "CaoReplication"]
 
 
 def is_cao(scenario: Scenario) -> bool:
@@ -72,9 +73,7 @@ class CaoReplication:
 def replication_input(scenario: Scenario, replication: int, counts: list[int] | None = None):
     """(jobs, cluster, runtime, killed, local rows, workflow rows, local JobTable, workflows, params, notes)
     of one replication: what :func:`simulate` is given."""
-    from simengine.runner import _prepare  # the runner imports this module lazily
-
-    jobs, cluster, runtime, estimate, killed, notes = _prepare(scenario, replication, counts)
+    jobs, cluster, runtime, estimate, killed, notes = prepare_jobs(scenario, replication, counts)
     clusters = scenario.platform.clusters
     n = len(jobs)
     table = JobTable(jobs.job_id, jobs.submit, runtime, estimate, jobs.processors, np.maximum(cluster, 0),
@@ -126,13 +125,12 @@ def _feed_live(scenario: Scenario, sim: Simulation, live: LiveGantt, jobs, local
     its frame late); in progress: running pieces, current suspensions and frames still ahead. A job is named by its workload row's job id and stream, a
     task by its workflow's, with the task index as component."""
     from simengine.kernel_feed import StopTime
-    from simengine.runner import _drawn_until, endless_streams
 
     live.restart()
     run = scenario.run
     horizon = run.stop.horizon if run.stop.horizon is not None else math.inf
     # a retry with more jobs draws the workflows again: nothing streams before the last attempt's end
-    drawn_until = -math.inf if run.stop.completions and endless_streams(scenario) else _drawn_until(scenario, jobs)
+    settled = -math.inf if run.stop.completions and endless_streams(scenario) else drawn_until(scenario, jobs)
     nl = len(local)
     origin = [int(local[k]) if k < nl else int(wf_rows[j.wf]) for k, j in enumerate(sim.jobs)]
     job_id, stream = jobs.job_id, jobs.stream
@@ -195,14 +193,14 @@ def _feed_live(scenario: Scenario, sim: Simulation, live: LiveGantt, jobs, local
         pending = still
         stop.add_ends(np.array(ends, np.float64), T)
         last_end[0] = max([last_end[0], *ends])
-        F = min(T, stop.time, drawn_until)
+        F = min(T, stop.time, settled)
         if stop.time == math.inf:  # no stop rule: finish() clips at the last job's end, not known yet
             F = min(F, last_end[0])
         closed = [row for row in held if row[4] < F]
         held[:] = [row for row in held if row[4] >= F]
         opened = [(*row[:4], math.nan if row[4] == math.inf else row[4], *row[5:]) for row in opened if row[3] < F]
         live.update(F, _rows(closed), _rows(opened))
-        return T >= stop.time or T >= drawn_until
+        return T >= stop.time or T >= settled
 
     run_in_slices(begin, end, lambda T: sim.run(until=T), report)
 
@@ -220,7 +218,6 @@ def _kth_end(rep: CaoReplication, k: int) -> tuple[float, int]:
 
 def _enough(scenario: Scenario, rep: CaoReplication) -> bool:
     """Did the synthetic jobs drawn cover the run up to its last counted completion?"""
-    from simengine.runner import endless_streams, streams_cover
 
     completions = scenario.run.stop.completions
     if completions is None or not endless_streams(scenario):
@@ -233,7 +230,6 @@ def simulate_replication(scenario: Scenario, replication: int, on_step=None,
     """One replication, with more synthetic jobs each time until they cover ``run.stop.completions``
     (``on_step(fraction of jobs done, simulated time)`` is called now and then on the way; with
     ``live``, its Gantt streams while it runs)."""
-    from simengine.runner import until_enough
 
     return until_enough(scenario, lambda counts: _simulate(scenario, replication, counts, on_step, live),
                         lambda rep: _enough(scenario, rep))
@@ -380,13 +376,13 @@ def _metrics(cols, seg, foreign, clusters, t_warm: float, t_stop: float) -> dict
     return out
 
 
-def replicate(scenario: Scenario, r: int, with_segments: bool, on_step=None, live: LiveGantt | None = None):
-    """One replication in :func:`simengine.replications.run_replications`'s terms."""
+def replicate(scenario: Scenario, r: int, with_segments: bool, on_step=None, live: LiveGantt | None = None,
+              place=None) -> Replication:
+    """One replication (simengine.driver.Replicate)."""
     rep = simulate_replication(scenario, r, on_step, live)
-    return (*finish(scenario, rep, r, with_segments=with_segments), rep.notes)
+    cols, segments, metrics, series = finish(scenario, rep, r, with_segments=with_segments)
+    return Replication(metrics, cols, segments, series, rep.notes)
 
 
-def run_cao(scenario: Scenario, on_progress: ProgressCallback | None = None,
-            workers: int | None = None) -> Result:
-    """The Result of a scenario whose clusters use ``scojo-pect`` (see the module docstring)."""
-    return run_replications(scenario, on_progress, replicate, workers)
+#: Cao's system: the clusters' scojo-pect scheduler with RARS-HEFT workflows (Python event loop)
+MODEL = Model("cao", is_cao, replicate)

@@ -16,14 +16,23 @@ the hold) and ``stretched`` for the held-but-idle rest of a stretched stage.
 from __future__ import annotations
 
 import heapq
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
 from simengine.gantt import KIND_RUN, KIND_STRETCHED, SEGMENT_COLUMNS
 
-if TYPE_CHECKING:
-    from simengine.evolving.schedule import Schedule
+class Schedule(Protocol):
+    """What the mapping reads of a schedule (:class:`simengine.evolving.schedule.Schedule`)."""
+
+    n_max: int
+    stage_nodes: list[np.ndarray]
+    stage_work: list[np.ndarray]
+    holds: list[np.ndarray]
+    release: str
+
+    @property
+    def applications(self) -> int: ...
 
 
 def node_sets(schedule: Schedule) -> list[list[list[int]]]:

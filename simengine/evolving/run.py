@@ -18,11 +18,11 @@ from simengine.evolving.generate import FlatWorkload
 from simengine.evolving.metrics import app_values, per_test_metrics
 from simengine.evolving.models import ALGORITHMS
 from simengine.evolving.schedule import schedule, schedule_flat
-from simengine.results import BOUNDED_SLOWDOWN_TAU, JOB_DTYPES, Result
+from simengine.driver import Model, Replication
+from simengine.results import BOUNDED_SLOWDOWN_TAU, JOB_DTYPES
 from simengine.scenario import EvolvingStream, Scenario
-from simengine.replications import run_replications
-from simengine.streaming import ProgressCallback
 from simengine.workload import STATUS_COMPLETED
+from simengine.workload_build import replication_rngs
 
 #: metrics of simengine.evolving.metrics, as named in the Result (per-job ones averaged)
 _NAMES = {"waste": "waste_pct", "reservation": "reservation_vs_cbf", "utilisation": "utilisation_pct",
@@ -40,9 +40,7 @@ def applications(scenario: Scenario, replication: int) -> list[list[tuple[float,
     if stream.applications is not None:
         return [[(st.duration, st.nodes) for st in app.stages] for app in stream.applications]
     g = stream.generate
-    # SeedSequence(seed).spawn(R)[r], then one child per stream (as simengine.runner does)
-    child = np.random.SeedSequence(scenario.run.seed, spawn_key=(replication,))
-    rng = np.random.default_rng(child.spawn(len(scenario.workload.streams) + 1)[index])
+    rng = replication_rngs(scenario, replication)[index]
     apps = int(rng.integers(g.applications[0], g.applications[1], endpoint=True))
     stages = rng.integers(g.stages[0], g.stages[1], size=apps, endpoint=True)
     total = int(stages.sum())
@@ -103,14 +101,13 @@ def _replication(scenario: Scenario, r: int, with_segments: bool):
     return jobs, seg, metrics
 
 
-def replicate(scenario: Scenario, r: int, with_segments: bool, on_step=None, live=None):
-    """One replication in :func:`simengine.replications.run_replications`'s terms (offline and
-    quick: no step reports)."""
+def replicate(scenario: Scenario, r: int, with_segments: bool, on_step=None, live=None,
+              place=None) -> Replication:
+    """One replication (simengine.driver.Replicate): offline and quick, so no step reports and
+    its Gantt goes out at its end."""
     jobs, seg, metrics = _replication(scenario, r, with_segments=with_segments)
-    return jobs, seg, metrics, None, []
+    return Replication(metrics, jobs, seg)
 
 
-def run_evolving(scenario: Scenario, on_progress: ProgressCallback | None = None,
-                 workers: int | None = None) -> Result:
-    """The Result of a scenario with an evolving stream (see the module docstring)."""
-    return run_replications(scenario, on_progress, replicate, workers)
+#: evolving applications scheduled offline on one cluster (Algorithm 1's node mapping)
+MODEL = Model("evolving", is_evolving, replicate)

@@ -16,6 +16,7 @@ import numpy as np
 
 from simengine.evolving.generate import FlatWorkload
 from simengine.evolving.kernels import schedule_tests
+from simengine.evolving import mapping
 from simengine.evolving.models import ALGORITHMS, Algorithm, EvolvingScenario, load_evolving
 
 
@@ -119,8 +120,7 @@ class Schedule:
 
     def segments(self) -> dict[str, np.ndarray]:
         """Gantt segments (docs/output.md) from the node mapping of Algorithm 1."""
-        from simengine.evolving.mapping import segments
-        return segments(self)
+        return mapping.segments(self)
 
 
 def schedule(scenario: EvolvingScenario | dict) -> Schedule:

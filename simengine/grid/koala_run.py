@@ -1,7 +1,7 @@
 """Run a scenario with KOALA streams: workload, :mod:`simengine.grid.koala`, the output contract.
 
-:func:`run_koala` is what :func:`simengine.grid.run.run_grid` calls for a scenario with a
-stream of ``kind: koala``; it returns a normal :class:`~simengine.results.Result`: one row
+:data:`MODEL` simulates a scenario with a stream of ``kind: koala``
+(simengine.models); its Result has a normal :class:`~simengine.results.Result`: one row
 per local job (background jobs injected by the band controller have ``stream`` -1) and one
 per component of a KOALA job (the components share the job's ``job_id``), the Gantt
 segments of replication 0 (``transfer``, ``claimed``, ``run``, ``killed``) and
@@ -14,9 +14,7 @@ times, shapes/components/sizes, runtimes and files from its child in that order.
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass
-from typing import Any, Callable
 
 import numpy as np
 
@@ -24,14 +22,15 @@ from simengine.distributions import processor_counts
 from simengine.gantt import KIND_CLAIMED, KIND_KILLED, KIND_RUN, KIND_TRANSFER, SEGMENT_COLUMNS, assign_processors
 from simengine.generate import generate_stream
 from simengine.grid.koala import Band, Files, KoalaJob, KoalaOutcome, KoalaPolicy, simulate_koala
-from simengine.grid.schema import KOALA_PRIORITIES, KoalaJobs, bandwidth, file_sites
+from simengine.grid.schema import KOALA_PRIORITIES, KoalaJobs, bandwidth, file_sites, is_koala
 from simengine.preemption import preemption_mode
-from simengine.streaming import ChunkEmitter
-from simengine.results import SERIES_POINTS, Result, order_job_rows, percentile_linear
+from simengine.driver import Model, Replication
+from simengine.results import SERIES_POINTS, active_sum, order_job_rows, percentile_linear
 from simengine.workload import STATUS_COMPLETED, STATUS_FAILED, STATUS_KILLED, STATUS_UNFINISHED
+from simengine.workload_build import load_trace_stream, replication_rngs
 
 __all__ = ["KoalaWorkload", "build_koala_workload", "koala_policy", "koala_files", "simulate_koala_replication",
-           "koala_metrics", "run_koala"]
+           "koala_metrics", "MODEL"]
 
 _KIND = {"run": KIND_RUN, "claimed": KIND_CLAIMED, "killed": KIND_KILLED}
 
@@ -132,8 +131,7 @@ def build_koala_workload(scenario, replication: int) -> KoalaWorkload:
     platform = scenario.platform
     procs = platform.processors
     streams = scenario.workload.streams
-    child = np.random.SeedSequence(scenario.run.seed, spawn_key=(replication,))
-    rngs = [np.random.default_rng(s) for s in child.spawn(len(streams) + 1)]
+    rngs = replication_rngs(scenario, replication)
     site_names, _ = file_sites(platform)
     horizon = scenario.run.stop.horizon
     jobs, jstream, jid, notes = [], [], [], []
@@ -157,8 +155,6 @@ def build_koala_workload(scenario, replication: int) -> KoalaWorkload:
         if isinstance(st, KoalaJobs):
             continue
         if getattr(st, "kind", "") == "trace":
-            from simengine.runner import load_trace_stream
-
             t, n = load_trace_stream(st, scenario, i)
             notes += n
             t = t.take(t.submit < local_horizon)
@@ -363,20 +359,18 @@ def _segments(scenario, o: KoalaOutcome, row_of: dict) -> dict[str, np.ndarray]:
 
 
 def _series(scenario, w: KoalaWorkload, o: KoalaOutcome) -> dict[str, np.ndarray]:
-    from simengine.grid.run import _active
-
     t = np.linspace(0.0, max(o.t_end, 1e-9), SERIES_POINTS)
     h = o.holdings
     cap = max(float(w.processors.sum()), 1.0)
     t0 = np.array([x[1] for x in h], float)
     t1 = np.array([x[2] for x in h], float)
     sz = np.array([x[3] for x in h], float)
-    out = {"time": t, "utilisation": _active(t0, t1, sz, t) / cap if len(h) else np.zeros(len(t))}
+    out = {"time": t, "utilisation": active_sum(t0, t1, sz, t) / cap if len(h) else np.zeros(len(t))}
     for name, want in (("background", lambda x: x[4][0] == "L"),
                        ("koala", lambda x: x[4][0] == "K" and x[5] != "claimed"),
                        ("claimed", lambda x: x[5] == "claimed")):
         sel = np.array([want(x) for x in h], bool) if h else np.zeros(0, bool)
-        out[name] = _active(t0[sel], t1[sel], sz[sel], t) / cap if sel.any() else np.zeros(len(t))
+        out[name] = active_sum(t0[sel], t1[sel], sz[sel], t) / cap if sel.any() else np.zeros(len(t))
     if o.queue_trace:
         qt = np.array(o.queue_trace, float)
         k = np.searchsorted(qt[:, 0], t, side="right") - 1
@@ -408,23 +402,11 @@ def simulate_koala_replication(scenario, replication: int, with_rows: bool = Tru
     return KoalaReplication(m, jobs, seg, series, w.notes, o)
 
 
-def run_koala(scenario, on_progress: Callable[[dict[str, Any]], None] | None = None) -> Result:
-    """Simulate a scenario with KOALA streams (see :func:`simengine.run`)."""
+def replicate(scenario, r: int, with_segments: bool, on_step=None, live=None, place=None) -> Replication:
+    """One replication (simengine.driver.Replicate); its Gantt goes out at its end."""
+    out = simulate_koala_replication(scenario, r, with_segments or scenario.run.keep_jobs == "all", with_segments)
+    return Replication(out.metrics, out.jobs, out.segments, out.series, out.notes)
 
-    R = scenario.run.replications
-    emit = ChunkEmitter(on_progress)
-    t0 = time.perf_counter()
-    outs = []
-    keep = getattr(scenario.run, "keep_jobs", "all") == "all"
-    for r in range(R):
-        out = simulate_koala_replication(scenario, r, r == 0 or keep, r == 0)
-        outs.append(out)
-        if r == 0:
-            emit.segments(out.segments, out.jobs)
-        emit.progress((r + 1) / R, float(out.outcome.t_end))
-    from simengine.grid.run import assemble_outcomes  # run.py dispatches here: import on use
 
-    result = assemble_outcomes(scenario, outs)
-    result.engine_seconds = time.perf_counter() - t0
-    emit.metrics(result.metrics)
-    return result
+#: KOALA's placement queues, claiming and deadlines (plain Python: replications in processes)
+MODEL = Model("koala", is_koala, replicate)

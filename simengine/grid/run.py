@@ -1,13 +1,13 @@
 """Run a scenario with co-allocated streams: workload, the grid layer, the output contract.
 
-:func:`run_grid` is what :func:`simengine.run` calls for such a scenario; it returns a
-normal :class:`~simengine.results.Result`: one row per local job and one per component
+:data:`MODEL` simulates such a scenario (simengine.models; KOALA's streams are
+:mod:`simengine.grid.koala_run`'s); its Result is a normal :class:`~simengine.results.Result`: one row per local job and one per component
 of a global job (the components share the job's ``job_id``), the Gantt segments of
 replication 0 (``run``, ``claimed``, ``killed``), and per-replication metrics (MODELS.md
 §3) aggregated with 95% confidence intervals. :func:`replication_metrics` gives one
 replication's metrics only (no rows, no segments): what sweeps and recipes need.
 
-Randomness as in :mod:`simengine.runner`: replication r uses
+Randomness as in :mod:`simengine.workload_build`: replication r uses
 ``SeedSequence(run.seed, spawn_key=(r,))`` and one child per stream; a co-allocated
 stream draws arrivals, component sizes and runtimes with the synthetic generator and
 then its components and deadlines from two further children of its stream's generator.
@@ -15,36 +15,30 @@ then its components and deadlines from two further children of its stream's gene
 from __future__ import annotations
 
 import math
-import os
-import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable
 
 import numpy as np
 
 from simengine.distributions import processor_counts
+from simengine.driver import Model, Replication
 from simengine.gantt import KIND_CLAIMED, KIND_KILLED, KIND_RUN, SEGMENT_COLUMNS, assign_processors
 from simengine.generate import generate_stream
 from simengine.grid import kernel as K
-from simengine.grid.schema import is_koala
+from simengine.grid.koala_run import simulate_koala_replication
+from simengine.grid.schema import is_coallocation, is_koala
 from simengine.grid.model import GlobalJobs, GridOutcome, GridPolicy, LocalJobs, simulate, warm_up
-from simengine.results import (BOUNDED_SLOWDOWN_TAU, SERIES_POINTS, Result, assemble_result, order_job_rows,
-                               percentile_linear)
+from simengine.results import BOUNDED_SLOWDOWN_TAU, SERIES_POINTS, active_sum, order_job_rows, percentile_linear
 from simengine.scenario import CoallocatedStream, Scenario, TraceStream
-from simengine.streaming import ChunkEmitter
 from simengine.workload import STATUS_COMPLETED, STATUS_FAILED, STATUS_KILLED, STATUS_REJECTED, STATUS_UNFINISHED
+from simengine.workload_build import load_trace_stream, replication_rngs
 
 __all__ = ["GridWorkload", "build_workload", "policy_of", "simulate_replication", "replication_metrics",
-           "run_grid", "EXTRA_JOB_COLUMNS"]
+           "MODEL", "EXTRA_JOB_COLUMNS"]
 
 #: Model-specific job columns (docs/grid.md): component index, absolute deadline, claim time,
 #: placement attempts, kills (local: times killed; global: local jobs it killed).
 EXTRA_JOB_COLUMNS = {"component": np.int16, "deadline": np.float64, "claimed_at": np.float64,
                      "tries": np.int32, "kills": np.int32}
-
-#: Segments per streamed chunk (as simengine.runner).
-
 
 @dataclass
 class GridWorkload:
@@ -61,23 +55,16 @@ class GridWorkload:
     notes: list[str] = field(default_factory=list)
 
 
-def _rngs(scenario: Scenario, replication: int) -> list[np.random.Generator]:
-    child = np.random.SeedSequence(scenario.run.seed, spawn_key=(replication,))
-    return [np.random.default_rng(s) for s in child.spawn(len(scenario.workload.streams) + 1)]
-
-
 def build_workload(scenario: Scenario, replication: int) -> GridWorkload:
     """The jobs of replication ``replication``, each kind sorted by submit time (ties keep
     stream order)."""
     platform = scenario.platform
     procs = platform.processors
     horizon = scenario.run.stop.horizon
-    rngs = _rngs(scenario, replication)
+    rngs = replication_rngs(scenario, replication)
     loc, glo, notes = [], [], []
     for i, st in enumerate(scenario.workload.streams):
         if isinstance(st, TraceStream):
-            from simengine.runner import load_trace_stream
-
             jobs, n = load_trace_stream(st, scenario, i)
             notes += n
             if horizon is not None:
@@ -221,8 +208,6 @@ def _metrics(scenario: Scenario, w: GridWorkload, o: GridOutcome) -> dict[str, f
 def replication_metrics(scenario: Scenario, replication: int) -> dict[str, float]:
     """Metrics of one replication (no job rows, no segments)."""
     if is_koala(scenario):
-        from simengine.grid.koala_run import simulate_koala_replication
-
         return simulate_koala_replication(scenario, replication, False, False).metrics
     w = build_workload(scenario, replication)
     return _metrics(scenario, w, _simulate(scenario, w))
@@ -338,44 +323,27 @@ def _segments(scenario: Scenario, w: GridWorkload, o: GridOutcome, position: np.
     return {k: v[order] for k, v in seg.items()}
 
 
-def _active(on: np.ndarray, off: np.ndarray, weight: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """Sum of ``weight`` over intervals [on, off) containing each instant of ``t``."""
-    a, b = np.sort(on), np.argsort(off)
-    cum_on = np.concatenate([[0.0], np.cumsum(weight[np.argsort(on)])])
-    cum_off = np.concatenate([[0.0], np.cumsum(weight[b])])
-    return cum_on[np.searchsorted(a, t, side="right")] - cum_off[np.searchsorted(off[b], t, side="right")]
-
-
 def _series(scenario: Scenario, w: GridWorkload, o: GridOutcome) -> dict[str, np.ndarray]:
     t_end = o.t_end
     t = np.linspace(0.0, max(t_end, 1e-9), SERIES_POINTS)
     cl, t0, t1, size, _, D, kind = _holdings(w, o, t_end)
     procs = w.processors
     sz = size.astype(float)
-    out = {"time": t, "utilisation": _active(t0, t1, sz, t) / max(float(procs.sum()), 1.0)}
+    out = {"time": t, "utilisation": active_sum(t0, t1, sz, t) / max(float(procs.sum()), 1.0)}
     g = kind < 0
     claimed_to = np.where(g, np.minimum(D, t1), t0)
-    out["claimed"] = _active(t0[g], claimed_to[g], sz[g], t) / max(float(procs.sum()), 1.0)
+    out["claimed"] = active_sum(t0[g], claimed_to[g], sz[g], t) / max(float(procs.sum()), 1.0)
     for c, spec in enumerate(scenario.platform.clusters):
         on = cl == c
-        out[f"utilisation.{spec.name}"] = _active(t0[on], t1[on], sz[on], t) / spec.processors
+        out[f"utilisation.{spec.name}"] = active_sum(t0[on], t1[on], sz[on], t) / spec.processors
     L = w.local
     began = np.where(np.isnan(o.local_start) | (o.local_state == K.L_WAITING), np.inf, o.local_start)
-    out["queue_length"] = _active(L.submit, began, np.ones(len(L)), t)
+    out["queue_length"] = active_sum(L.submit, began, np.ones(len(L)), t)
     return out
 
 
-@dataclass
-class GridReplication:
-    metrics: dict[str, float]
-    jobs: dict[str, np.ndarray] | None
-    segments: dict[str, np.ndarray] | None
-    series: dict[str, np.ndarray] | None
-    notes: list[str]
-
-
 def simulate_replication(scenario: Scenario, replication: int, with_rows: bool = True,
-                         with_segments: bool = False) -> GridReplication:
+                         with_segments: bool = False) -> Replication:
     """One replication: metrics, and optionally its job rows and (replication 0) segments and series."""
     w = build_workload(scenario, replication)
     o = _simulate(scenario, w)
@@ -386,43 +354,25 @@ def simulate_replication(scenario: Scenario, replication: int, with_rows: bool =
         if with_segments:
             segments = _segments(scenario, w, o, position, jobs["component"])
             series = _series(scenario, w, o)
-    return GridReplication(metrics, jobs, segments, series, w.notes)
+    return Replication(metrics, jobs, segments, series, w.notes)
 
 
-# ---- the run ------------------------------------------------------------------------------------
+# ---- the model ---------------------------------------------------------------------------------
 
-def assemble_outcomes(scenario: Scenario, outcomes: list) -> Result:
-    """One Result from replications that each carry ``jobs`` (None when not kept), ``metrics``,
-    ``segments``, ``series`` and ``notes`` (the grid layer's and KOALA's replications)."""
-    first = outcomes[0]
-    return assemble_result(scenario, [o.jobs for o in outcomes if o.jobs is not None], [o.metrics for o in outcomes],
-                           first.segments, first.series, [n for o in outcomes for n in o.notes])
+def replicate(scenario: Scenario, r: int, with_segments: bool, on_step=None, live=None,
+              place=None) -> Replication:
+    """One replication (simengine.driver.Replicate); its Gantt goes out at its end."""
+    return simulate_replication(scenario, r, with_segments or scenario.run.keep_jobs == "all", with_segments)
 
 
-def run_grid(scenario: Scenario, on_progress: Callable[[dict[str, Any]], None] | None = None, *,
-             workers: int | None = None) -> Result:
-    """Simulate a scenario with co-allocated streams (see :func:`simengine.run`)."""
-    if is_koala(scenario):  # KOALA's placement queues and claiming (simengine.grid.koala)
-        from simengine.grid.koala_run import run_koala
+def is_grid(scenario: Scenario) -> bool:
+    """Co-allocated streams without KOALA's (those are :mod:`simengine.grid.koala_run`'s)."""
+    return is_coallocation(scenario) and not is_koala(scenario)
 
-        return run_koala(scenario, on_progress)
+
+def _prepare(scenario: Scenario) -> None:
     warm_up()
-    R = scenario.run.replications
-    emit = ChunkEmitter(on_progress)
-    t0 = time.perf_counter()
-    first = simulate_replication(scenario, 0, True, True)
-    emit.segments(first.segments, first.jobs)
-    emit.progress(1 / R, float(first.series["time"][-1]))
-    outcomes = [first]
-    n_workers = max(1, min(R - 1, workers if workers is not None else (os.cpu_count() or 1)))
-    if R > 1:
-        # the kernel releases the GIL: replications run in threads
-        with ThreadPoolExecutor(max_workers=n_workers) as pool:
-            keep = getattr(scenario.run, "keep_jobs", "all") == "all"
-            for k, out in enumerate(pool.map(lambda r: simulate_replication(scenario, r, keep, False), range(1, R))):
-                outcomes.append(out)
-                emit.progress((k + 2) / R, 0.0)
-    result = assemble_outcomes(scenario, outcomes)
-    result.engine_seconds = time.perf_counter() - t0
-    emit.metrics(result.metrics)
-    return result
+
+
+#: the grid layer's co-allocation (one compiled kernel per replication, which releases the GIL)
+MODEL = Model("co-allocation", is_grid, replicate, gil_free=True, prepare=_prepare)

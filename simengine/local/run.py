@@ -27,12 +27,15 @@ from simengine.gantt import KIND_KILLED, KIND_RESERVATION, KIND_RUN, KIND_SUSPEN
 from simengine.local.cluster import (AR_ACCEPTED, AR_ACTIVE, AR_DONE, AR_REJECTED, DONE, KILLED, SUSPENDED,
                                      AdvanceReservation, ClusterSim)
 from simengine.preemption import preemption_mode
-from simengine.replications import run_replications
-from simengine.results import (JOB_DTYPES, Result, order_job_rows, percentile_linear, segment_series,
+from simengine.driver import Model, Replication
+from simengine.kernel_feed import StopTime
+from simengine.results import (JOB_DTYPES, order_job_rows, percentile_linear, segment_series,
                                warm_up_by_completions)
 from simengine.scenario import Scenario
-from simengine.streaming import LIVE_COLUMNS, LiveGantt, ProgressCallback, empty_rows, live_rows, run_in_slices
+from simengine.streaming import LIVE_COLUMNS, LiveGantt, empty_rows, live_rows, run_in_slices
 from simengine.workload import STATUS_COMPLETED, STATUS_KILLED, STATUS_REJECTED, STATUS_UNFINISHED
+from simengine.workload_build import (drawn_until, endless_streams, prepare_jobs, stop_horizon, streams_cover,
+                                      until_enough)
 
 #: name of the job stream the reservations' rows belong to (its index: number of workload streams)
 RESERVATION_STREAM = "reservations"
@@ -63,10 +66,8 @@ class _Replication:
 
     def __init__(self, scenario: Scenario, replication: int, counts: list[int] | None, on_step=None,
                  live: LiveGantt | None = None):
-        from simengine.runner import _horizon, _prepare  # the runner imports this module lazily
-
         self.scenario = scenario
-        jobs, cluster, runtime, estimate, killed, notes = _prepare(scenario, replication, counts)
+        jobs, cluster, runtime, estimate, killed, notes = prepare_jobs(scenario, replication, counts)
         streams = scenario.workload.streams
         prio = np.array([getattr(s, "priority", 0) for s in streams] + [0], np.int64)
         jobs.extra["priority"] = prio[jobs.stream] if len(jobs) else np.zeros(0, np.int64)
@@ -80,7 +81,7 @@ class _Replication:
         self.lost = np.zeros(n)
         self.sims: list[tuple[int, np.ndarray, ClusterSim]] = []
         self.ars: list[AdvanceReservation] = []
-        horizon = _horizon(scenario)
+        horizon = stop_horizon(scenario)
         for c, spec in enumerate(scenario.platform.clusters):
             idx = np.flatnonzero(cluster == c)
             ars = _reservations_on(scenario, c)
@@ -119,8 +120,6 @@ class _Replication:
 
     def enough(self) -> bool:
         """Did the synthetic jobs drawn cover the run up to its last counted completion?"""
-        from simengine.runner import endless_streams, streams_cover
-
         completions = self.scenario.run.stop.completions
         if completions is None or not endless_streams(self.scenario):
             return True
@@ -131,15 +130,12 @@ def _feed_live(rep: _Replication, live: LiveGantt, horizon: float) -> None:
     """Advance every cluster together, slice by slice, and stream what each slice closed and
     what is in progress (simengine.streaming). Rows are named as finish() names them: a job by its
     job id and stream, a reservation by its index + 1 in the reservations' stream."""
-    from simengine.kernel_feed import StopTime
-    from simengine.runner import _drawn_until
-
     live.restart()
     scenario, jobs = rep.scenario, rep.jobs
     if not len(jobs) and not rep.ars:
         return
     completions = scenario.run.stop.completions
-    drawn_until = _drawn_until(scenario, jobs)
+    settled = drawn_until(scenario, jobs)
     begin = float(jobs.submit[0]) if len(jobs) else min(r.request_time for r in rep.ars)
     expected = (float(jobs.submit[min(completions, len(jobs)) - 1]) if completions and len(jobs) else
                 float(jobs.submit[-1]) if len(jobs) else max(r.end for r in rep.ars))
@@ -181,7 +177,7 @@ def _feed_live(rep: _Replication, live: LiveGantt, horizon: float) -> None:
             ends += [sim.end[j] for j in sim.completed[done[k]:]]
             done[k] = len(sim.completed)
         stop.add_ends(np.array(ends, np.float64), T)
-        F = min(T, stop.time, drawn_until)
+        F = min(T, stop.time, settled)
         closed = [row for row in held if row[4] < F]
         held[:] = [row for row in held if row[4] >= F]
         opened = []
@@ -192,14 +188,12 @@ def _feed_live(rep: _Replication, live: LiveGantt, horizon: float) -> None:
         for c, _, sim in rep.sims:
             queued[c] = sim.qn
         live.update(F, rows(closed), rows(opened), queued)
-        return T >= stop.time or T >= drawn_until
+        return T >= stop.time or T >= settled
 
     run_in_slices(begin, expected, advance, report)
 
 
 def _simulate(scenario: Scenario, replication: int, on_step=None, live: LiveGantt | None = None) -> _Replication:
-    from simengine.runner import until_enough
-
     return until_enough(scenario, lambda counts: _Replication(scenario, replication, counts, on_step, live),
                         lambda rep: rep.enough())
 
@@ -384,13 +378,13 @@ def finish(rep: _Replication, replication: int, with_segments: bool):
     return cols, segments, metrics, series
 
 
-def replicate(scenario: Scenario, r: int, with_segments: bool, on_step=None, live: LiveGantt | None = None):
-    """One replication in :func:`simengine.replications.run_replications`'s terms."""
+def replicate(scenario: Scenario, r: int, with_segments: bool, on_step=None, live: LiveGantt | None = None,
+              place=None) -> Replication:
+    """One replication (simengine.driver.Replicate)."""
     rep = _simulate(scenario, r, on_step, live)
-    return (*finish(rep, r, with_segments=with_segments), rep.notes)
+    cols, segments, metrics, series = finish(rep, r, with_segments=with_segments)
+    return Replication(metrics, cols, segments, series, rep.notes)
 
 
-def run_local(scenario: Scenario, on_progress: ProgressCallback | None = None,
-              workers: int | None = None) -> Result:
-    """The Result of a scenario with reservations, preemption or priorities (module docstring)."""
-    return run_replications(scenario, on_progress, replicate, workers)
+#: reservations, preemption and priorities: every cluster event by event (Python)
+MODEL = Model("event-driven cluster", needs_local, replicate)

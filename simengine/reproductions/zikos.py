@@ -22,8 +22,10 @@ from typing import Callable
 
 import numpy as np
 
+from simengine.models import model_of
 from simengine.reproductions import Claim, default_workers, write_claims
 from simengine.results import Metric
+from simengine.scenario import load_scenario
 
 ALPHAS = (2.0, 1.75, 1.5, 1.25)
 LOADS = (0.028, 0.014)  # mean inter-arrival time 1/lambda
@@ -77,16 +79,11 @@ def configurations() -> list[tuple]:
 
 def _run_chunk(task) -> tuple[tuple, dict[str, list[float]]]:
     """Replications ``reps`` of one configuration; per-replication metric values."""
-    from simengine.runner import _stateful_policy, simulate_replication, simulate_stateful, warm_up_kernels
-    from simengine.scenario import load_scenario
-
     key, reps, size = task
-    warm_up_kernels()
     s = load_scenario(scenario(*key, size))
-    if _stateful_policy(s) is not None:
-        outcomes = simulate_stateful(s, list(reps), False)
-    else:
-        outcomes = [simulate_replication(s, r, False) for r in reps]
+    model = model_of(s)
+    model.prepare(s)
+    outcomes = [model.replicate(s, r, False) for r in reps]
     return key, {m: [o.metrics[m] for o in outcomes] for m in METRICS}
 
 

@@ -254,11 +254,11 @@ def test_the_run_is_the_engines_schedule():
     # Build replication 0's workload independently from the runner's pieces (same SeedSequence
     # children), split it with the documented child and call simulate: same start and end per job.
     from simengine.cao.engine import CaoParams
-    from simengine.runner import _rngs, build_workload
+    from simengine.workload_build import build_workload, replication_rngs
 
     s = load_scenario(cao(clusters=2, count=150))
     res = simengine.run(s)
-    rngs = _rngs(s, 0)
+    rngs = replication_rngs(s, 0)
     jobs, _ = build_workload(s, rngs[:-1], None, None)  # every stream targets a cluster: no routing
     split = split_workflows(jobs, 1.0, np.random.default_rng(np.random.SeedSequence(3, spawn_key=(0, 3))))
     assert COMM_RANGE == (20.0, 600.0)  # the default comm: the split's own times are used as they are

@@ -9,7 +9,8 @@ import pytest
 
 import simengine
 from simengine.results import JOB_COLUMNS, finish_rows, percentile_linear
-from simengine.runner import SharedRows
+from simengine import kernel_model
+from simengine.driver import SharedRows
 from simengine.site_allocation import choose
 from simengine.workload import STATUS_COMPLETED, STATUS_KILLED, STATUS_REJECTED, STATUS_UNFINISHED
 
@@ -171,8 +172,8 @@ def test_a_horizon_before_the_completions_ends_the_run(policy):
 def test_threaded_replications_equal_one_at_a_time():
     together = simengine.run(zikos_grid(replications=4))
     for r in range(4):
-        alone = simengine.runner.simulate_replication(simengine.load_scenario(zikos_grid(replications=4)), r,
-                                                      with_segments=False)
+        # the kernel path (the LWR scheduler kernel, cluster by cluster), not the one-pass LWR grid
+        alone = kernel_model.replicate(simengine.load_scenario(zikos_grid(replications=4)), r, with_segments=False)
         mine = together.jobs["replication"] == r
         for k in JOB_COLUMNS:
             if k != "replication":

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import simengine
-from simengine.replications import POOL_MIN_SECONDS, _pool_size
+from simengine.driver import POOL_MIN_SECONDS, _pool_size, _processes_pay
 from simengine.scenario import load_scenario
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -37,12 +37,13 @@ def test_pool_gives_the_in_process_result(path):
     assert chunks[-1]["kind"] == "metrics"
 
 
-def test_when_the_pool_is_used():
-    assert _pool_size(1, 9, 100.0) == 1          # asked for one process
-    assert _pool_size(8, 3, 0.0) == 3            # never more processes than replications left
-    assert _pool_size(4, 1, 100.0) == 1          # one replication left: nothing to overlap
-    assert _pool_size(None, 4, POOL_MIN_SECONDS / 8) == 1   # quick replications stay here
-    assert _pool_size(None, 4, POOL_MIN_SECONDS) > 1 or (__import__("os").cpu_count() or 1) == 1
+def test_when_the_process_pool_is_used():
+    assert not _processes_pay(1, 9, 100.0)               # asked for one process
+    assert _processes_pay(2, 3, 0.0)                     # asked for more
+    assert _pool_size(8, 3) == 3                         # never more workers than replications left
+    assert not _processes_pay(4, 1, 100.0)               # one replication left: nothing to overlap
+    assert not _processes_pay(None, 4, POOL_MIN_SECONDS / 8)   # quick replications stay here
+    assert _processes_pay(None, 4, POOL_MIN_SECONDS) or (__import__("os").cpu_count() or 1) == 1
 
 
 @pytest.mark.parametrize("path, loop", [("cao-scojo-rars.yaml", "simengine.cao.engine"),
@@ -53,11 +54,11 @@ def test_a_long_replication_reports_progress_on_the_way(monkeypatch, path, loop)
     # (below 1/R) before its last segments are sent.
     import importlib
 
-    import simengine.replications as replications
+    import simengine.driver as driver
     from simengine import streaming
 
     monkeypatch.setattr(importlib.import_module(loop), "STEP_EVENTS", 50)
-    monkeypatch.setattr(replications, "STEP_REPORT_SECONDS", 0.0)
+    monkeypatch.setattr(driver, "STEP_REPORT_SECONDS", 0.0)
     monkeypatch.setattr(streaming, "LIVE_INTERVAL", 0.0)
     s = _with(path, replications=2)
     chunks = []

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import simengine
-from simengine import streaming
+from simengine import kernel_model, streaming
 from simengine.errors import ScenarioError
 from simengine.gantt import KIND_NAMES
 from simengine.traces import read_swf
@@ -233,7 +233,7 @@ def test_lwr_grid_lockstep_equals_one_replication_at_a_time():
     together = simengine.run(grid)
     for r in range(3):
         alone_s = copy.deepcopy(grid)
-        alone = simengine.runner.simulate_replication(simengine.load_scenario(alone_s), r, with_segments=False)
+        alone = kernel_model.replicate(simengine.load_scenario(alone_s), r, with_segments=False)
         mine = together.jobs["replication"] == r
         for k in ("submit", "start", "end", "cluster"):
             np.testing.assert_array_equal(together.jobs[k][mine], alone.jobs[k])

@@ -109,7 +109,7 @@ def test_walltime_enforcement_and_rejection(tmp_path):
 def test_lcg_replay_stays_under_two_gigabytes(tmp_path):
     """Peak memory of a whole CLI replay of the 188,041-job LCG trace, in its own process."""
     # compile the kernels into numba's cache first: compiling is a one-off, not the replay
-    warm = subprocess.run([sys.executable, "-c", "from simengine.runner import warm_up_kernels; warm_up_kernels()"],
+    warm = subprocess.run([sys.executable, "-c", "from simengine.kernel_model import warm_up_kernels; warm_up_kernels()"],
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert warm.returncode == 0, warm.stderr
     # VmHWM (peak RSS of this address space); ru_maxrss would carry over pytest's own peak

@@ -269,11 +269,9 @@ def dead_pid() -> int:
 
 
 def test_the_recovery_sweep_hands_lost_runs_over_once_and_again_only_when_that_went_stale(alice, monkeypatch):
-    from gridweb.runs import tasks
-
     delivered = []
     monkeypatch.setattr(execution, "embedded", lambda: False)  # as in full-stack mode: Celery tasks
-    monkeypatch.setattr(tasks.execute_run_task, "apply_async", lambda args, task_id: delivered.append(args[0]))
+    monkeypatch.setattr(execution, "send_task", lambda name, args, task_id: delivered.append((name, args[0])))
     now = timezone.now()
     long_ago = now - execution.HEARTBEAT_STALE - timedelta(seconds=1)
     here = os.uname().nodename
@@ -291,7 +289,7 @@ def test_the_recovery_sweep_hands_lost_runs_over_once_and_again_only_when_that_w
     execution._active_runs.add(alive_here.pk)  # ... and runs it (this one)
     try:
         assert execution.recover_lost_runs() == [silent_elsewhere.pk, dead_here.pk]
-        assert delivered == [silent_elsewhere.pk, dead_here.pk]
+        assert delivered == [(execution.EXECUTE_RUN, silent_elsewhere.pk), (execution.EXECUTE_RUN, dead_here.pk)]
         # the deliveries wait in the queue: the next sweeps leave them be ...
         assert execution.recover_lost_runs() == []
         # ... until that hand-over is stale too (its message was lost as well)

@@ -1,0 +1,22 @@
+"""Every model family the engine has, in the order they are asked whether they handle a
+scenario: the first that does simulates it (:func:`model_of`). Each is a
+:class:`simengine.driver.Model` its package declares; the kernel path, which takes any
+scenario, comes last. A new model family is a package with a ``MODEL`` and a line here.
+"""
+from __future__ import annotations
+
+from simengine.cao.run import MODEL as CAO
+from simengine.driver import Model
+from simengine.evolving.run import MODEL as EVOLVING
+from simengine.grid.koala_run import MODEL as KOALA
+from simengine.grid.run import MODEL as COALLOCATION
+from simengine.kernel_model import KERNEL, LWR_GRID
+from simengine.local.run import MODEL as EVENT_DRIVEN
+from simengine.scenario import Scenario
+
+MODELS: tuple[Model, ...] = (CAO, KOALA, COALLOCATION, EVOLVING, EVENT_DRIVEN, LWR_GRID, KERNEL)
+
+
+def model_of(scenario: Scenario) -> Model:
+    """The model that simulates ``scenario``."""
+    return next(m for m in MODELS if m.handles(scenario))

@@ -1,0 +1,201 @@
+"""A replication's workload, as every model builds it: its random streams, its jobs (synthetic
+streams drawn, traces read and retimed), their routing to clusters, and the loop that draws more
+synthetic jobs until they cover the run's stop rule.
+
+Randomness: ``SeedSequence(run.seed).spawn(R)`` gives one child per replication; each child
+spawns one stream per job stream plus one for site allocation. Same scenario + seed + engine
+version => identical results.
+"""
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from typing import Any, Callable
+
+import numpy as np
+
+from simengine.generate import generate_stream
+from simengine.registry import SITE_ALLOCATION
+from simengine.scenario import GRID_TARGET, Scenario, SyntheticStream, TraceStream
+from simengine.traces import read_trace
+from simengine.workload import JobTable
+
+
+@lru_cache(maxsize=8)
+def _cached_trace(path: str, fmt: str | None, site_map: tuple | None, limit: int | None):
+    return read_trace(path, format=fmt, site_map=dict(site_map) if site_map else None, limit=limit)
+
+
+def load_trace_stream(stream: TraceStream, scenario: Scenario, index: int) -> tuple[JobTable, list[str]]:
+    """The jobs of a trace stream, retimed as the stream asks, routed to its target."""
+    platform = scenario.platform
+    site_map = None
+    if stream.site_map:
+        site_map = tuple(sorted((site, platform.cluster_index(c)) for site, c in stream.site_map.items()))
+    trace = _cached_trace(stream.resolved_path, stream.format, site_map, stream.limit)
+    jobs = trace.jobs.take(np.arange(len(trace.jobs)))
+    jobs.stream[:] = index
+    notes = []
+    if trace.skipped:
+        notes.append(f"{stream.name}: {trace.skipped} jobs skipped (no processor count)")
+    if stream.target != GRID_TARGET:
+        jobs.cluster[:] = platform.cluster_index(stream.target)
+    elif not stream.site_map:
+        jobs.cluster[:] = -1
+    if len(jobs):
+        first = jobs.submit[0]
+        scale = stream.time_scale
+        if stream.target_load is not None:
+            span = jobs.submit[-1] - first
+            capacity = stream_capacity(stream, scenario)
+            offered = float((jobs.processors * jobs.runtime).sum()) / (capacity * span) if span > 0 else 0.0
+            if offered > 0:
+                scale = offered / stream.target_load
+                notes.append(f"{stream.name}: offered load {offered:.4f} scaled to {stream.target_load} "
+                             f"(submit times x {scale:.4f})")
+        if scale != 1.0:
+            jobs.submit = first + (jobs.submit - first) * scale
+    return jobs, notes
+
+
+def stream_capacity(stream, scenario: Scenario) -> float:
+    clusters = scenario.platform.clusters
+    if stream.target == GRID_TARGET:
+        return float(sum(c.processors * c.speed for c in clusters))
+    c = clusters[scenario.platform.cluster_index(stream.target)]
+    return float(c.processors * c.speed)
+
+
+def _synthetic_counts(scenario: Scenario, completions: int, margin: float) -> list[int]:
+    """Jobs to generate per synthetic stream so the run reaches ``completions``."""
+    rates = [s.arrival_rate(scenario.platform) if isinstance(s, SyntheticStream) else 0.0
+             for s in scenario.workload.streams]
+    total = sum(rates) or 1.0
+    return [int(math.ceil(completions * margin * r / total)) + 100 for r in rates]
+
+
+def build_workload(scenario: Scenario, rngs: list[np.random.Generator], horizon: float | None,
+                   counts: list[int] | None) -> tuple[JobTable, list[str]]:
+    tables, notes = [], []
+    for i, stream in enumerate(scenario.workload.streams):
+        if isinstance(stream, TraceStream):
+            jobs, n = load_trace_stream(stream, scenario, i)
+            notes += n
+            if horizon is not None:
+                jobs = jobs.take(jobs.submit < horizon)
+        else:
+            # a fresh copy of the stream's generator, so a longer draw extends a shorter one
+            rng = np.random.Generator(type(rngs[i].bit_generator)(rngs[i].bit_generator.seed_seq))
+            jobs = generate_stream(stream, scenario.platform, rng, n=counts[i] if counts else None,
+                                   horizon=horizon, stream_index=i)
+        tables.append(jobs)
+    return JobTable.concat(tables).sorted_by_submit(), notes
+
+
+def replication_rngs(scenario: Scenario, replication: int) -> list[np.random.Generator]:
+    # SeedSequence(seed).spawn(R)[r], without building the other R - 1 children
+    child = np.random.SeedSequence(scenario.run.seed, spawn_key=(replication,))
+    return [np.random.default_rng(s) for s in child.spawn(len(scenario.workload.streams) + 1)]
+
+
+def route_jobs(jobs: JobTable, scenario: Scenario, rng: np.random.Generator) -> np.ndarray:
+    """Cluster of every job (site allocation for grid jobs); -1 where none can hold it."""
+    processors = np.asarray(scenario.platform.processors)
+    cluster = jobs.cluster.astype(np.int64)
+    grid = cluster < 0
+    if len(jobs) and grid.all() and jobs.processors.max() <= processors.min():
+        # every job is the grid's and fits every cluster (as in Zikos & Karatza): route them all
+        entry = SITE_ALLOCATION.get(scenario.grid.site_allocation.name)
+        cluster[:] = entry.implementation(jobs, processors, scenario.grid.site_allocation.params, rng)
+        return cluster
+    fits_somewhere = jobs.processors <= processors.max()
+    todo = grid & fits_somewhere
+    if todo.any():
+        entry = SITE_ALLOCATION.get(scenario.grid.site_allocation.name)
+        chosen = jobs if todo.all() else jobs.take(todo)
+        cluster[todo] = entry.implementation(chosen, processors, scenario.grid.site_allocation.params, rng)
+    cluster[grid & ~fits_somewhere] = -1
+    too_big = (cluster >= 0) & (jobs.processors > processors[np.maximum(cluster, 0)])
+    cluster[too_big] = -1
+    return cluster
+
+
+def drawn_until(scenario: Scenario, jobs: JobTable) -> float:
+    """The last submission of the endless synthetic stream that ends first: what happens
+    before it cannot change when more jobs are drawn (``until_enough``)."""
+    if scenario.run.stop.completions is None:
+        return math.inf
+    last = math.inf
+    for i in endless_streams(scenario):
+        mine = np.flatnonzero(jobs.stream == i)
+        last = min(last, float(jobs.submit[mine[-1]]) if len(mine) else -math.inf)
+    return last
+
+
+def stop_horizon(scenario: Scenario) -> float:
+    """The run's ``stop.horizon`` (inf: none)."""
+    return scenario.run.stop.horizon if scenario.run.stop.horizon is not None else math.inf
+
+
+def prepare_jobs(scenario: Scenario, replication: int, counts: list[int] | None):
+    """Replication ``replication``'s jobs in submit order, routed: (jobs, cluster (-1: rejected),
+    run time and estimate on their cluster's speed, walltime kill flag, notes)."""
+    rngs = replication_rngs(scenario, replication)
+    horizon = scenario.run.stop.horizon
+    jobs, notes = build_workload(scenario, rngs[:-1], horizon, counts)
+    cluster = route_jobs(jobs, scenario, rngs[-1])
+    rejected = int((cluster < 0).sum())
+    if rejected:
+        notes.append(f"replication {replication}: {rejected} jobs larger than their cluster were rejected")
+    runtime, estimate = jobs.runtime, jobs.estimate
+    speeds = [c.speed for c in scenario.platform.clusters]
+    if any(v != 1.0 for v in speeds):
+        speed = np.array(speeds + [1.0])[cluster]
+        runtime = runtime / speed
+        estimate = estimate / speed
+    killed = np.zeros(len(jobs), bool)
+    if scenario.run.enforce_walltime:
+        killed = runtime > estimate
+        runtime = np.minimum(runtime, estimate)
+    return jobs, cluster, runtime, estimate, killed, notes
+
+
+def endless_streams(scenario: Scenario) -> list[int]:
+    """Indices of the synthetic streams without a job count (drawn until the stop rule is covered)."""
+    return [i for i, s in enumerate(scenario.workload.streams) if isinstance(s, SyntheticStream) and s.count is None]
+
+
+def streams_cover(scenario: Scenario, jobs: JobTable, t_n: float, done: int) -> bool:
+    """Do the jobs drawn cover a run whose ``run.stop.completions``-th completion is at ``t_n``
+    (``done`` completions in all)? Every endless synthetic stream must have drawn a job after it:
+    jobs it would still have drawn could have changed the schedule before then."""
+    if done < scenario.run.stop.completions:
+        return False
+    stream = jobs.stream
+    for i in endless_streams(scenario):
+        last = len(stream) - 1 if len(stream) and stream[-1] == i else None
+        if last is None:
+            mine = np.flatnonzero(stream == i)
+            last = mine[-1] if len(mine) else None
+        if last is None or jobs.submit[last] <= t_n:
+            return False
+    return True
+
+
+def until_enough(scenario: Scenario, attempt: Callable[[list[int] | None], Any],
+                 enough: Callable[[Any], bool]) -> Any:
+    """``attempt(counts)`` with more synthetic jobs each time until ``enough(outcome)`` says they
+    cover the run's stop (every model's replication loop; ``outcome.jobs`` is its JobTable).
+
+    A synthetic stream draws its k-th job the same whatever the count, so a longer attempt
+    only extends a shorter one, and the jobs the run keeps do not depend on the count."""
+    completions = scenario.run.stop.completions
+    margin = 1.2
+    drawn = -1
+    while True:
+        counts = _synthetic_counts(scenario, completions, margin) if completions else None
+        out = attempt(counts)
+        if len(out.jobs) == drawn or enough(out):
+            return out  # (same jobs as the last attempt: the horizon ends the streams first)
+        drawn = len(out.jobs)
+        margin *= 2  # the queue grew more than expected: draw more jobs and run again
