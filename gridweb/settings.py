@@ -246,6 +246,19 @@ GRIDWEB_RECOVERY_SECONDS = float(os.environ.get("GRIDWEB_RECOVERY_SECONDS", 60))
 # A worker process that has grown past this (MB) after a task is replaced by a fresh one (a big
 # run's peak memory is not kept for the next).
 CELERY_WORKER_MAX_MEMORY_PER_CHILD = int(os.environ.get("GRIDWEB_WORKER_MAX_MEMORY_MB", 4096)) * 1024  # KiB
+# Limits (docs/deploy.md, Limits): the largest scenario this server queues (simengine.limits; checked
+# wherever a scenario is validated, so the API, the builder and sweeps answer 400 naming the field),
+# how many queued or running runs one user may have, and how long a run may take on a worker.
+GRIDWEB_LIMITS = {
+    "jobs": int(os.environ.get("GRIDWEB_MAX_JOBS", 5_000_000)),  # per replication
+    "replications": int(os.environ.get("GRIDWEB_MAX_REPLICATIONS", 1000)),
+    "cluster_processors": int(os.environ.get("GRIDWEB_MAX_CLUSTER_PROCESSORS", 1_000_000)),
+    "platform_processors": int(os.environ.get("GRIDWEB_MAX_PLATFORM_PROCESSORS", 10_000_000)),
+    "horizon": float(os.environ.get("GRIDWEB_MAX_HORIZON_SECONDS", 100 * 365 * 86400)),
+    "stored_rows": int(os.environ.get("GRIDWEB_MAX_STORED_ROWS", 20_000_000)),  # job rows of a Result
+}
+GRIDWEB_MAX_ACTIVE_RUNS = int(os.environ.get("GRIDWEB_MAX_ACTIVE_RUNS", 300))  # per user (a sweep's points count)
+GRIDWEB_RUN_WALL_SECONDS = float(os.environ.get("GRIDWEB_RUN_WALL_SECONDS", 6 * 3600))
 # Embedded mode runs simulations in a background thread of the web process instead of Celery.
 GRIDWEB_EMBEDDED_WORKER = GRIDWEB_MODE == "embedded"
 # The embedded worker starts with the first request the server serves, to pick up runs a stopped

@@ -17,7 +17,7 @@ from rest_framework import serializers
 from gridweb.runs.models import Comment, Run, RunChunk, Status, Sweep
 from gridweb.scenarios.models import Scenario, TraceFile
 from gridweb.scenarios import validation
-from gridweb.scenarios.validation import SpecInvalid
+from gridweb.scenarios.validation import SpecInvalid, UserLimitReached
 from gridweb.sharing import Visibility, default_group
 
 MAX_TAGS = 20
@@ -25,6 +25,8 @@ MAX_TAGS = 20
 
 def spec_errors(exc: SpecInvalid, field: str = "spec") -> dict[str, list[str]]:
     """The engine's errors keyed by their path inside the request body (``spec.<path>``)."""
+    if isinstance(exc, UserLimitReached):
+        return dict(exc.errors)
     return {f"{field}.{path}" if path else field: list(messages) for path, messages in exc.errors.items()}
 
 

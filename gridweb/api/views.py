@@ -34,7 +34,7 @@ from gridweb.runs.models import Comment, Run, RunChunk, Status, Sweep
 from gridweb.runs.views import gantt_frame
 from gridweb.scenarios.models import Scenario, TraceFile
 from gridweb.scenarios.traces import max_trace_bytes, store_trace
-from gridweb.scenarios.validation import SpecInvalid, validate_spec
+from gridweb.scenarios.validation import SpecInvalid, UserLimitReached, validate_spec
 from gridweb.sharing import Visibility, default_group
 from simengine.workload import STATUS_NAMES
 
@@ -602,6 +602,8 @@ class SweepViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, SharedViewS
 
 def sweep_errors(exc: SpecInvalid, spec_field: str) -> dict[str, list[str]]:
     """Errors of a sweep: those about ``parameters`` and sharing stay there, the scenario's go under ``spec``."""
+    if isinstance(exc, UserLimitReached):
+        return dict(exc.errors)
     errors: dict[str, list[str]] = {}
     for path, messages in exc.errors.items():
         own_field = path in ("parameters", "visibility", "group") or path.startswith("parameters.")

@@ -99,6 +99,15 @@ class RunSuperseded(Exception):
     """Raised when a newer delivery of the task took the run over: stop without writing."""
 
 
+class RunOverBudget(Exception):
+    """Raised inside the engine's progress callback when the run has taken longer than this
+    server's wall-clock budget per run (``settings.GRIDWEB_RUN_WALL_SECONDS``): it fails with
+    this message, its streamed Gantt kept."""
+
+    def __init__(self, budget: float):
+        super().__init__(f"stopped after {budget:,.0f} s of wall-clock time, this server's limit per run "
+                         "(the Gantt of what was simulated is kept; a smaller run, or fewer replications, fits)")
+
 
 # --- Announcements on the channel layer ------------------------------------------------------------
 
@@ -174,7 +183,7 @@ def execution_gone(run: Run, now) -> bool:
 def readable_error(exc: BaseException) -> str:
     """The text a failed run keeps: engine errors as they are (they name the field or the
     trace line), validation errors by field, anything else as ``Type: message``."""
-    text = str(exc) if isinstance(exc, SimEngineError | SpecInvalid) else f"{type(exc).__name__}: {exc}"
+    text = str(exc) if isinstance(exc, SimEngineError | SpecInvalid | RunOverBudget) else f"{type(exc).__name__}: {exc}"
     # Uploaded traces are named by their stored name, not by where this worker keeps them.
     return text.replace(f"{trace_dir()}{os.sep}", "")
 
@@ -262,8 +271,13 @@ class _Progress:
         self._last_check = self._last_write = -math.inf
 
     def check(self, force: bool = False) -> None:
-        """Raise if the run was cancelled or taken over (read at most every THROTTLE_SECONDS)."""
+        """Raise if the run was cancelled or taken over (read at most every THROTTLE_SECONDS), or
+        has used up its wall-clock budget (the engine calls this at least at every replication's
+        end and, while replication 0 runs, every half second)."""
         now = time.monotonic()
+        budget = settings.GRIDWEB_RUN_WALL_SECONDS
+        if now - self.started > budget:
+            raise RunOverBudget(budget)
         if not force and now - self._last_check < THROTTLE_SECONDS:
             return
         self._last_check = now

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.utils import timezone
 
 import simengine
 from simengine.scenario import GRID_TARGET
-from gridweb.scenarios.validation import SpecInvalid, validate_spec
+from gridweb.scenarios.validation import SpecInvalid, UserLimitReached, validate_spec
 from gridweb.sharing import Visibility, default_group
 from simengine.errors import ScenarioError
 
@@ -56,6 +57,8 @@ def create_run(user, spec: dict[str, Any], *, name: str | None = None, scenario=
                curated: bool = False, dispatch_now: bool = True) -> Run:
     """Validate ``spec`` (raises ``SpecInvalid``), store a queued Run and dispatch it."""
     engine_scenario = validate_spec(spec, user)
+    if not curated:
+        check_active_runs(user)
     run = Run.objects.create(
         owner=user, group=group if group is not None else default_group(user), visibility=visibility,
         name=name or engine_scenario.name or "run", description=description, tags=list(tags or []),
@@ -67,6 +70,19 @@ def create_run(user, spec: dict[str, Any], *, name: str | None = None, scenario=
     if dispatch_now:
         transaction.on_commit(lambda: dispatch(run.pk))
     return run
+
+
+def check_active_runs(user, adding: int = 1) -> None:
+    """Raise ``UserLimitReached`` when ``adding`` more runs would give ``user`` more queued or running
+    runs than this server lets one user have (``settings.GRIDWEB_MAX_ACTIVE_RUNS``; a sweep's
+    points count)."""
+    cap = settings.GRIDWEB_MAX_ACTIVE_RUNS
+    active = Run.objects.filter(owner=user, status__in=[Status.QUEUED, Status.RUNNING]).count()
+    if active + adding > cap:
+        what = "a run" if adding == 1 else f"{adding:,} runs"
+        raise UserLimitReached({"": [f"you have {active:,} runs queued or running and this server lets one user "
+                                f"have {cap:,} at once, so {what} more cannot start: wait for some to end, or "
+                                "cancel some"]})
 
 
 def dispatch(run_id: int) -> None:
@@ -209,6 +225,7 @@ def create_sweep(user, spec: dict[str, Any], parameters: dict[str, list], *, nam
         points = simengine.expand_sweep(base, parameters)
     except ScenarioError as exc:
         raise SpecInvalid(_sweep_errors(exc, parameters)) from exc
+    check_active_runs(user, len(points))
     sweep_name = name or base.name or "sweep"
     with transaction.atomic():
         sweep = Sweep.objects.create(

@@ -2,7 +2,8 @@
 
 The engine's pydantic schema is the single source of truth; this module adds the web's own
 rule for traces: a trace stream's ``path`` must name an uploaded trace the user may view
-(``TraceFile.stored_name``), never a file on the server.
+(``TraceFile.stored_name``), never a file on the server; and this server's limits
+(``settings.GRIDWEB_LIMITS``, simengine.limits).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from django.conf import settings
 
 import simengine
 from simengine.errors import ScenarioError
+from simengine.limits import Limits, limit_problems
 
 from .models import TraceFile
 
@@ -26,6 +28,11 @@ class SpecInvalid(Exception):
     def __init__(self, errors: dict[str, list[str]]):
         self.errors = errors
         super().__init__("; ".join(f"{k or '(scenario)'}: {', '.join(v)}" for k, v in errors.items()))
+
+
+class UserLimitReached(SpecInvalid):
+    """Not the document but its user is refused (too many runs queued or running): the errors'
+    path is "" wherever they are shown."""
 
 
 def trace_dir() -> Path:
@@ -78,9 +85,20 @@ def validate_spec(spec: Any, user=None) -> simengine.Scenario:
     if errors:
         raise SpecInvalid(errors)
     try:
-        return simengine.load_scenario(spec, base_dir=str(trace_dir()))
+        scenario = simengine.load_scenario(spec, base_dir=str(trace_dir()))
     except ScenarioError as exc:
         found: dict[str, list[str]] = {}
         for error in exc.errors:
             found.setdefault(error.path, []).append(error.message)
         raise SpecInvalid(found) from exc
+    found = {}
+    for path, message in limit_problems(scenario, site_limits()):
+        found.setdefault(path, []).append(message)
+    if found:
+        raise SpecInvalid(found)
+    return scenario
+
+
+def site_limits() -> Limits:
+    """This server's limits on a scenario (``settings.GRIDWEB_LIMITS``)."""
+    return Limits(**settings.GRIDWEB_LIMITS)

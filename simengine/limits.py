@@ -1,0 +1,103 @@
+"""Resource limits a deployment puts on the scenarios it accepts (docs/deploy.md, Limits).
+
+The engine itself simulates whatever it is given (the CLI and the Python API have no limits);
+a server checks each scenario against its :class:`Limits` before it queues a run, so a run that
+could not finish or be stored is refused at once, with the field to change, instead of failing
+hours later. The job counts are estimates made before simulating: a stream's ``count``, a trace's
+length, or an endless stream's arrival rate times the stop rule (``run.stop.completions``
+shared by rate, with the margin the engine draws, or ``run.stop.horizon``).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from simengine.scenario import EvolvingStream, Scenario, SyntheticStream, TraceStream
+from simengine.workload_build import load_trace_stream
+
+#: the engine draws this many more synthetic jobs than the completions asked for (workload_build)
+DRAW_MARGIN = 1.2
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The largest scenario a deployment runs (every field: None means no limit)."""
+
+    jobs: int | None = None  # jobs per replication
+    replications: int | None = None
+    cluster_processors: int | None = None
+    platform_processors: int | None = None
+    horizon: float | None = None  # simulated seconds
+    stored_rows: int | None = None  # job rows a Result keeps (over the replications it keeps)
+
+
+def estimated_jobs(scenario: Scenario) -> list[tuple[str, float]]:
+    """Per workload stream: (the field that sets how many jobs it has, about how many per replication)."""
+    run, platform = scenario.run, scenario.platform
+    streams = scenario.workload.streams
+    rates = [s.arrival_rate(platform) if isinstance(s, SyntheticStream) and s.count is None else 0.0
+             for s in streams]
+    total_rate = sum(r for r in rates if math.isfinite(r))
+    out = []
+    for i, stream in enumerate(streams):
+        here = f"workload.streams.{i}"
+        if isinstance(stream, TraceStream):
+            jobs, _ = load_trace_stream(stream, scenario, i)
+            out.append((f"{here}.limit", float(len(jobs))))
+        elif isinstance(stream, EvolvingStream):
+            continue  # a handful of applications, bounded by its own schema
+        elif getattr(stream, "count", None) is not None:
+            out.append((f"{here}.count", float(stream.count)))
+        elif run.stop.completions is not None:
+            share = rates[i] / total_rate if total_rate > 0 else 1.0
+            out.append(("run.stop.completions", run.stop.completions * DRAW_MARGIN * share))
+        elif run.stop.horizon is not None:
+            out.append(("run.stop.horizon", rates[i] * run.stop.horizon))
+    return out
+
+
+def limit_problems(scenario: Scenario, limits: Limits) -> list[tuple[str, str]]:
+    """(dotted field path, message) for every limit ``scenario`` goes past; empty when it fits."""
+    problems = []
+    run = scenario.run
+    if limits.replications is not None and run.replications > limits.replications:
+        problems.append(("run.replications", f"{run.replications:,} replications; this server runs at most "
+                                             f"{limits.replications:,} per run"))
+    if limits.horizon is not None and run.stop.horizon is not None and run.stop.horizon > limits.horizon:
+        problems.append(("run.stop.horizon", f"{run.stop.horizon:,.0f} s of simulated time; this server "
+                                             f"simulates at most {limits.horizon:,.0f} s"))
+    clusters = scenario.platform.clusters
+    if limits.cluster_processors is not None:
+        for i, c in enumerate(clusters):
+            if c.processors > limits.cluster_processors:
+                problems.append((f"platform.clusters.{i}.processors",
+                                 f"{c.processors:,} processors; this server allows at most "
+                                 f"{limits.cluster_processors:,} per cluster"))
+    total = sum(c.processors for c in clusters)
+    if limits.platform_processors is not None and total > limits.platform_processors:
+        problems.append(("platform.clusters", f"{total:,} processors in all; this server allows at most "
+                                              f"{limits.platform_processors:,} per platform"))
+    if limits.jobs is None and limits.stored_rows is None:
+        return problems
+    counts = estimated_jobs(scenario)
+    jobs = sum(n for _, n in counts)
+    if not math.isfinite(jobs):
+        problems.append(("workload.streams", "the arrival rates cannot be estimated (an infinite or zero mean?)"))
+        return problems
+    if limits.jobs is not None and jobs > limits.jobs:
+        field = max(counts, key=lambda c: c[1])[0]
+        problems.append((field, f"about {jobs:,.0f} jobs per replication; this server runs at most "
+                                f"{limits.jobs:,} (lower the count, the completions or the horizon)"))
+    kept = run.replications if run.keep_jobs == "all" else 1
+    if limits.stored_rows is not None and kept > 1 and jobs * kept > limits.stored_rows:
+        problems.append(("run.keep_jobs", f"about {jobs * kept:,.0f} job rows to store; this server stores at "
+                                          f"most {limits.stored_rows:,} per run (keep_jobs: first keeps "
+                                          "replication 0's only)"))
+    if limits.horizon is not None:
+        for i, stream in enumerate(scenario.workload.streams):
+            rate = stream.arrival_rate(scenario.platform) if isinstance(stream, SyntheticStream) else math.inf
+            if not rate * limits.horizon >= 1:  # (also NaN)
+                problems.append((f"workload.streams.{i}.arrival",
+                                 f"an arrival rate of {rate:.3g} jobs/s: not one job in {limits.horizon:,.0f} s "
+                                 "of simulated time (is the runtime's or size's mean right?)"))
+    return problems
