@@ -10,8 +10,10 @@ shared by rate, with the margin the engine draws, or ``run.stop.horizon``).
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 
+from simengine.errors import TraceError
 from simengine.scenario import EvolvingStream, Scenario, SyntheticStream, TraceStream
 from simengine.workload_build import load_trace_stream
 
@@ -42,7 +44,7 @@ def estimated_jobs(scenario: Scenario) -> list[tuple[str, float]]:
     for i, stream in enumerate(streams):
         here = f"workload.streams.{i}"
         if isinstance(stream, TraceStream):
-            jobs, _ = load_trace_stream(stream, scenario, i)
+            jobs, _ = load_trace_stream(stream, scenario, i)  # (a bad trace raises its TraceError)
             out.append((f"{here}.limit", float(len(jobs))))
         elif isinstance(stream, EvolvingStream):
             continue  # a handful of applications, bounded by its own schema
@@ -79,7 +81,13 @@ def limit_problems(scenario: Scenario, limits: Limits) -> list[tuple[str, str]]:
                                               f"{limits.platform_processors:,} per platform"))
     if limits.jobs is None and limits.stored_rows is None:
         return problems
-    counts = estimated_jobs(scenario)
+    try:
+        counts = estimated_jobs(scenario)
+    except TraceError as exc:  # the trace cannot be read: say so now rather than when the run starts
+        bad = [i for i, s in enumerate(scenario.workload.streams)
+               if isinstance(s, TraceStream) and os.path.basename(s.resolved_path) == os.path.basename(exc.file)]
+        problems.append((f"workload.streams.{bad[0]}.path" if bad else "workload.streams", str(exc)))
+        return problems
     jobs = sum(n for _, n in counts)
     if not math.isfinite(jobs):
         problems.append(("workload.streams", "the arrival rates cannot be estimated (an infinite or zero mean?)"))

@@ -93,7 +93,8 @@ def validate_spec(spec: Any, user=None) -> simengine.Scenario:
         raise SpecInvalid(found) from exc
     found = {}
     for path, message in limit_problems(scenario, site_limits()):
-        found.setdefault(path, []).append(message)
+        # (an unreadable trace is named by its stored name, not by where this server keeps it)
+        found.setdefault(path, []).append(message.replace(f"{trace_dir()}{os.sep}", ""))
     if found:
         raise SpecInvalid(found)
     return scenario

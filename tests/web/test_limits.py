@@ -108,10 +108,10 @@ def test_one_user_may_have_so_many_runs_queued_or_running(api, user, django_user
 
 
 def test_a_run_past_its_wall_clock_budget_fails_with_the_reason_and_keeps_its_gantt(user, settings):
-    long_run = spec(replications=30)
-    long_run["workload"]["streams"][0]["count"] = 20_000
+    long_run = spec(replications=40)  # some 3 s of simulation, warm
+    long_run["workload"]["streams"][0]["count"] = 150_000
     run = create_run(user, long_run, dispatch_now=False)
-    settings.GRIDWEB_RUN_WALL_SECONDS = 0.3
+    settings.GRIDWEB_RUN_WALL_SECONDS = 0.5
     assert execution.execute_run(run.pk) == Status.FAILED
     run.refresh_from_db()
     assert run.status == Status.FAILED and "wall-clock" in run.error and "limit per run" in run.error, run.error

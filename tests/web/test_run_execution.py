@@ -130,14 +130,22 @@ CORRUPT_SWF = (
 )
 
 
-def test_run_of_a_corrupt_trace_fails_naming_the_line_and_keeps_no_result(alice):
+def test_run_of_a_corrupt_trace_fails_naming_the_line_and_keeps_no_result(alice, settings):
     # Stored through the ORM: an upload would have been refused (gridweb.scenarios.traces).
     TraceFile.objects.create(owner=alice, name="broken", stored_name="broken.swf", original_name="broken.swf",
                              format="swf", content=CORRUPT_SWF.encode(), size=len(CORRUPT_SWF), sha256="x")
     spec = small_spec()
     spec["workload"]["streams"] = [{"kind": "trace", "name": "t", "path": "broken.swf", "target": "main"}]
     spec["run"] = {"seed": 1}
-
+    # The server's job limit reads the trace to count its jobs: the run is refused at submit ...
+    with pytest.raises(SpecInvalid) as refused:
+        create_run(alice, spec)
+    assert list(refused.value.errors) == ["workload.streams.0.path"]
+    message = refused.value.errors["workload.streams.0.path"][0]
+    assert "broken.swf, line 3" in message and "abc" in message and str(execution.trace_dir()) not in message
+    assert not Run.objects.exists()
+    # ... and without job limits it is taken, and fails in the worker naming the line.
+    settings.GRIDWEB_LIMITS = {**settings.GRIDWEB_LIMITS, "jobs": None, "stored_rows": None}
     run = wait_for(create_run(alice, spec), (Status.DONE, Status.FAILED))
 
     assert run.status == Status.FAILED
