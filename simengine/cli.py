@@ -221,8 +221,9 @@ def _simulate(scenario, out: str, quiet: bool, workers: int | None = None) -> in
         for key in ("mean_wait", "mean_response", "mean_bounded_slowdown", "utilisation"):
             m = s["metrics"].get(key)
             if m and m["mean"] is not None:
-                ci = f" ± {m['half_width']:.4g}" if m["half_width"] is not None else ""
-                print(f"  {key:24s} {m['mean']:.6g}{ci}")
+                ci = f"  95% CI [{m['ci_low']:.4g}, {m['ci_high']:.4g}]" if m["ci_low"] is not None else ""
+                flag = f"  ! {m['shaky']}" if m.get("shaky") else ""
+                print(f"  {key:24s} {m['mean']:.6g}{ci}{flag}")
         for note in result.notes:
             print(f"  note: {note}")
     return 0

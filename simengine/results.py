@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 from numba import njit
-from scipy import stats
 
 from simengine.gantt import KIND_NAMES, SEGMENT_COLUMNS
+from simengine.statistics import shaky, t_half_width, within_domain
 from simengine.version import ENGINE_VERSION
 from simengine.workload import (STATUS_COMPLETED, STATUS_KILLED, STATUS_NAMES, STATUS_REJECTED,
                                 STATUS_UNFINISHED)
@@ -44,7 +44,8 @@ SERIES_POINTS = 400
 
 @dataclass
 class Metric:
-    """A named scalar: mean over replications, 95% CI (t distribution), and each replication's value."""
+    """A named scalar: mean over replications, its 95% interval (Student's t, within the metric's
+    domain: simengine.statistics), each replication's value, and why the interval is shaky (if it is)."""
 
     name: str
     mean: float
@@ -59,19 +60,33 @@ class Metric:
         if len(v) == 0:
             return cls(name, math.nan, None, None, list(values))
         mean = float(v.mean())
-        if len(v) < 2:
+        half = t_half_width(v)
+        if half is None:
             return cls(name, mean, None, None, list(values))
-        half = float(stats.t.ppf(0.975, len(v) - 1) * v.std(ddof=1) / math.sqrt(len(v)))
-        return cls(name, mean, mean - half, mean + half, [float(x) for x in values])
+        low, high = within_domain(name, mean - half, mean + half)
+        return cls(name, mean, low, high, [float(x) for x in values])
 
     @property
     def half_width(self) -> float | None:
-        return None if self.ci_high is None else (self.ci_high - self.ci_low) / 2
+        """The t interval's half-width (the estimate's precision; the interval itself is cut
+        to the metric's domain, so it may be shorter on one side)."""
+        if self.ci_high is None:
+            return None
+        return t_half_width(self.values)
+
+    @property
+    def replications(self) -> int:
+        return int(np.count_nonzero(~np.isnan(np.asarray(self.values, dtype=float))))
+
+    @property
+    def shaky(self) -> str | None:
+        """Why the interval should not be trusted (simengine.statistics.shaky), or None."""
+        return shaky(self.replications, None if math.isnan(self.mean) else self.mean, self.half_width)
 
     def as_dict(self) -> dict[str, Any]:
         clean = [None if (isinstance(x, float) and math.isnan(x)) else x for x in self.values]
         return {"mean": None if math.isnan(self.mean) else self.mean, "ci_low": self.ci_low,
-                "ci_high": self.ci_high, "half_width": self.half_width, "values": clean}
+                "ci_high": self.ci_high, "half_width": self.half_width, "shaky": self.shaky, "values": clean}
 
 
 # ---- the compiled pass over one replication's jobs ---------------------------------------------

@@ -11,6 +11,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from simengine.statistics import stored_shaky, within_domain
+
 #: Metrics in the order the table lists them, with a label and a unit (docs/output.md, "Metrics").
 METRICS: dict[str, tuple[str, str]] = {
     "jobs_measured": ("jobs measured", ""),
@@ -52,6 +54,7 @@ class MetricCell:
     ci_high: float | None = None
     half_width: float | None = None
     replications: int = 0
+    shaky: str | None = None  # why the interval should not be trusted (simengine.statistics)
 
     @property
     def text(self) -> str:
@@ -108,8 +111,13 @@ def metrics_table(summaries: list[dict[str, Any]]) -> list[MetricRow]:
             if not isinstance(m, dict):
                 row.cells.append(MetricCell())
                 continue
-            row.cells.append(MetricCell(m.get("mean"), m.get("ci_low"), m.get("ci_high"), m.get("half_width"),
-                                        int((s or {}).get("replications") or len(m.get("values") or []))))
+            known = (s or {}).get("replications") or (len(m["values"]) if "values" in m else None)
+            replications = int(known or 0)
+            low, high = m.get("ci_low"), m.get("ci_high")
+            if low is not None and high is not None:  # (results stored before intervals kept to the domain)
+                low, high = within_domain(name, low, high)
+            row.cells.append(MetricCell(m.get("mean"), low, high, m.get("half_width"), replications,
+                                        stored_shaky(m, known)))
         rows.append(row)
     return rows
 

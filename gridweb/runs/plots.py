@@ -20,6 +20,7 @@ from bokeh.palettes import Category10_10
 from bokeh.plotting import figure
 
 from simengine.results import measured_rows
+from simengine.statistics import stored_shaky
 
 PLOT_HEIGHT = 260
 LEGEND_ROW = 20  # pixels per legend item under a figure
@@ -214,15 +215,20 @@ def sweep_figure(points: list[dict[str, Any]], x_parameter: str, metric: str):
             # no interval (one replication): the bar collapses onto the mean
             "low": [_or(m["metrics"][metric].get("ci_low"), m["metrics"][metric]["mean"]) for m in rows],
             "high": [_or(m["metrics"][metric].get("ci_high"), m["metrics"][metric]["mean"]) for m in rows],
+            # (a sweep's table keeps the replication count, a run's summary the values)
+            "shaky": [stored_shaky(m["metrics"][metric], m["metrics"][metric].get("replications")) or ""
+                      for m in rows],
         }
+        data["fill"] = ["white" if s else colour(i) for s in data["shaky"]]
         source = ColumnDataSource(data)
         extra = {"legend_label": label} if label else {}
         fig.line("x", "mean", source=source, color=colour(i), line_width=2, **extra)
-        fig.scatter("x", "mean", source=source, color=colour(i), size=8, **extra)
+        fig.scatter("x", "mean", source=source, line_color=colour(i), fill_color="fill", size=8, **extra)
         fig.add_layout(Whisker(source=source, base="x", lower="low", upper="high", line_color=colour(i)))
         # Annotations do not stretch the automatic y range: an invisible segment over each CI does.
         fig.segment("x", "low", "x", "high", source=source, line_alpha=0)
-    fig.add_tools(HoverTool(tooltips=[(x_parameter, "@x"), (metric, "@mean"), ("95% CI", "@low – @high")]))
+    fig.add_tools(HoverTool(tooltips=[(x_parameter, "@x"), (metric, "@mean"), ("95% CI", "@low – @high"),
+                                      ("", "@shaky")]))
     if any(groups):
         legend_below(fig)
     return fig

@@ -5,7 +5,8 @@
 
     {"point": 0, "run": 17, "status": "done",
      "parameters": {"workload.streams.0.arrival.target_load": 0.5},
-     "metrics": {"mean_wait": {"mean": 812.4, "ci_low": 790.1, "ci_high": 834.7}, ...}}
+     "metrics": {"mean_wait": {"mean": 812.4, "ci_low": 790.1, "ci_high": 834.7, "half_width": 22.3,
+                               "replications": 10}, ...}}
 
 The metrics are the sweep table's (``simengine.sweep.TABLE_METRICS``) read from each run's
 ``summary``; ``ci_low``/``ci_high`` are ``None`` when the scenario has one replication, and
@@ -33,7 +34,8 @@ def point_row(index: int, run: Run) -> dict[str, Any]:
         for name in TABLE_METRICS:
             if name in stored:
                 metric = stored[name]
-                metrics[name] = {key: metric.get(key) for key in ("mean", "ci_low", "ci_high")}
+                metrics[name] = {key: metric.get(key) for key in ("mean", "ci_low", "ci_high", "half_width")}
+                metrics[name]["replications"] = len([v for v in metric.get("values") or [] if v is not None])
     return {"point": index, "run": run.pk, "status": run.status, "parameters": run.sweep_point,
             "metrics": metrics}
 

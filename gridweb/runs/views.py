@@ -29,6 +29,7 @@ from gridweb.scenarios.models import Scenario
 from gridweb.scenarios.validation import SpecInvalid
 from gridweb.sharing import Visibility, default_group
 from simengine.gantt import KIND_NAMES
+from simengine.statistics import SHAKY_RULE
 from simengine.workload import STATUS_NAMES
 
 from . import compare as comparing
@@ -117,6 +118,7 @@ def run_page_context(request: HttpRequest, run: Run, comment_form: CommentForm |
     can_edit = run.can_edit(request.user)
     return {
         "run": run,
+        "shaky_help": SHAKY_RULE,
         "can_edit": can_edit,
         "can_cancel": can_edit and run.status in (Status.QUEUED, Status.RUNNING),
         "can_comment": request.user.is_authenticated,
@@ -337,6 +339,7 @@ def compare(request: HttpRequest) -> HttpResponse:
             [(label, result_arrays(run) if run.status == Status.DONE else None) for label, run in zip(labels, runs)]))
         context.update({
             "metrics": comparing.metrics_table([run.summary for run in runs]),
+            "shaky_help": SHAKY_RULE,
             "diff": comparing.scenario_diff([run.spec for run in runs]),
             "same_scenario": len({run.scenario_hash for run in runs}) == 1 and bool(runs[0].scenario_hash),
             "plot_script": script,
@@ -394,7 +397,9 @@ def sweep_detail(request: HttpRequest, pk: int) -> HttpResponse:
     figures = {"aggregate": plots.sweep_figure(points, x_parameter, metric)} if points and metric and x_parameter else {}
     script, divs = plots.embed(figures)
     statuses = {status: sum(1 for r in runs if r.status == status) for status in Status.values}
-    chosen = comparing.metrics_table([{"metrics": {metric: p["metrics"].get(metric)}} for p in points])
+    chosen = comparing.metrics_table([{"metrics": {metric: p["metrics"].get(metric)},
+                                       "replications": (p["metrics"].get(metric) or {}).get("replications")}
+                                      for p in points])
     cells = chosen[0].cells if chosen else [comparing.MetricCell() for _ in points]
     table = [{"values": [p["values"].get(k) for k in parameters], "run": p["run"], "cell": cell,
               "status": p["status"] or (p["run"].status if p["run"] else "")} for p, cell in zip(points, cells)]
@@ -406,6 +411,7 @@ def sweep_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "finished": sweep.status in FINISHED, "finished_points": sum(1 for r in runs if r.status in FINISHED),
         "metric": metric, "metric_names": metric_names, "x_parameter": x_parameter,
         "points": points, "table": table, "pending": pending, "plot_script": script, "plot_divs": divs,
+        "shaky_help": SHAKY_RULE,
     })
 
 

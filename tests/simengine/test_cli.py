@@ -115,3 +115,15 @@ def test_job_larger_than_every_cluster_is_a_clear_cli_error(tmp_path):
     out = cli("run", bad, "--out", tmp_path / "o")
     assert out.returncode == 2
     assert "workload.streams.0.size" in out.stderr and "larger than cluster 'a'" in out.stderr
+
+
+def test_run_prints_each_interval_and_flags_a_shaky_one(tmp_path):
+    out = cli("run", "examples/single-cluster-easy.yaml", "--out", tmp_path / "few", "--replications", "3")
+    assert out.returncode == 0, out.stderr
+    wait = next(line for line in out.stdout.splitlines() if line.strip().startswith("mean_wait"))
+    summary = json.loads((tmp_path / "few" / "summary.json").read_text())["metrics"]["mean_wait"]
+    assert f"95% CI [{summary['ci_low']:.4g}, {summary['ci_high']:.4g}]" in wait
+    assert summary["ci_low"] >= 0 and "! only 3 replications" in wait and summary["shaky"] in wait
+    out = cli("run", "examples/single-cluster-easy.yaml", "--out", tmp_path / "many", "--replications", "8")
+    wait = next(line for line in out.stdout.splitlines() if line.strip().startswith("mean_wait"))
+    assert "95% CI" in wait and "!" not in wait, wait

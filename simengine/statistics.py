@@ -1,0 +1,90 @@
+"""The confidence intervals a researcher reads, and when to distrust them (docs/output.md, Metrics).
+
+Every metric of a Result is a mean over replications with a 95% interval: Student's t interval
+of the replications' values, **intersected with the metric's domain** (waits ≥ 0, slowdowns ≥ 1,
+utilisations and rates in [0, 1]; :func:`domain`). The intersection keeps the coverage: the
+true mean lies in the domain, so whenever the t interval holds it, so does its part inside the
+domain; it only removes values the metric cannot take (a 3-replication wait interval no longer
+starts at -854 s). ``tests/simengine/test_statistics.py`` measures the coverage on simulated
+replication values of the shapes GridWeb's metrics have.
+
+An interval is **shaky** (:func:`shaky`, shown beside it in the CLI and on every page) when it
+comes from fewer than ``MIN_REPLICATIONS`` replications or its half-width is more than
+``WIDE`` times the mean: the t interval's coverage then rests on assumptions a few skewed values
+cannot support, or the interval says little. One place decides both, for the engine and the site.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import stats
+
+#: fewer replications than this give a shaky interval
+MIN_REPLICATIONS = 5
+#: a half-width beyond this share of the mean gives a shaky interval
+WIDE = 0.5
+
+_AT_LEAST_ONE = ("slowdown",)
+_UNIT = ("utilisation", "claimed", "fraction", "rate", "share")
+_NONNEGATIVE = ("wait", "response", "makespan", "throughput", "jobs", "reservations", "preemptions", "lost",
+                "work", "load", "queue", "tries", "kills", "killed", "workflows", "cross_slice")
+
+
+def t_half_width(values) -> float | None:
+    """Half-width of Student's t 95% interval of the mean of ``values`` (NaNs left out); None
+    for fewer than two values."""
+    v = np.asarray(values, dtype=float)
+    v = v[~np.isnan(v)]
+    if len(v) < 2:
+        return None
+    return float(stats.t.ppf(0.975, len(v) - 1) * v.std(ddof=1) / math.sqrt(len(v)))
+
+
+def domain(name: str) -> tuple[float, float]:
+    """The values metric ``name`` can take (``utilisation.<cluster>`` as ``utilisation``)."""
+    words = name.split(".")[0].split("_")
+    if words[-1] == "pct":  # a percentage (evolving applications' metrics)
+        return (0.0, 100.0) if words[0] in _UNIT else (0.0, math.inf)
+    if any(w in _AT_LEAST_ONE for w in words):
+        return 1.0, math.inf
+    if words[-1] in _UNIT or words[0] in _UNIT:
+        return 0.0, 1.0
+    if any(w in _NONNEGATIVE for w in words):
+        return 0.0, math.inf
+    return -math.inf, math.inf
+
+
+def within_domain(name: str, low: float, high: float) -> tuple[float, float]:
+    """``[low, high]`` intersected with the domain of ``name``."""
+    lo, hi = domain(name)
+    return min(max(low, lo), hi), max(min(high, hi), lo)
+
+
+#: what the flag means, for a page's tooltip
+SHAKY_RULE = (f"an interval is flagged when it comes from fewer than {MIN_REPLICATIONS} replications or its "
+              f"half-width is more than {WIDE:.0%} of the mean")
+
+
+def shaky(replications: int, mean: float | None, half_width: float | None) -> str | None:
+    """Why an interval should not be trusted, in one line; None when it may be."""
+    if mean is None or (isinstance(mean, float) and math.isnan(mean)):
+        return None
+    if replications < 2:
+        return "1 replication: no interval"
+    if replications < MIN_REPLICATIONS:
+        return f"only {replications} replications (fewer than {MIN_REPLICATIONS}): the interval is rough"
+    if half_width is not None and abs(mean) > 0 and half_width > WIDE * abs(mean):
+        return f"wide: the half-width is {half_width / abs(mean):.0%} of the mean"
+    return None
+
+
+def stored_shaky(stored: dict, replications: int | None = None) -> str | None:
+    """:func:`shaky` of a metric as a Result's summary stores it (``mean``, ``half_width``,
+    ``values``; ``replications`` when the values were not kept, as in a sweep's table)."""
+    if replications is None:
+        if "values" not in stored:
+            return None  # (an older sweep table: how many replications is not known)
+        replications = sum(v is not None and not (isinstance(v, float) and math.isnan(v))
+                           for v in stored.get("values") or [])
+    return shaky(replications, stored.get("mean"), stored.get("half_width"))

@@ -1,0 +1,135 @@
+"""The intervals a researcher reads (simengine.statistics): they never leave their metric's domain,
+they cover the true mean at least 93% of the time at nominal 95% on the shapes GridWeb's metrics
+have, and the shaky ones say so (issue 13, "Statistics that cannot mislead")."""
+from __future__ import annotations
+
+import copy
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import simengine
+from simengine.results import Metric
+from simengine.statistics import MIN_REPLICATIONS, domain, shaky, stored_shaky, within_domain
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("mean_wait", (0, math.inf)), ("p95_wait", (0, math.inf)), ("mean_response", (0, math.inf)),
+    ("mean_slowdown", (1, math.inf)), ("mean_bounded_slowdown", (1, math.inf)), ("utilisation", (0, 1)),
+    ("utilisation.das-vu", (0, 1)), ("makespan", (0, math.inf)), ("throughput", (0, math.inf)),
+    ("jobs_measured", (0, math.inf)), ("lost_work", (0, math.inf)), ("reservation_vs_cbf", (-math.inf, math.inf)),
+    ("utilisation_pct", (0, 100)), ("waste_pct", (0, math.inf)),
+])
+def test_domains(name, expected):
+    assert domain(name) == expected
+
+
+def test_an_interval_is_cut_to_the_domain_and_keeps_its_inside():
+    assert within_domain("mean_wait", -854.3, 6635) == (0.0, 6635)
+    assert within_domain("mean_slowdown", 0.0499, 9.878) == (1.0, 9.878)
+    assert within_domain("utilisation", 0.93, 1.04) == (0.93, 1.0)
+    assert within_domain("reservation_vs_cbf", -3.0, 2.0) == (-3.0, 2.0)
+
+
+def test_the_issues_three_replication_sweep_point_reads_right_and_is_flagged():
+    # waits of three replications of a heavily loaded cluster: the t interval reaches far below 0
+    m = Metric.from_values("mean_wait", [120.0, 310.0, 8200.0])
+    assert m.ci_low == 0.0 and m.ci_high > m.mean
+    assert m.half_width > m.mean  # the precision is still reported as the t interval's
+    assert "only 3 replications" in m.shaky
+    s = Metric.from_values("mean_slowdown", [1.02, 1.1, 19.0])
+    assert s.ci_low == 1.0 and "only 3 replications" in s.shaky
+    assert m.as_dict()["shaky"] == m.shaky
+
+
+def test_shaky_reasons():
+    assert shaky(1, 10.0, None) == "1 replication: no interval"
+    assert "only 4 replications" in shaky(4, 10.0, 1.0)
+    assert shaky(MIN_REPLICATIONS, 10.0, 4.9) is None
+    assert shaky(30, 10.0, 5.1) == "wide: the half-width is 51% of the mean"
+    assert shaky(30, None, 5.1) is None  # no value, nothing to distrust
+    # as stored in a summary (values kept) or a sweep's table (a count)
+    assert "only 2" in stored_shaky({"mean": 3.0, "half_width": 0.1, "values": [2.9, None, 3.1]})
+    assert stored_shaky({"mean": 3.0, "half_width": 0.1}, replications=12) is None
+    assert stored_shaky({"mean": 3.0, "half_width": 0.1}) is None  # an older sweep table: not known
+
+
+# ---- coverage ------------------------------------------------------------------------------------
+
+def coverage(draw, truth: float, name: str, replications: int, datasets: int, rng) -> float:
+    """Share of ``datasets`` sets of ``replications`` values whose interval holds ``truth``."""
+    hit = 0
+    for _ in range(datasets):
+        m = Metric.from_values(name, list(draw(rng, replications)))
+        hit += m.ci_low <= truth <= m.ci_high
+    return hit / datasets
+
+
+# Replication values of the shapes GridWeb's metrics have: a mean over a replication's jobs of
+# skewed per-job values (waits: many zeros and a long tail; slowdowns: 1 plus a long tail),
+# and utilisations close to 1.
+SIGMA, JOBS = 1.5, 2000
+LOGNORMAL_MEAN = math.exp(SIGMA ** 2 / 2)
+
+
+def mean_wait(rng, r):
+    waited = rng.random((r, JOBS)) < 0.4
+    return (waited * rng.lognormal(0.0, SIGMA, (r, JOBS)) * 100).mean(axis=1)
+
+
+def mean_slowdown(rng, r):
+    return 1.0 + rng.lognormal(0.0, SIGMA, (r, JOBS)).mean(axis=1)
+
+
+def utilisation(rng, r):
+    return rng.beta(180, 12, r)
+
+
+SHAPES = [("mean_wait", mean_wait, 0.4 * LOGNORMAL_MEAN * 100), ("mean_slowdown", mean_slowdown, 1 + LOGNORMAL_MEAN),
+          ("utilisation", utilisation, 180 / 192)]
+
+
+@pytest.mark.parametrize("replications", [MIN_REPLICATIONS, 10, 30])
+@pytest.mark.parametrize("name, draw, truth", SHAPES, ids=[s[0] for s in SHAPES])
+def test_coverage_of_the_job_metric_shapes(name, draw, truth, replications):
+    got = coverage(draw, truth, name, replications, 2000, np.random.default_rng(replications))
+    assert got >= 0.93, f"{name}, {replications} replications: {got:.1%}"
+
+
+@pytest.mark.slow
+def test_coverage_on_gridweb_replications_of_a_busy_cluster():
+    # 600 replications of an M/M/4 cluster at load 0.85 (500 completions after 100 warm-up ones):
+    # the mean of all of them stands for the truth; 120 sets of 5 and 60 of 10 replications.
+    doc = simengine.load_scenario(EXAMPLES / "mmc-erlang.json").model_dump(mode="json")
+    doc = copy.deepcopy(doc)
+    doc["run"].update({"replications": 600, "keep_jobs": "first", "stop": {"completions": 600},
+                       "warmup": {"completions": 100}})
+    values = np.array(simengine.run(doc).metrics["mean_wait"].values)
+    truth = values.mean()
+    for r in (5, 10):
+        sets = values.reshape(-1, r)
+        hits = [m.ci_low <= truth <= m.ci_high for m in (Metric.from_values("mean_wait", list(s)) for s in sets)]
+        assert np.mean(hits) >= 0.9, (r, np.mean(hits))  # 120 or 60 sets: 2 standard errors below 95%
+        assert all(Metric.from_values("mean_wait", list(s)).ci_low >= 0 for s in sets)
+
+
+# ---- every example ---------------------------------------------------------------------------------
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", sorted(p.name for p in EXAMPLES.glob("*.y*ml")) + ["mmc-erlang.json"])
+def test_every_examples_values_and_intervals_lie_in_their_metrics_domains(path):
+    scenario = simengine.load_scenario(EXAMPLES / path)
+    doc = scenario.model_dump(mode="json")
+    doc["run"]["replications"] = 3
+    result = simengine.run(simengine.load_scenario(doc, base_dir=str(EXAMPLES)))
+    for name, m in result.metrics.items():
+        lo, hi = domain(name)
+        values = [v for v in m.values if not math.isnan(v)]
+        assert all(lo - 1e-9 <= v <= hi + 1e-9 for v in values), (name, values)
+        if m.ci_low is not None:
+            assert lo <= m.ci_low <= m.mean <= m.ci_high <= hi, (name, m)
+        assert m.shaky is not None  # 3 replications
