@@ -24,7 +24,7 @@ migrate: venv
 # time; later starts find them and go straight to the server.
 run: migrate
 	$(PY) manage.py gridweb_demo --run-now
-	$(PY) manage.py runserver 0.0.0.0:8000
+	DJANGO_DEBUG=$${DJANGO_DEBUG:-1} $(PY) manage.py runserver 0.0.0.0:8000
 
 # Debian's Chromium for the browser tests; without root this may fail, and those tests skip.
 chromium:

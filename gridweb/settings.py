@@ -9,9 +9,11 @@ Two runtime modes (see DESIGN.md, "Runtime modes"):
   selects the channels_redis layer and the Celery broker and result backend; workers
   are started with ``celery -A gridweb worker`` (runs go to them; see docs/deploy.md).
 
-Other environment variables: ``DJANGO_DEBUG`` (default on; ``0`` turns it off),
-``DJANGO_SECRET_KEY`` (required when DEBUG is off), ``DJANGO_ALLOWED_HOSTS`` and
-``DJANGO_CSRF_TRUSTED_ORIGINS`` (comma-separated). ``gridweb.settings_production``
+Other environment variables: ``DJANGO_DEBUG`` (default off: only ``make run``, the development
+path, turns it on; error pages then show settings), ``DJANGO_SECRET_KEY`` (default: a random key
+kept in ``GRIDWEB_DATA_DIR/secret_key``; set it when several web servers share sessions),
+``DJANGO_ALLOWED_HOSTS`` (default: this machine's names only) and ``DJANGO_CSRF_TRUSTED_ORIGINS``
+(comma-separated). ``gridweb.settings_production``
 builds on this module for a deployed server.
 """
 
@@ -48,16 +50,37 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in value.split(",") if item.strip()]
 
 
-DEBUG = env_bool("DJANGO_DEBUG", True)
+# Off unless asked for: a DEBUG error page prints every setting (database and broker URLs included).
+DEBUG = env_bool("DJANGO_DEBUG", False)
+
+GRIDWEB_DATA_DIR = Path(os.environ.get("GRIDWEB_DATA_DIR", BASE_DIR / "artifacts" / "data"))
+
+
+def secret_key_file(path: Path) -> str:
+    """The key kept in ``path``, made (random, readable by this user only) the first time."""
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        import secrets
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        key = secrets.token_urlsafe(50)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:  # another process made it first
+            return path.read_text().strip()
+        with os.fdopen(fd, "w") as out:
+            out.write(key)
+        return key
+
 
 SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "")
 if not SECRET_KEY:
-    if not DEBUG:
-        raise ImproperlyConfigured("DJANGO_SECRET_KEY must be set when DEBUG is off.")
-    SECRET_KEY = "django-insecure-gridweb-development-key-do-not-use-in-production"
+    SECRET_KEY = ("django-insecure-gridweb-development-key-do-not-use-in-production" if DEBUG
+                  else secret_key_file(GRIDWEB_DATA_DIR / "secret_key"))
 
-# The development server listens on 0.0.0.0, so in DEBUG any host name is accepted.
-ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["*"] if DEBUG else ["localhost", "127.0.0.1"])
+# Host names this server answers to (DJANGO_ALLOWED_HOSTS for any other: the name users type).
+ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
 
 INSTALLED_APPS = [
@@ -82,6 +105,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",  # /static/ from any server (daphne alone, DEBUG off)
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "gridweb.safe_json.RejectNulMiddleware",  # parameters with NUL characters: 400, not a database error
@@ -181,6 +205,14 @@ STATIC_URL = "static/"
 # BokehJS is served from the installed bokeh package (same version as the Python side, no CDN).
 STATICFILES_DIRS = [BASE_DIR / "static", ("bokeh", Path(bokehjs_path()) / "js")]
 STATIC_ROOT = Path(os.environ.get("DJANGO_STATIC_ROOT", BASE_DIR / "artifacts" / "staticfiles"))
+# WhiteNoise serves the static files straight from their folders (no collectstatic needed);
+# behind nginx the proxy serves them itself (docs/deploy.md).
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = DEBUG
+try:
+    STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # (WhiteNoise also looks there: collectstatic's output)
+except OSError:
+    pass
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -218,7 +250,6 @@ SPECTACULAR_SETTINGS = {
 
 # --- Simulation runs ----------------------------------------------------------------------------
 # Where uploaded traces are materialised for the engine (from the database, on any worker machine).
-GRIDWEB_DATA_DIR = Path(os.environ.get("GRIDWEB_DATA_DIR", BASE_DIR / "artifacts" / "data"))
 GRIDWEB_TRACE_DIR = GRIDWEB_DATA_DIR / "traces"
 # Result arrays of finished runs (and their Gantt columns, memory-mapped by the level-of-detail
 # views) go through Django's storage API, storage "results": local files under GRIDWEB_DATA_DIR by

@@ -112,7 +112,8 @@ def test_asgi_application_serves_http():
     from gridweb.asgi import application
 
     async def get_home():
-        return await HttpCommunicator(application, "GET", "/").get_response(timeout=10)
+        return await HttpCommunicator(application, "GET", "/", headers=[(b"host", b"localhost")]).get_response(
+            timeout=10)
 
     response = async_to_sync(get_home)()
 
@@ -126,25 +127,51 @@ import json
 from asgiref.sync import async_to_sync
 from channels.testing import WebsocketCommunicator
 
+from channels.generic.websocket import AsyncWebsocketConsumer
+
 from gridweb.asgi import application
+from gridweb.web.origin import SameOriginValidator
+
+# the site's websockets go through the check; what it lets through reaches this stand-in consumer
+assert isinstance(application.application_mapping["websocket"], SameOriginValidator)
+checked = SameOriginValidator(AsyncWebsocketConsumer.as_asgi())
 
 
-async def connect(origin):
-    communicator = WebsocketCommunicator(application, "/ws/", headers=[(b"origin", origin)])
+async def connect(headers):
+    communicator = WebsocketCommunicator(checked, "/ws/runs/1/", headers=headers)
     connected, _ = await communicator.connect(timeout=5)
     await communicator.disconnect()
     return connected
 
 
-print(json.dumps(async_to_sync(connect)(b"https://evil.example")))
+print(json.dumps({
+    "foreign page": async_to_sync(connect)([(b"origin", b"https://evil.example"), (b"host", b"gridweb.example")]),
+    "no host": async_to_sync(connect)([(b"origin", b"https://evil.example")]),
+    "own page": async_to_sync(connect)([(b"origin", b"https://gridweb.example"), (b"host", b"gridweb.example")]),
+    "own page, port": async_to_sync(connect)([(b"origin", b"https://gridweb.example:8443"),
+                                             (b"host", b"gridweb.example:8443")]),
+    "rebound name": async_to_sync(connect)([(b"origin", b"http://evil.example"), (b"host", b"evil.example")]),
+    "script": async_to_sync(connect)([(b"host", b"gridweb.example")]),
+}))
 """
 
 
-def test_asgi_application_refuses_websockets_from_foreign_origins():
-    # The origin check reads ALLOWED_HOSTS when the application is built: build it in a subprocess.
-    env = project_env(DJANGO_ALLOWED_HOSTS="gridweb.example")
+@pytest.mark.parametrize("debug", ["0", "1"])
+def test_asgi_application_refuses_websockets_opened_by_other_sites(debug):
+    # In a subprocess: the settings are read when the application is built.
+    env = project_env(DJANGO_ALLOWED_HOSTS="gridweb.example", DJANGO_DEBUG=debug)
 
-    assert run_python_json(WEBSOCKET_ORIGIN_PROBE, env=env) is False
+    assert run_python_json(WEBSOCKET_ORIGIN_PROBE, env=env) == {
+        "foreign page": False, "no host": False, "own page": True, "own page, port": True,
+        "rebound name": False,  # a page whose name was pointed at this server: not an allowed host
+        "script": True,  # no Origin: no browser carrying someone's cookie; the consumer checks the rest
+    }
+
+
+def test_a_page_of_another_site_cannot_open_a_websocket_even_with_every_host_allowed():
+    env = project_env(DJANGO_ALLOWED_HOSTS="*", DJANGO_DEBUG="1")
+    found = run_python_json(WEBSOCKET_ORIGIN_PROBE, env=env)
+    assert found["foreign page"] is False and found["own page"] is True
 
 
 @pytest.mark.skipif(settings.GRIDWEB_MODE != "embedded", reason="the test process runs in full-stack mode")
@@ -177,7 +204,7 @@ def test_embedded_mode_is_the_default():
 
     assert found == {
         "mode": "embedded",
-        "debug": True,
+        "debug": False,  # only when asked for (make run asks)
         "engine": "django.db.backends.sqlite3",
         "name": str(ROOT / "db.sqlite3"),
         "channel_layer": "channels.layers.InMemoryChannelLayer",
@@ -190,7 +217,6 @@ def test_embedded_mode_is_the_default():
 @pytest.mark.parametrize(
     ("env", "message"),
     [
-        ({"DJANGO_DEBUG": "0"}, "DJANGO_SECRET_KEY must be set when DEBUG is off"),
         ({"DJANGO_DEBUG": "sometimes"}, "DJANGO_DEBUG='sometimes' is not a boolean"),
         ({"DJANGO_SETTINGS_MODULE": "gridweb.settings_production"}, "DJANGO_SECRET_KEY must be set"),
     ],
@@ -257,7 +283,7 @@ with connection.cursor() as cursor:
     cursor.execute("SELECT version()")
     server = cursor.fetchone()[0]
 message = asyncio.run(group_round_trip())
-health = Client().get("/healthz")
+health = Client().get("/healthz", HTTP_HOST="localhost")  # (no test runner: "testserver" is no host here)
 print(json.dumps({
     "mode": settings.GRIDWEB_MODE,
     "engine": settings.DATABASES["default"]["ENGINE"],
@@ -341,3 +367,56 @@ def test_celery_worker_runs_tasks_through_redis(full_stack_env):
     assert result.returncode == 0, f"{result.stderr}\nworker log:\n{log}"
     assert result.stdout.strip().splitlines()[-1] == f'"pong-{queue}"'
     assert "gridweb.ping" in log
+
+
+# --- Safe defaults (issue 14, "Debug leaks by default") ---------------------------------------------
+
+ERROR_PAGE_PROBE = """
+import json
+import django
+django.setup()
+from django.conf import settings
+from django.test import Client
+from django.urls import path
+
+import gridweb.urls
+
+
+def broken(request):
+    raise RuntimeError("a bug")
+
+
+gridweb.urls.urlpatterns.append(path("broken/", broken))
+response = Client(raise_request_exception=False).get("/broken/", HTTP_HOST="localhost")
+body = response.content.decode()
+static = Client().get("/static/css/site.css", HTTP_HOST="localhost")
+print(json.dumps({"status": response.status_code, "debug": settings.DEBUG,
+                  "leaks": [word for word in ("DATABASES", "REDIS_URL", "SECRET_KEY", "Traceback", "a bug")
+                            if word in body],
+                  "key": settings.SECRET_KEY, "static": static.status_code}))
+"""
+
+
+def test_by_default_an_error_page_shows_no_settings_and_static_files_are_still_served(tmp_path):
+    # the README's full-stack steps set no DJANGO_DEBUG: errors must not print the settings, and a
+    # bare ASGI server (daphne, or runserver without DEBUG) serves /static/ itself (WhiteNoise)
+    env = project_env(GRIDWEB_DATA_DIR=str(tmp_path), REDIS_URL="redis://:hunter2@127.0.0.1:6379/9")
+    found = run_python_json(ERROR_PAGE_PROBE, env=env)
+    assert found["status"] == 500 and found["debug"] is False and found["leaks"] == [], found
+    assert found["static"] == 200
+    # the secret key is made once, random, readable by its owner only, and kept across restarts
+    key_file = tmp_path / "secret_key"
+    assert key_file.read_text() == found["key"] and len(found["key"]) >= 50 and "insecure" not in found["key"]
+    assert oct(key_file.stat().st_mode & 0o777) == "0o600"
+    assert run_python_json(ERROR_PAGE_PROBE, env=env)["key"] == found["key"]
+    # asked for (make run does), DEBUG shows the developer's error page
+    debug = run_python_json(ERROR_PAGE_PROBE, env={**env, "DJANGO_DEBUG": "1"})
+    assert debug["debug"] is True and "Traceback" in debug["leaks"]
+
+
+def test_make_run_is_the_only_place_that_asks_for_debug():
+    makefile = (ROOT / "Makefile").read_text()
+    assert "DJANGO_DEBUG=$${DJANGO_DEBUG:-1} $(PY) manage.py runserver" in makefile
+    readme = (ROOT / "README.md").read_text()
+    full_stack_commands = readme.split("## Full stack mode")[1].split("```sh")[1].split("```")[0]
+    assert "manage.py runserver" in full_stack_commands and "DJANGO_DEBUG" not in full_stack_commands
