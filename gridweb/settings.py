@@ -165,6 +165,9 @@ if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
     CELERY_RESULT_BACKEND = REDIS_URL
     CELERY_TASK_ALWAYS_EAGER = False
+    # one cache for every web process (the login throttle's counters, gridweb/accounts/throttle.py)
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
+                          "KEY_PREFIX": "gridweb"}}
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
     # No broker: tasks run in the calling process and their errors propagate.
@@ -288,6 +291,12 @@ GRIDWEB_LIMITS = {
     "horizon": float(os.environ.get("GRIDWEB_MAX_HORIZON_SECONDS", 100 * 365 * 86400)),
     "stored_rows": int(os.environ.get("GRIDWEB_MAX_STORED_ROWS", 20_000_000)),  # job rows of a Result
 }
+# Login throttling (gridweb/accounts/throttle.py): after this many failed logins of one username, or
+# from one address, within the lock time, logins of that username (or from that address) are refused
+# until the lock time has passed since the last failure -- the right password included.
+GRIDWEB_LOGIN_FAILURES_PER_USER = int(os.environ.get("GRIDWEB_LOGIN_FAILURES_PER_USER", 5))
+GRIDWEB_LOGIN_FAILURES_PER_ADDRESS = int(os.environ.get("GRIDWEB_LOGIN_FAILURES_PER_ADDRESS", 20))
+GRIDWEB_LOGIN_LOCK_SECONDS = float(os.environ.get("GRIDWEB_LOGIN_LOCK_SECONDS", 15 * 60))
 GRIDWEB_MAX_ACTIVE_RUNS = int(os.environ.get("GRIDWEB_MAX_ACTIVE_RUNS", 300))  # per user (a sweep's points count)
 GRIDWEB_RUN_WALL_SECONDS = float(os.environ.get("GRIDWEB_RUN_WALL_SECONDS", 6 * 3600))
 # Embedded mode runs simulations in a background thread of the web process instead of Celery.

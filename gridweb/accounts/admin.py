@@ -4,6 +4,8 @@ from django.contrib import admin
 from django.contrib.auth.admin import GroupAdmin
 from django.contrib.auth.models import Group
 
+from .forms import AdminLoginForm
+
 
 class ResearchGroupAdmin(GroupAdmin):
     list_display = ("name", "member_list")
@@ -15,3 +17,6 @@ class ResearchGroupAdmin(GroupAdmin):
 
 admin.site.unregister(Group)
 admin.site.register(Group, ResearchGroupAdmin)
+
+# the admin's login page is throttled like the site's (gridweb/accounts/throttle.py)
+admin.site.login_form = AdminLoginForm

@@ -8,6 +8,7 @@ answers 400 ``{"errors": {path: [messages]}}`` (gridweb/api/errors.py) and creat
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from django.contrib.auth import authenticate
@@ -29,6 +30,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from gridweb.accounts import throttle
 from gridweb.runs import exports, frames, jobs_table
 from gridweb.runs.models import Comment, Run, RunChunk, Status, Sweep
 from gridweb.runs.views import gantt_frame
@@ -86,9 +88,14 @@ class TokenView(APIView):
                   (("username", username), ("password", password)) if not value}
         if errors:
             return bad_input(errors)
+        waiting = throttle.seconds_locked(request._request, str(username))
+        if waiting > 0:
+            return Response({"errors": {"": [throttle.locked_message(waiting)]}},
+                            status=status.HTTP_429_TOO_MANY_REQUESTS, headers={"Retry-After": str(math.ceil(waiting))})
         user = authenticate(request._request, username=str(username), password=str(password))
         if user is None or not user.is_active:
             return bad_input({"": ["unable to log in with this username and password"]})
+        throttle.clear(user.get_username())
         token, _ = Token.objects.get_or_create(user=user)
         return Response({"token": token.key})
 

@@ -7,6 +7,17 @@ from django.contrib.auth.models import Group
 from django.test import Client
 
 
+@pytest.fixture(autouse=True)
+def fresh_login_counters():
+    """One test's failed logins do not lock the next test's users (gridweb/accounts/throttle.py)."""
+    yield
+    from django.core.cache import caches
+    from django.core.cache.backends.locmem import LocMemCache
+
+    if isinstance(caches["default"], LocMemCache):  # (never flush a shared Redis)
+        caches["default"].clear()
+
+
 @pytest.fixture
 def lab(db) -> Group:
     return Group.objects.create(name="lab")
