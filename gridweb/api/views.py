@@ -23,7 +23,7 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.authtoken.models import Token
 from rest_framework.decorators import action
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import APIException, ValidationError
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.request import Request
@@ -262,12 +262,21 @@ class ScenarioViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.C
 # --- Traces ---------------------------------------------------------------------------------------
 
 
+class TraceInUse(APIException):
+    """A trace that saved scenarios or runs still to simulate read: 409, naming them."""
+
+    status_code = status.HTTP_409_CONFLICT
+    default_code = "trace_in_use"
+
+
 @extend_schema_view(
     list=extend_schema(summary="Uploaded traces you may view", parameters=SHARED_FILTERS),
     retrieve=extend_schema(summary="One trace: jobs, largest machine size, header metadata"),
     partial_update=extend_schema(summary="Rename or share a trace (owner only)",
                                  responses={200: s.TraceFileSerializer, 400: ERRORS_RESPONSE}),
-    destroy=extend_schema(summary="Delete a trace (owner only)"),
+    destroy=extend_schema(summary="Delete a trace (owner only; not while a saved scenario or a queued or running "
+                                  "run uses it)",
+                          responses={204: None, 409: OpenApiResponse(description="the trace is in use")}),
 )
 class TraceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.UpdateModelMixin,
                    mixins.DestroyModelMixin, SharedViewSet):
@@ -287,6 +296,13 @@ class TraceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Upda
 
     def filter_queryset(self, queryset: QuerySet) -> QuerySet:
         return self.filter_shared(queryset) if self.action == "list" else queryset
+
+    def perform_destroy(self, trace: TraceFile) -> None:
+        uses = _services().trace_uses(trace, self.request.user)
+        if uses:
+            raise TraceInUse(f"trace {trace.name!r} is in use by {'; '.join(uses)}: delete or change those first "
+                             "(finished runs keep their results)")
+        trace.delete()
 
     def initial(self, request: Request, *args, **kwargs) -> None:
         # Refuse an oversize upload from its declared length, before anything reads the body

@@ -21,7 +21,7 @@ from django.utils import timezone
 
 import simengine
 from simengine.scenario import GRID_TARGET
-from gridweb.scenarios.validation import SpecInvalid, UserLimitReached, validate_spec
+from gridweb.scenarios.validation import SpecInvalid, UserLimitReached, trace_streams, validate_spec
 from gridweb.sharing import Visibility, default_group
 from simengine.errors import ScenarioError
 
@@ -90,6 +90,29 @@ def dispatch(run_id: int) -> None:
     from .execution import dispatch as dispatch_run
 
     dispatch_run(run_id)
+
+
+# --- Traces in use ----------------------------------------------------------------------------------
+
+
+def trace_uses(trace, user) -> list[str]:
+    """What would break if ``trace`` were deleted: saved scenarios whose trace streams name it, and
+    runs still to simulate (queued or running) that read it. Each is named when ``user`` may view
+    it, else counted (their names are not the trace owner's to see)."""
+    from gridweb.scenarios.models import Scenario
+
+    def uses(spec) -> bool:
+        return any(stream.get("path") == trace.stored_name for _, stream in trace_streams(spec))
+
+    scenarios = [s for s in Scenario.objects.filter(spec__icontains=trace.stored_name).order_by("pk") if uses(s.spec)]
+    runs = [r for r in Run.objects.filter(status__in=[Status.QUEUED, Status.RUNNING],
+                                          spec__icontains=trace.stored_name).order_by("pk") if uses(r.spec)]
+    out = [f"scenario #{s.pk} {s.name!r}" for s in scenarios if s.can_view(user)]
+    out += [f"run #{r.pk} {r.name!r} ({r.status})" for r in runs if r.can_view(user)]
+    hidden = len(scenarios) + len(runs) - len(out)
+    if hidden:
+        out.append(f"{hidden} scenario{'s' if hidden != 1 else ''} or run{'s' if hidden != 1 else ''} of other users")
+    return out
 
 
 # --- Cancelling -------------------------------------------------------------------------------------

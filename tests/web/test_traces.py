@@ -202,3 +202,36 @@ def test_a_stored_trace_is_usable_by_a_scenario(alice, settings, tmp_path):
 
     assert scenario.workload.streams[0].format == "swf"
     assert (tmp_path / "traces" / trace.stored_name).read_bytes() == bytes(trace.content)
+
+
+def test_a_trace_in_use_cannot_be_deleted_and_the_answer_names_what_uses_it(alice, django_user_model):
+    from django.test import Client
+    from rest_framework.authtoken.models import Token
+
+    from gridweb.runs.models import Run, Status
+    from gridweb.runs.services import create_run
+    from gridweb.scenarios.models import Scenario
+
+    trace = store_trace(alice, upload("shared.swf", swf_text(40)), visibility=Visibility.PUBLIC)
+    spec = {"name": "replay", "platform": {"clusters": [{"name": "c", "processors": 64,
+                                                         "scheduler": {"name": "fcfs"}}]},
+            "workload": {"streams": [{"kind": "trace", "name": "t", "target": "c", "path": trace.stored_name}]}}
+    api = Client(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=alice).key}")
+    url = f"/api/traces/{trace.pk}/"
+    mine = Scenario.objects.create(owner=alice, name="my replay", spec=spec)
+    bob = django_user_model.objects.create_user("bob", password="pw-bob-123")
+    Scenario.objects.create(owner=bob, name="bob's private replay", spec=spec)  # a public trace, used by bob
+    run = create_run(alice, spec, name="queued replay", dispatch_now=False)
+
+    answer = api.delete(url)
+    assert answer.status_code == 409, answer.content
+    detail = answer.json()["detail"]
+    assert f"scenario #{mine.pk} 'my replay'" in detail and f"run #{run.pk} 'queued replay' (queued)" in detail
+    assert "1 scenario or run of other users" in detail and "bob's private replay" not in detail
+    assert TraceFile.objects.filter(pk=trace.pk).exists()
+
+    # a finished run does not hold the trace; saved scenarios and queued runs do until they go
+    Run.objects.filter(pk=run.pk).update(status=Status.DONE)
+    Scenario.objects.filter(name__in=["my replay", "bob's private replay"]).delete()
+    assert api.delete(url).status_code == 204
+    assert not TraceFile.objects.filter(pk=trace.pk).exists()
