@@ -50,7 +50,7 @@ __all__ = [
 class _Dist(BaseModel):
     """Behaviour shared by every distribution."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(strict=True, extra="forbid", allow_inf_nan=False)
 
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -97,6 +97,7 @@ class Exponential(_Dist):
     mean_: float = Field(alias="mean", gt=0, description="Mean m > 0 (rate 1/m)")
 
     model_config = ConfigDict(
+        strict=True,
         extra="forbid",
         allow_inf_nan=False,
         validate_by_name=True,
@@ -352,6 +353,7 @@ class BoundedPareto(_Dist):
                                 description="The mean, 0 < mean < high: low is solved to give it")
 
     model_config = ConfigDict(
+        strict=True,
         extra="forbid",
         allow_inf_nan=False,
         validate_by_name=True,
@@ -464,6 +466,7 @@ class LogNormal(_Dist):
     sigma: float = Field(gt=0, description="σ > 0: standard deviation of the underlying normal (log scale)")
 
     model_config = ConfigDict(
+        strict=True,
         extra="forbid",
         allow_inf_nan=False,
         validate_by_name=True,

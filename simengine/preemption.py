@@ -40,7 +40,7 @@ DEFAULT_PREEMPTION = "none"
 class OverheadParams(BaseModel):
     """Parameters of the ``requeue`` and ``suspend`` modes."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(strict=True, extra="forbid")
     overhead: float = Field(
         0.0, ge=0,
         description="Seconds added to a preempted job's next run: to the remaining run time when a "

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict
 class NoParams(BaseModel):
     """Parameter model for a policy that takes none."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(strict=True, extra="forbid")
 
 
 @dataclass(frozen=True)

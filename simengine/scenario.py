@@ -96,7 +96,7 @@ def _problems(items: list[tuple[tuple, str]]) -> PydanticCustomError:
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(strict=True, extra="forbid", allow_inf_nan=False)
 
 
 # --- platform -----------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ from simengine.workload import JobTable
 class RandomParams(BaseModel):
     """Parameters of the ``random`` site-allocation policy."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(strict=True, extra="forbid")
 
     #: ``processors``: site k with probability c_k / sum(c) (Zikos & Karatza);
     #: ``equal``: every site equally likely.
@@ -124,7 +124,7 @@ def _lookup(u, cdf, out):
 class DeferredParams(BaseModel):
     """Parameters of the ``deferred`` site-allocation policy."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(strict=True, extra="forbid", allow_inf_nan=False)
 
     #: A_I: queued jobs are dispatched at every multiple of this interval (seconds).
     allocation_interval: float = Field(1.0, gt=0)

@@ -36,7 +36,7 @@ _D = CaoParams()  # Cao's values, the defaults below
 class ScojoPectParams(BaseModel):
     """Parameters of the ``scojo-pect`` scheduler (Cao's Table 4; docs/cao.md)."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(strict=True, extra="forbid", allow_inf_nan=False)
     interval: float = Field(_D.interval, gt=0, description="Length of one round of slices (s)")
     short_limit: float = Field(_D.short_limit, gt=0, description="Short jobs: estimate below this (s)")
     medium_limit: float = Field(_D.medium_limit, gt=0, description="Medium jobs: estimate below this (s); "
@@ -65,7 +65,7 @@ class RarsHeftParams(BaseModel):
     """Parameters of ``rars-heft``: which jobs become workflows and RARS-HEFT's knobs
     (thesis §4.4-4.11, Figures 22-27; docs/cao.md)."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(strict=True, extra="forbid", allow_inf_nan=False)
     fraction: float = Field(0.4, ge=0, le=1, description="Share of the eligible jobs (runtime in (6000, "
                                                          "60000) s, > 10 processors) turned into 5-task "
                                                          "workflows")

@@ -55,7 +55,7 @@ ALGORITHMS: dict[str, Algorithm] = {
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(strict=True, extra="forbid", allow_inf_nan=False)
 
 
 class Stage(_Model):

@@ -23,7 +23,7 @@ EVOLVING_SCHEDULER = "evolving"
 class EvolvingParams(BaseModel):
     """Parameters of the ``evolving`` scheduler (docs/evolving.md)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(strict=True, extra="forbid")
     algorithm: Literal["cbf", "nos", "mic", "mic+c", "inf", "inf+c"] = Field(
         "nos", description="cbf (rigid baseline), nos (no stretching), mic (stretch limit 2), "
                            "inf (no limit); +c: the compacting pass")

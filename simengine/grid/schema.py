@@ -64,7 +64,7 @@ def _problems(items: list[tuple[tuple, str]]) -> PydanticCustomError:
 class StartDeadline(BaseModel):
     """Relative start deadline D - S (seconds after submission), uniform on [min, max]."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(strict=True, extra="forbid", allow_inf_nan=False)
 
     min: float = Field(description="D_min: shortest time from submission to the required start (s), >= 0")
     max: float = Field(description="D_max: longest time from submission to the required start (s), >= min")
@@ -95,7 +95,7 @@ class CoallocatedJobs(BaseModel):
     U_g = lambda E[N_c] E[S] E[runtime] / (processors of all clusters).
     """
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(strict=True, extra="forbid", allow_inf_nan=False)
 
     kind: Literal["coallocated"] = Field(
         "coallocated", description="Stream kind: coallocated (global jobs whose components all start at a deadline)")
@@ -129,7 +129,7 @@ PLACEMENT_CODES = {"worst-fit": 0}
 class WorstFitParams(BaseModel):
     """Parameters of Worst-Fit placement."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(strict=True, extra="forbid")
 
     tie_break: Literal["lowest_index"] = Field(
         "lowest_index", description="clusters with equally many idle processors: the lowest index wins")
@@ -148,7 +148,7 @@ class WorstFit:
 class RPPParams(BaseModel):
     """Parameters of the Repeated Placement Policy with Wait-X and GP/LP (MODELS.md §3)."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(strict=True, extra="forbid", allow_inf_nan=False)
 
     lp: float = Field(0.7, gt=0, le=1, description="L_p in (0, 1]: tries at PT_0 = S' + L_p (D - S'), "
                                                    "PT_{m+1} = PT_m + L_p (D - PT_m)")
@@ -192,7 +192,7 @@ KOALA_PRIORITIES = ("super-high", "high", "low", "super-low")
 class KoalaShape(BaseModel):
     """One job shape: ``components`` components of ``size`` processors running ``runtime`` s."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(strict=True, extra="forbid", allow_inf_nan=False)
 
     components: int = Field(ge=1, description="components per job of this shape, >= 1")
     size: int = Field(ge=1, description="processors of each component, >= 1")
@@ -203,7 +203,7 @@ class KoalaShape(BaseModel):
 class KoalaFile(BaseModel):
     """One input file per job (every component reads it), stored at ``replicas`` file sites."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(strict=True, extra="forbid", allow_inf_nan=False)
 
     size: Distribution = Field(description="file size (MB); transfer time = size / bandwidth(F, E), 0 when E = F")
     replicas: int = Field(1, ge=1, description="the file is at this many distinct file sites, chosen uniformly "
@@ -220,7 +220,7 @@ class KoalaBackground(BaseModel):
     (newest first) until it is at most ``high``. Background jobs bypass KOALA and may take
     processors KOALA has placed but not yet claimed."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(strict=True, extra="forbid", allow_inf_nan=False)
 
     low: float = Field(0.3, ge=0, le=1, description="local load fraction in [0, 1] below which background jobs "
                                                    "are injected on idle processors")
@@ -247,7 +247,7 @@ class KoalaJobs(BaseModel):
     job when ``request: flexible``), ``runtime`` the job's run time; ``shapes`` replaces both.
     """
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(strict=True, extra="forbid", allow_inf_nan=False)
 
     kind: Literal["koala"] = Field("koala", description="Stream kind: koala (jobs placed and claimed by KOALA's "
                                                         "policies)")
@@ -298,7 +298,7 @@ class KoalaJobs(BaseModel):
 class KoalaQueueWeights(BaseModel):
     """The weighted round-robin of the placement queues (thesis §4.2)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(strict=True, extra="forbid")
 
     N_h: int = Field(1, ge=1, description="scans of the higher queues per round")
     N_l: int = Field(1, ge=1, description="scans of the lower queues per round (N_h >= N_l)")
@@ -321,7 +321,7 @@ class KoalaPreemption(BaseModel):
     ``PREEMPTION`` registry (docs/reservations.md). ``suspend`` is not offered: a co-allocated job that gave
     its processors back has no checkpoint left on them to resume from."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(strict=True, extra="forbid")
 
     name: Literal["none", "kill", "requeue"] = Field(
         "requeue", description="none: never preempt; kill: the victim ends (status killed); requeue: it goes back "
@@ -349,7 +349,7 @@ class KoalaPreemption(BaseModel):
 class KoalaParams(BaseModel):
     """KOALA's placement queues and claiming (thesis §4.2, §4.4; MODELS.md §4)."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(strict=True, extra="forbid", allow_inf_nan=False)
 
     scan_interval: float = Field(60.0, gt=0, description="time between scans of the placement queues (s); "
                                                          "each scan takes one queue in the weighted round-robin")
@@ -384,7 +384,7 @@ class KoalaClaiming:
 class CloseToFilesParams(BaseModel):
     """Parameters of Close-to-Files (Algorithm 1)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(strict=True, extra="forbid")
 
     history: Literal["all_pairs", "empty"] = Field(
         "all_pairs", description="the history table H at the start: every (cluster, file site) pair (the thesis's "
@@ -394,13 +394,13 @@ class CloseToFilesParams(BaseModel):
 
 
 class ClusterMinParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(strict=True, extra="forbid")
 
     tie_break: Literal["lowest_index"] = "lowest_index"
 
 
 class FlexibleClusterMinParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(strict=True, extra="forbid")
 
     min_component: int = Field(1, ge=1, description="FCM does not split off components smaller than this "
                                                     "(unless it is the rest of the job)")

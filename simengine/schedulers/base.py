@@ -55,7 +55,7 @@ class ClusterSteps:
 class BackfillParams(BaseModel):
     """Parameters shared by the queue-based schedulers."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(strict=True, extra="forbid")
     overrun_step: float = Field(
         60.0, gt=0,
         description="A job still running when its requested time is up is planned to end this many "

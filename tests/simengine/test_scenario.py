@@ -77,6 +77,25 @@ def test_error_path_for_bad_processors_and_all_errors_listed():
     assert "synthetic" not in " ".join(p) and "exponential" not in " ".join(p)
 
 
+def test_types_are_strict_no_booleans_or_strings_for_numbers():
+    # issue 14: `processors: true` was taken as 1 and `count: "10"` as 10
+    d = base()
+    d["platform"]["clusters"][0]["processors"] = True
+    d["workload"]["streams"][0]["count"] = "10"
+    d["workload"]["streams"][0]["runtime"]["mean"] = "100"
+    d["platform"]["clusters"][1]["scheduler"]["params"] = {"overrun_step": "60"}
+    d["run"]["seed"] = 1.5
+    found = problems(d)
+    assert set(found) == {"platform.clusters.0.processors", "workload.streams.0.count",
+                          "workload.streams.0.runtime.mean", "platform.clusters.1.scheduler.params.overrun_step",
+                          "run.seed"}, found
+    # whole numbers are numbers where a real number is asked for
+    d = base()
+    d["workload"]["streams"][0]["runtime"]["mean"] = 100
+    d["workload"]["streams"][0]["arrival"] = {"rate": 1}
+    assert load_scenario(d).workload.streams[0].runtime.mean() == 100.0
+
+
 def test_unknown_fields_anywhere():
     d = base()
     d["platform"]["clusters"][0]["procesors"] = 3

@@ -147,3 +147,13 @@ def test_the_trace_store_refuses_text_fields_with_nul_characters_whoever_calls_i
     assert refused.value.errors == {"description": ["contains a NUL character"],
                                     "tags": ["contains an unpaired surrogate (not valid Unicode)"]}
     assert not TraceFile.objects.exists()
+
+
+def test_booleans_and_strings_are_not_numbers(api):
+    spec = json.loads(json.dumps(SPEC))
+    spec["platform"]["clusters"][0]["processors"] = True
+    spec["workload"]["streams"][0]["count"] = "10"
+    status, body = post_json(api, "/api/runs/", {"spec": spec})
+    assert status == 400, body
+    assert set(body["errors"]) == {"spec.platform.clusters.0.processors", "spec.workload.streams.0.count"}, body
+    assert not Run.objects.exists()
