@@ -269,6 +269,14 @@ STORAGES = {
 }
 # Largest trace upload accepted (bytes); larger uploads are refused before anything is stored.
 GRIDWEB_MAX_TRACE_BYTES = int(os.environ.get("GRIDWEB_MAX_TRACE_BYTES", 20 * 1024 * 1024))
+# ... and what an upload may hold once decompressed (simengine.traces.ReadCaps): a file past one of
+# these is refused as soon as the reader gets there, so memory stays bounded whatever the file.
+GRIDWEB_TRACE_CAPS = {
+    "bytes": int(os.environ.get("GRIDWEB_MAX_TRACE_DECOMPRESSED_BYTES", 256 * 1024 * 1024)),
+    "line_bytes": int(os.environ.get("GRIDWEB_MAX_TRACE_LINE_BYTES", 4096)),
+    "comment_lines": int(os.environ.get("GRIDWEB_MAX_TRACE_COMMENT_LINES", 10_000)),
+    "jobs": int(os.environ.get("GRIDWEB_MAX_TRACE_JOBS", 1_000_000)),
+}
 DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024  # scenario JSON bodies
 # Recovery (full stack; gridweb.runs.execution.recover_lost_runs): a run whose execution is on
 # another machine and has not refreshed its heartbeat for this long is taken for dead (generous:

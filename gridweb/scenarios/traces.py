@@ -23,7 +23,7 @@ from django.db import IntegrityError, transaction
 from gridweb.safe_json import text_error
 from gridweb.sharing import Visibility, default_group
 from simengine.errors import TraceError
-from simengine.traces import read_trace
+from simengine.traces import ReadCaps, read_trace
 
 from .models import TraceFile
 
@@ -113,7 +113,7 @@ def inspect_trace(content: bytes, fmt: str, original_name: str) -> dict[str, Any
         path = Path(tmp) / safe_file_name(original_name, fmt)
         path.write_bytes(content)
         try:
-            trace = read_trace(path, format=fmt)
+            trace = read_trace(path, format=fmt, caps=ReadCaps(**settings.GRIDWEB_TRACE_CAPS))
         except TraceError as exc:
             raise TraceInvalid({"file": [_trace_error_message(exc, original_name)]}) from exc
         except (OSError, EOFError, ValueError, zlib.error) as exc:

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 from ..errors import TraceError
 from .gwf import GWF_FIELDS, read_gwf
-from .swf import SWF_FIELDS, UNKNOWN_RUNTIME_KEY, Trace, read_swf, swf_status, write_swf
+from .swf import NO_CAPS, SWF_FIELDS, UNKNOWN_RUNTIME_KEY, ReadCaps, Trace, read_swf, swf_status, write_swf
 
 __all__ = [
     "GWF_FIELDS",
@@ -50,6 +50,7 @@ def read_trace(
     format: str | None = None,
     site_map: Mapping[str, int] | None = None,
     limit: int | None = None,
+    caps: ReadCaps = NO_CAPS,
 ) -> Trace:
     """Read a workload trace in SWF or GWF.
 
@@ -63,6 +64,8 @@ def read_trace(
         GWF only: site name -> cluster index (see :func:`~simengine.traces.gwf.read_gwf`).
     limit : int, optional
         Keep only the first ``limit`` jobs.
+    caps : ReadCaps, optional
+        Bounds on the file, for untrusted files (none by default).
 
     Returns
     -------
@@ -78,7 +81,7 @@ def read_trace(
         if site_map is not None:
             # SWF has no site column; silently ignoring the map would hide a scenario mistake.
             raise TraceError(os.fspath(path), None, None, "a site map applies to GWF traces only, not SWF")
-        return read_swf(path, limit=limit)
+        return read_swf(path, limit=limit, caps=caps)
     if fmt == "gwf":
-        return read_gwf(path, site_map=site_map, limit=limit)
+        return read_gwf(path, site_map=site_map, limit=limit, caps=caps)
     raise TraceError(os.fspath(path), None, None, f"unknown trace format {format!r}: expected 'swf' or 'gwf'")

@@ -16,6 +16,8 @@ import numpy as np
 
 from ..errors import TraceError
 from .swf import (
+    NO_CAPS,
+    ReadCaps,
     MAX_SKIPPED_LINES,
     Trace,
     _Columns,
@@ -72,6 +74,7 @@ def read_gwf(
     path: str | os.PathLike[str],
     site_map: Mapping[str, int] | None = None,
     limit: int | None = None,
+    caps: ReadCaps = NO_CAPS,
 ) -> Trace:
     """Read a Grid Workloads Format trace, plain or gzipped.
 
@@ -84,6 +87,8 @@ def read_gwf(
         order of the sites' first appearance.
     limit : int, optional
         Keep only the first ``limit`` jobs (skipped jobs do not count); reading stops there.
+    caps : ReadCaps, optional
+        Bounds on the file (none by default; :class:`~simengine.traces.swf.ReadCaps`).
 
     Returns
     -------
@@ -117,7 +122,7 @@ def read_gwf(
     skipped_lines: list[int] = []
     done = limit == 0
 
-    for block, line0 in iter_blocks(path):
+    for block, line0 in iter_blocks(path, caps=caps):
         if done:
             break
         # Per-block Python lists, turned into arrays at the end of the block.
@@ -130,9 +135,11 @@ def read_gwf(
             if not tokens:
                 continue
             if tokens[0].startswith(b"#"):
+                caps.check_comments(path, len(comments) + 1)
                 comments.append(decode_comment(raw))
                 continue
             line = line0 + k
+            caps.check_jobs(path, kept + skipped + 1)
             if len(tokens) != N_GWF_FIELDS:
                 n = len(tokens)
                 what = "fewer" if n < N_GWF_FIELDS else "more"

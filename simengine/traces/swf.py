@@ -70,6 +70,30 @@ _INT_FIELDS = (0, 4, 7, 10) + tuple(i for _, i in _ID_COLUMNS)
 # Blocks of about this many bytes are parsed at once: big enough for numpy to
 # amortise its call overhead, small enough to keep temporaries at a few MB.
 _BLOCK_BYTES = 1 << 22
+
+
+@dataclass(frozen=True)
+class ReadCaps:
+    """Bounds on what a reader takes in, for files from untrusted hands (a server's uploads:
+    docs/deploy.md); None: no bound (the CLI and the Python API read whatever they are given).
+    A file past one is refused with a :class:`TraceError` as soon as the reader gets there, so
+    memory stays bounded whatever the file (a gzip bomb, one endless line, endless comments)."""
+
+    bytes: int | None = None  # decompressed
+    line_bytes: int | None = None  # longest line
+    comment_lines: int | None = None
+    jobs: int | None = None  # data lines (skipped ones included)
+
+    def check_comments(self, path: str, count: int) -> None:
+        if self.comment_lines is not None and count > self.comment_lines:
+            raise TraceError(path, None, None, f"more than {self.comment_lines:,} comment lines")
+
+    def check_jobs(self, path: str, count: int) -> None:
+        if self.jobs is not None and count > self.jobs:
+            raise TraceError(path, None, None, f"more than {self.jobs:,} jobs")
+
+
+NO_CAPS = ReadCaps()
 # ``; Key: value`` -- the colon must be followed by a blank or the line end so that
 # continuation lines holding a URL (``;   http://...``) are not read as a key "http".
 _HEADER_RE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_.\-]*)\s*:(?:\s+(.*?))?\s*$")
@@ -139,11 +163,12 @@ def _open_binary(path: str) -> IO[bytes]:
     return f
 
 
-def iter_blocks(path: str, block_bytes: int = _BLOCK_BYTES) -> Iterator[tuple[bytes, int]]:
+def iter_blocks(path: str, block_bytes: int = _BLOCK_BYTES, caps: ReadCaps = NO_CAPS) -> Iterator[tuple[bytes, int]]:
     """Yield ``(block, first_line_number)``: whole lines of the decompressed file.
 
     Every block but possibly the last ends with a line break. Read and
-    decompression failures become :class:`TraceError` naming the file.
+    decompression failures, and a file past ``caps.bytes`` or ``caps.line_bytes``,
+    become :class:`TraceError` naming the file.
     """
     try:
         f = _open_binary(path)
@@ -153,6 +178,7 @@ def iter_blocks(path: str, block_bytes: int = _BLOCK_BYTES) -> Iterator[tuple[by
         raise TraceError(path, None, None, f"cannot open: {exc.strerror or exc}") from None
     line = 1
     rest = b""
+    total = 0
     with f:
         while True:
             try:
@@ -160,12 +186,18 @@ def iter_blocks(path: str, block_bytes: int = _BLOCK_BYTES) -> Iterator[tuple[by
             except (OSError, EOFError, zlib.error) as exc:
                 # Corrupt or truncated gzip streams surface here, mid-file.
                 raise TraceError(path, None, None, f"cannot read: {exc}") from None
+            total += len(chunk)
+            if caps.bytes is not None and total > caps.bytes:
+                raise TraceError(path, None, None, f"more than {caps.bytes:,} bytes (decompressed)")
             if not chunk:
                 if rest:
                     yield rest, line
                 return
             data = rest + chunk
             cut = data.rfind(b"\n") + 1
+            if caps.line_bytes is not None and len(data) - cut > caps.line_bytes:
+                raise TraceError(path, line + data.count(b"\n", 0, cut), None,
+                                 f"a line longer than {caps.line_bytes:,} bytes")
             if cut == 0:  # a single line longer than a block: keep reading
                 rest = data
                 continue
@@ -393,7 +425,7 @@ def make_trace(cols: _Columns, extra_names: Sequence[str], *, path: str, fmt: st
     )
 
 
-def read_swf(path: str | os.PathLike[str], limit: int | None = None) -> Trace:
+def read_swf(path: str | os.PathLike[str], limit: int | None = None, caps: ReadCaps = NO_CAPS) -> Trace:
     """Read a Standard Workload Format (v2.2) trace, plain or gzipped.
 
     Parameters
@@ -403,6 +435,8 @@ def read_swf(path: str | os.PathLike[str], limit: int | None = None) -> Trace:
     limit : int, optional
         Keep only the first ``limit`` jobs (skipped jobs do not count); reading
         stops there, and lines after the last job kept are not checked.
+    caps : ReadCaps, optional
+        Bounds on the file (none by default).
 
     Returns
     -------
@@ -432,7 +466,7 @@ def read_swf(path: str | os.PathLike[str], limit: int | None = None) -> Trace:
     skipped = unknown_runtime = kept = 0
     skipped_lines: list[int] = []
 
-    for block, line0 in iter_blocks(path):
+    for block, line0 in iter_blocks(path, caps=caps):
         lines = index_lines(block, ord(";"))
         values, rows, bad = _parse_block(path, block, lines)
         line_no = rows + line0
@@ -450,7 +484,9 @@ def read_swf(path: str | os.PathLike[str], limit: int | None = None) -> Trace:
             values, rows, line_no, procs, keep = values[:last], rows[:last], line_no[:last], procs[:last], keep[:last]
             bad, done = None, True
         comment_rows = comment_rows[comment_rows < cut]
+        caps.check_comments(path, len(comments) + len(comment_rows))
         comments.extend(decode_comment(block[lines.start[i]:lines.end[i]]) for i in comment_rows)
+        caps.check_jobs(path, kept + skipped + len(rows))
 
         skip_lines = line_no[~keep]
         skipped += len(skip_lines)

@@ -478,3 +478,24 @@ def test_example_tiny_gwf() -> None:
     assert trace.sites == ["fs0", "fs1"]
     assert set(trace.jobs.cluster.tolist()) == {0, 1}
     assert trace.max_procs == 64
+
+
+@pytest.mark.parametrize("fmt", ["swf", "gwf"])
+def test_read_caps_stop_a_file_at_the_first_bound_it_passes(tmp_path: Path, fmt: str) -> None:
+    from simengine.traces import ReadCaps, read_trace
+
+    mark = ";" if fmt == "swf" else "#"
+    job = (" ".join(["1", "0", "0", "100", "4", "-1", "-1", "4", "100", "-1", "1"] + ["1"] * 5 + ["-1", "-1"])
+           if fmt == "swf" else gwf_line(1, 0.0))
+    path = tmp_path / f"t.{fmt}"
+    path.write_text(f"{mark} header\n" * 3 + (job + "\n") * 50)
+    assert len(read_trace(path).jobs) == 50  # no caps: anything goes
+    assert len(read_trace(path, caps=ReadCaps(bytes=10**6, line_bytes=4096, comment_lines=3, jobs=50)).jobs) == 50
+    for caps, words in ((ReadCaps(comment_lines=2), "more than 2 comment lines"), (ReadCaps(jobs=49), "more than 49 jobs"),
+                        (ReadCaps(bytes=200), r"more than 200 bytes \(decompressed\)")):
+        with pytest.raises(TraceError, match=words):
+            read_trace(path, caps=caps)
+    endless = tmp_path / f"line.{fmt}.gz"
+    endless.write_bytes(gzip.compress(b"1" * (1 << 21)))
+    with pytest.raises(TraceError, match="line 1: a line longer than 4,096 bytes"):
+        read_trace(endless, format=fmt, caps=ReadCaps(line_bytes=4096))

@@ -1,0 +1,84 @@
+"""Uploads that would exhaust the server's memory are refused within seconds, the server's memory
+barely moving (issue 14, "Uploads exhaust the web server's memory"): a 2 MB gzip of 2 GB of comment
+lines, one 512 MB line, ten million identical jobs. The reader stops at the first cap it passes
+(settings.GRIDWEB_TRACE_CAPS, simengine.traces.ReadCaps). Memory is measured in a fresh process
+(its peak, VmHWM), through the same function the upload view calls."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+from rest_framework.authtoken.models import Token
+
+from tests.conftest import project_env, run_python_json
+
+PROBE = """
+import json, time, zlib
+import django
+django.setup()
+from gridweb.scenarios.traces import TraceInvalid, inspect_trace
+
+
+def peak_mb():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+
+
+def gzip_of(piece: bytes, total: int) -> bytes:
+    z = zlib.compressobj(9, zlib.DEFLATED, 31)  # gzip framing
+    chunk = piece * max(1, (1 << 20) // len(piece))
+    out, made = [], 0
+    while made < total:
+        out.append(z.compress(chunk))
+        made += len(chunk)
+    out.append(z.flush())
+    return b"".join(out)
+
+
+JOB = b"1 0 0 100 4 -1 -1 4 100 -1 1 1 1 1 1 1 -1 -1\\n"
+bombs = {
+    "2 GB of comment lines": gzip_of(b";\\n", 2 << 30),
+    "one 512 MB line": gzip_of(b"1", 512 << 20),
+    "ten million jobs": gzip_of(JOB, 10_000_000 * len(JOB)),
+}
+found = {"baseline_mb": peak_mb()}
+for name, content in bombs.items():
+    t0 = time.monotonic()
+    try:
+        inspect_trace(content, "swf", "bomb.swf.gz")
+        message = None
+    except TraceInvalid as exc:
+        message = exc.errors["file"][0]
+    found[name] = {"seconds": time.monotonic() - t0, "message": message, "gzip_mb": len(content) / 2**20}
+found["peak_mb"] = peak_mb()
+print(json.dumps(found))
+"""
+
+
+@pytest.mark.slow
+def test_upload_bombs_are_refused_within_seconds_with_bounded_memory(tmp_path):
+    found = run_python_json(PROBE, env=project_env(GRIDWEB_DATA_DIR=str(tmp_path)), timeout=600)
+    expected = {"2 GB of comment lines": "more than 10,000 comment lines", "one 512 MB line": "a line longer than",
+                "ten million jobs": "more than 1,000,000 jobs"}
+    for name, words in expected.items():
+        assert found[name]["message"] is not None and words in found[name]["message"], (name, found[name])
+        assert found[name]["message"].startswith("bomb.swf.gz"), found[name]  # named by the upload's name
+        assert found[name]["seconds"] < 10, (name, found[name])
+    assert found["2 GB of comment lines"]["gzip_mb"] < 5
+    assert found["peak_mb"] - found["baseline_mb"] < 200, found
+
+
+@pytest.mark.django_db
+def test_the_api_answers_a_bomb_with_400_naming_the_file(django_user_model, settings):
+    import gzip
+
+    settings.GRIDWEB_TRACE_CAPS = {**settings.GRIDWEB_TRACE_CAPS, "comment_lines": 50}
+    user = django_user_model.objects.create_user("uma", password="pw-uma-123")
+    api = Client(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    bomb = SimpleUploadedFile("comments.swf.gz", gzip.compress(b";\n" * 1000))
+    response = api.post("/api/traces/", {"file": bomb})
+    assert response.status_code == 400, response.content
+    assert response.json()["errors"]["file"] == ["comments.swf.gz: more than 50 comment lines"]
