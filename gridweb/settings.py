@@ -112,6 +112,7 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    "gridweb.accounts.middleware.PasswordChangeRequiredMiddleware",  # a one-time password is changed first
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
@@ -299,6 +300,17 @@ GRIDWEB_LIMITS = {
     "horizon": float(os.environ.get("GRIDWEB_MAX_HORIZON_SECONDS", 100 * 365 * 86400)),
     "stored_rows": int(os.environ.get("GRIDWEB_MAX_STORED_ROWS", 20_000_000)),  # job rows of a Result
 }
+# Password reset by e-mail (/accounts/password/reset/): printed to the console in embedded mode; a
+# group's server names its SMTP relay (DJANGO_EMAIL_HOST, ...; Django's own settings otherwise).
+EMAIL_BACKEND = os.environ.get("DJANGO_EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend"
+                               if os.environ.get("DJANGO_EMAIL_HOST") else "django.core.mail.backends.console.EmailBackend")
+EMAIL_HOST = os.environ.get("DJANGO_EMAIL_HOST", "localhost")
+EMAIL_PORT = int(os.environ.get("DJANGO_EMAIL_PORT", 25))
+EMAIL_HOST_USER = os.environ.get("DJANGO_EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = os.environ.get("DJANGO_EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("DJANGO_EMAIL_USE_TLS", False)
+DEFAULT_FROM_EMAIL = os.environ.get("DJANGO_DEFAULT_FROM_EMAIL", "gridweb@localhost")
+
 # Login throttling (gridweb/accounts/throttle.py): after this many failed logins of one username, or
 # from one address, within the lock time, logins of that username (or from that address) are refused
 # until the lock time has passed since the last failure -- the right password included.

@@ -1,14 +1,35 @@
-"""The user's own page: research groups and the API token."""
+"""The user's own page (research groups, the API token) and the password views."""
 
 from __future__ import annotations
 
 from django.contrib import messages
+from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 from rest_framework.authtoken.models import Token
+
+from .models import password_chosen
+
+
+class PasswordChangeView(auth_views.PasswordChangeView):
+    """Django's password change; it also ends the need to change a one-time password."""
+
+    def form_valid(self, form):
+        response = super().form_valid(form)
+        password_chosen(form.user)
+        return response
+
+
+class PasswordResetConfirmView(auth_views.PasswordResetConfirmView):
+    """Django's password reset (from the e-mailed link); a reset password is the user's own."""
+
+    def form_valid(self, form):
+        response = super().form_valid(form)
+        password_chosen(form.user)
+        return response
 
 
 @require_GET

@@ -31,6 +31,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from gridweb.accounts import throttle
+from gridweb.accounts.models import must_change_password
 from gridweb.runs import exports, frames, jobs_table
 from gridweb.runs.models import Comment, Run, RunChunk, Status, Sweep
 from gridweb.runs.views import gantt_frame
@@ -96,6 +97,10 @@ class TokenView(APIView):
         if user is None or not user.is_active:
             return bad_input({"": ["unable to log in with this username and password"]})
         throttle.clear(user.get_username())
+        if must_change_password(user):
+            return Response({"errors": {"": ["log in on the site first and choose a password of your own: the "
+                                             "one-time password you were given gives no API token"]}},
+                            status=status.HTTP_403_FORBIDDEN)
         token, _ = Token.objects.get_or_create(user=user)
         return Response({"token": token.key})
 

@@ -177,6 +177,52 @@ def test_invite_creates_a_user_with_a_printed_one_time_password():
     assert Client().login(username="carol", password=password)
 
 
+def test_a_one_time_password_must_be_changed_before_anything_else_and_then_stops_working():
+    # issue 14: the invite's "one-time" password worked repeatedly and forced no change
+    gridweb_group("create", "pds")
+    out = gridweb_group("invite", "pds", "erin", "--email", "erin@example.org")
+    one_time = re.search(r"One-time password.*: (\S+)", out).group(1)
+    erin = Client()
+    assert erin.login(username="erin", password=one_time)
+    for page in ("/", "/runs/", reverse("accounts:profile"), reverse("scenarios:list")):
+        response = erin.get(page)
+        assert response.status_code == 302 and response["Location"] == reverse("accounts:password_change"), page
+    assert erin.get(reverse("accounts:password_change")).status_code == 200
+    # no API token for a one-time password either
+    api = Client().post(reverse("api:token"), {"username": "erin", "password": one_time},
+                        content_type="application/json")
+    assert api.status_code == 403 and "one-time password" in api.json()["errors"][""][0]
+
+    response = erin.post(reverse("accounts:password_change"), {
+        "old_password": one_time, "new_password1": "Erins-Own-Pass-77", "new_password2": "Erins-Own-Pass-77"})
+    assert response.status_code == 302
+    assert erin.get(reverse("accounts:profile")).status_code == 200  # free to go now
+    assert not Client().login(username="erin", password=one_time)
+    assert Client().post(reverse("api:token"), {"username": "erin", "password": "Erins-Own-Pass-77"},
+                         content_type="application/json").status_code == 200
+
+
+def test_a_forgotten_password_is_reset_through_an_emailed_link_that_works_once(alice, mailoutbox):
+    alice.email = "alice@example.org"
+    alice.save()
+    assert "Forgotten your password?" in Client().get(reverse("accounts:login")).content.decode()
+    response = Client().post(reverse("accounts:password_reset"), {"email": "alice@example.org"})
+    assert response.status_code == 302 and response["Location"] == reverse("accounts:password_reset_done")
+    assert Client().post(reverse("accounts:password_reset"), {"email": "nobody@example.org"}).status_code == 302
+    assert len(mailoutbox) == 1 and mailoutbox[0].to == ["alice@example.org"]
+    link = re.search(r"https?://[^/]+(/accounts/password/reset/\S+/)", mailoutbox[0].body).group(1)
+
+    browser = Client()
+    form = browser.get(link, follow=True)  # Django moves the token into the session, then shows the form
+    assert form.status_code == 200 and "password-reset-confirm-form" in form.content.decode()
+    done = browser.post(form.redirect_chain[-1][0], {"new_password1": "Fresh-Pass-2026", "new_password2": "Fresh-Pass-2026"})
+    assert done.status_code == 302 and done["Location"] == reverse("accounts:password_reset_complete")
+    assert Client().login(username="alice", password="Fresh-Pass-2026")
+    assert not Client().login(username="alice", password=PASSWORD)
+    again = Client().get(link, follow=True)
+    assert "invalid-link" in again.content.decode()  # the link worked once
+
+
 def test_invite_with_a_given_password_prints_none():
     gridweb_group("create", "pds")
 

@@ -5,7 +5,8 @@
     python manage.py gridweb_group list
 
 ``invite`` creates the user when needed, with a random one-time password printed once
-(unless ``--password`` is given), and adds them to the group.
+(unless ``--password`` is given), and adds them to the group. A one-time password must be
+changed at the first login (gridweb/accounts/middleware.py) before anything else works.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.core.validators import validate_email
 from django.db import transaction
+
+from gridweb.accounts.models import PasswordChangeRequired
 
 
 class Command(BaseCommand):
@@ -97,9 +100,12 @@ class Command(BaseCommand):
         with transaction.atomic():
             user = User.objects.create_user(username=username, email=email, password=password)
             user.groups.add(group)
+            if generated:  # a one-time password: the first thing they do is choose their own
+                PasswordChangeRequired.objects.create(user=user)
         self.stdout.write(f"Created user {username!r} <{email}> in {group.name!r}.")
         if generated:
-            self.stdout.write(f"One-time password (shown only now; ask them to change it): {password}")
+            self.stdout.write(f"One-time password (shown only now; they choose their own at the first login): "
+                              f"{password}")
 
     def list(self) -> None:
         groups = Group.objects.order_by("name").prefetch_related("user_set")
