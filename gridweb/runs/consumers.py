@@ -31,7 +31,7 @@ from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
-from django.db.models import TextField
+from django.db.models import BinaryField, BooleanField, Case, F, Q, TextField, Value, When
 from django.db.models.functions import Cast
 
 from .execution import group_name, register_stream_loop
@@ -110,16 +110,19 @@ class RunStreamConsumer(AsyncWebsocketConsumer):
                 continue
             if not rows:
                 return
-            for seq, text, data, rows_before, count in rows:
+            for seq, text, data, binary, rows_before, count in rows:
                 if seq <= self.sent:
                     continue
-                if data is None:
+                if not binary:
                     await self.send(text_data=text)
                 elif rows_before + count <= LIVE_ROWS_LIMIT:
                     await self.send(bytes_data=bytes(data))
                 else:
                     await self.send(bytes_data=summary_frame(json.loads(text)))
                 self.sent = seq
+            # A long replay gives way between batches: the other viewers' replays and new
+            # handshakes share this process's one database thread.
+            await asyncio.sleep(0)
 
     async def _send_status(self, status: str, error: str) -> None:
         if self.status_sent:
@@ -141,10 +144,16 @@ class RunStreamConsumer(AsyncWebsocketConsumer):
         return Run.objects.filter(pk=self.run_id).values_list("attempt", flat=True).first()
 
     @database_sync_to_async
-    def _chunks_after(self, after: int) -> list[tuple[int, str, Any, int, int]]:
+    def _chunks_after(self, after: int) -> list[tuple[int, str, Any, bool, int, int]]:
+        """(seq, payload text, rows' bytes, binary?, rows before, rows) of the next chunks; the
+        bytes only of chunks that go out whole (a replay of a big run reads summaries, not MBs)."""
+        fits = Q(rows_before__lte=LIVE_ROWS_LIMIT - F("rows"))
         return list(RunChunk.objects.filter(run_id=self.run_id, seq__gt=after).order_by("seq")
-                    .annotate(text=Cast("payload", TextField()))
-                    .values_list("seq", "text", "data", "rows_before", "rows")[:BATCH])
+                    .annotate(text=Cast("payload", TextField()),
+                              whole=Case(When(fits, then=F("data")), default=Value(None), output_field=BinaryField()),
+                              binary=Case(When(data__isnull=False, then=Value(True)), default=Value(False),
+                                          output_field=BooleanField()))
+                    .values_list("seq", "text", "whole", "binary", "rows_before", "rows")[:BATCH])
 
     @database_sync_to_async
     def _ended(self) -> tuple[str, str] | None:
