@@ -317,6 +317,8 @@ DEFAULT_FROM_EMAIL = os.environ.get("DJANGO_DEFAULT_FROM_EMAIL", "gridweb@localh
 GRIDWEB_LOGIN_FAILURES_PER_USER = int(os.environ.get("GRIDWEB_LOGIN_FAILURES_PER_USER", 5))
 GRIDWEB_LOGIN_FAILURES_PER_ADDRESS = int(os.environ.get("GRIDWEB_LOGIN_FAILURES_PER_ADDRESS", 20))
 GRIDWEB_LOGIN_LOCK_SECONDS = float(os.environ.get("GRIDWEB_LOGIN_LOCK_SECONDS", 15 * 60))
+# Rows of stored chunks each web process keeps for the viewers it streams them to (gridweb/runs/consumers.py)
+GRIDWEB_CHUNK_CACHE_MB = int(os.environ.get("GRIDWEB_CHUNK_CACHE_MB", 256))
 GRIDWEB_MAX_ACTIVE_RUNS = int(os.environ.get("GRIDWEB_MAX_ACTIVE_RUNS", 300))  # per user (a sweep's points count)
 GRIDWEB_RUN_WALL_SECONDS = float(os.environ.get("GRIDWEB_RUN_WALL_SECONDS", 6 * 3600))
 # Embedded mode runs simulations in a background thread of the web process instead of Celery.

@@ -26,12 +26,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections import OrderedDict
 from typing import Any
 from urllib.parse import parse_qs
 
-from channels.db import database_sync_to_async
+from channels.db import DatabaseSyncToAsync, database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
-from django.db.models import BinaryField, BooleanField, Case, F, Q, TextField, Value, When
+from django.conf import settings
+from django.db.models import BooleanField, Case, TextField, Value, When
 from django.db.models.functions import Cast
 
 from .execution import group_name, register_stream_loop
@@ -39,9 +41,59 @@ from .frames import summary_frame
 from .models import FINISHED, Run, RunChunk
 
 CLOSE_BAD_REQUEST, CLOSE_NOT_FOUND = 4400, 4404
-BATCH = 8  # chunks read per query (a segments chunk is up to a few MB of columns)
+
+
+def in_pool(read):
+    """Run a replay's read-only query in the thread pool, not in the one thread Django's views,
+    the session lookup and ``database_sync_to_async`` share: a crowd replaying a big run must not
+    hold up new handshakes, pages and /healthz (each pool thread keeps its own connection)."""
+    return DatabaseSyncToAsync(read, thread_sensitive=False)
+
+BATCH = 64  # chunks read per query (their headers: the rows come from CHUNK_ROWS)
 #: streamed segment rows a page holds at most (beyond: summary frames and tiles)
 LIVE_ROWS_LIMIT = 100_000
+
+
+class ChunkRows:
+    """The rows (binary frames) of stored segments chunks, read from the database once per process
+    and kept, least recently sent out first, up to ``limit`` bytes: a crowd watching or replaying
+    one run costs one read of each chunk, not one per viewer. A chunk's rows never change once
+    stored (a restarted run's new chunks are new rows), so its primary key and the time it was
+    stored name them (the time too: a database may give a rolled-back key out again)."""
+
+    def __init__(self, limit: int):
+        self.limit, self.size = limit, 0
+        self.kept: OrderedDict[tuple, bytes] = OrderedDict()
+        self.reading: dict[tuple, asyncio.Future] = {}
+
+    async def get(self, pk: int, stored) -> bytes:
+        key = (pk, stored)
+        data = self.kept.get(key)
+        if data is not None:
+            self.kept.move_to_end(key)
+            return data
+        pending = self.reading.get(key)
+        if pending is not None:  # another viewer is reading it: wait for that read
+            return await asyncio.shield(pending)
+        pending = self.reading[key] = asyncio.ensure_future(_read_rows(pk))
+        try:
+            data = await pending
+        finally:
+            del self.reading[key]
+        self.kept[key] = data
+        self.size += len(data)
+        while self.size > self.limit and len(self.kept) > 1:
+            self.size -= len(self.kept.popitem(last=False)[1])
+        return data
+
+
+@in_pool
+def _read_rows(pk: int) -> bytes:
+    return bytes(RunChunk.objects.filter(pk=pk).values_list("data", flat=True).get())
+
+
+#: this process's chunk rows (docs/deploy.md: GRIDWEB_CHUNK_CACHE_MB)
+CHUNK_ROWS = ChunkRows(int(settings.GRIDWEB_CHUNK_CACHE_MB) << 20)
 
 
 class RunStreamConsumer(AsyncWebsocketConsumer):
@@ -110,18 +162,17 @@ class RunStreamConsumer(AsyncWebsocketConsumer):
                 continue
             if not rows:
                 return
-            for seq, text, data, binary, rows_before, count in rows:
+            for pk, stored, seq, text, binary, rows_before, count in rows:
                 if seq <= self.sent:
                     continue
                 if not binary:
                     await self.send(text_data=text)
                 elif rows_before + count <= LIVE_ROWS_LIMIT:
-                    await self.send(bytes_data=bytes(data))
+                    await self.send(bytes_data=await CHUNK_ROWS.get(pk, stored))
                 else:
                     await self.send(bytes_data=summary_frame(json.loads(text)))
                 self.sent = seq
-            # A long replay gives way between batches: the other viewers' replays and new
-            # handshakes share this process's one database thread.
+            # A long replay gives way between batches to the other viewers and new handshakes.
             await asyncio.sleep(0)
 
     async def _send_status(self, status: str, error: str) -> None:
@@ -131,7 +182,7 @@ class RunStreamConsumer(AsyncWebsocketConsumer):
         await self.send(text_data=json.dumps({"kind": "status", "status": status, "error": error,
                                               "last_seq": self.sent}))
 
-    @database_sync_to_async
+    @database_sync_to_async  # (not in_pool: a handshake never waits behind a crowd's replay)
     def _access(self) -> tuple[int | None, int]:
         """(close code or None, the run's attempt): hidden answers as missing does."""
         run = Run.objects.filter(pk=self.run_id).first()
@@ -139,21 +190,19 @@ class RunStreamConsumer(AsyncWebsocketConsumer):
             return CLOSE_NOT_FOUND, 0
         return None, run.attempt
 
-    @database_sync_to_async
+    @in_pool
     def _attempt(self) -> int | None:
         return Run.objects.filter(pk=self.run_id).values_list("attempt", flat=True).first()
 
-    @database_sync_to_async
-    def _chunks_after(self, after: int) -> list[tuple[int, str, Any, bool, int, int]]:
-        """(seq, payload text, rows' bytes, binary?, rows before, rows) of the next chunks; the
-        bytes only of chunks that go out whole (a replay of a big run reads summaries, not MBs)."""
-        fits = Q(rows_before__lte=LIVE_ROWS_LIMIT - F("rows"))
+    @in_pool
+    def _chunks_after(self, after: int) -> list[tuple[int, Any, int, str, bool, int, int]]:
+        """(pk, when stored, seq, payload text, binary?, rows before, rows) of the next chunks: their
+        rows' bytes come from CHUNK_ROWS, once per process however many viewers send them."""
         return list(RunChunk.objects.filter(run_id=self.run_id, seq__gt=after).order_by("seq")
                     .annotate(text=Cast("payload", TextField()),
-                              whole=Case(When(fits, then=F("data")), default=Value(None), output_field=BinaryField()),
                               binary=Case(When(data__isnull=False, then=Value(True)), default=Value(False),
                                           output_field=BooleanField()))
-                    .values_list("seq", "text", "whole", "binary", "rows_before", "rows")[:BATCH])
+                    .values_list("pk", "created", "seq", "text", "binary", "rows_before", "rows")[:BATCH])
 
     @database_sync_to_async
     def _ended(self) -> tuple[str, str] | None:
