@@ -24,7 +24,7 @@ from simengine.scenario import Scenario, TraceStream
 from simengine.site_allocation import choose
 from simengine.streaming import LiveGantt
 from simengine.workload import JobTable
-from simengine.workload_build import (build_workload, drawn_until, endless_streams, load_trace_stream,
+from simengine.workload_build import (build_workload, drawn_until, early_stop_note, endless_streams, load_trace_stream,
                                       prepare_jobs, replication_rngs, stop_horizon, streams_cover, until_enough)
 
 
@@ -97,6 +97,8 @@ def finish_replication(scenario: Scenario, sim: Simulated, replication: int, wit
         else:
             notes.append(f"replication {replication}: only {finished} of {completions} completions")
         keep = int(np.searchsorted(jobs.submit, t_stop, side="right"))  # jobs are sorted by submit
+        if (note := early_stop_note(scenario, keep, n)) is not None:
+            notes.append(note)
     if not math.isfinite(t_stop):
         t_stop = float(largest) if finished else 0.0
     cols = None

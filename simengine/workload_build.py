@@ -82,7 +82,11 @@ def build_workload(scenario: Scenario, rngs: list[np.random.Generator], horizon:
             jobs, n = load_trace_stream(stream, scenario, i)
             notes += n
             if horizon is not None:
+                before = len(jobs)
                 jobs = jobs.take(jobs.submit < horizon)
+                if len(jobs) < before:
+                    notes.append(f"{stream.name}: {len(jobs):,} of the trace's {before:,} jobs arrive before "
+                                 f"run.stop.horizon ({horizon:,g} s); the others are not simulated")
         else:
             # a fresh copy of the stream's generator, so a longer draw extends a shorter one
             rng = np.random.Generator(type(rngs[i].bit_generator)(rngs[i].bit_generator.seed_seq))
@@ -158,6 +162,16 @@ def prepare_jobs(scenario: Scenario, replication: int, counts: list[int] | None)
         killed = runtime > estimate
         runtime = np.minimum(runtime, estimate)
     return jobs, cluster, runtime, estimate, killed, notes
+
+
+def early_stop_note(scenario: Scenario, kept: int, workload: int) -> str | None:
+    """What to say when ``run.stop.completions`` ended a run whose workload is finite (traces, counted
+    streams) before all of its ``workload`` jobs had arrived (``kept`` had): a replay cut short."""
+    if endless_streams(scenario) or kept >= workload:
+        return None
+    return (f"run.stop.completions ({scenario.run.stop.completions:,}) ended the run when {kept:,} of the "
+            f"workload's {workload:,} jobs had arrived; the others are not simulated (leave the stop empty "
+            "to run the whole workload)")
 
 
 def endless_streams(scenario: Scenario) -> list[int]:

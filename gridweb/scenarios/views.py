@@ -43,7 +43,8 @@ BLANK_DOCUMENT: dict[str, Any] = {
     "description": "",
     "platform": {"clusters": []},
     "workload": {"streams": []},
-    "run": {"seed": 1, "replications": 1, "stop": {"completions": 10000}},
+    # no stop rule: a trace runs whole; a new synthetic stream comes with a job count (builder.js)
+    "run": {"seed": 1, "replications": 1},
 }
 
 

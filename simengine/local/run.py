@@ -34,7 +34,7 @@ from simengine.results import (JOB_DTYPES, order_job_rows, percentile_linear, se
 from simengine.scenario import Scenario
 from simengine.streaming import LIVE_COLUMNS, LiveGantt, empty_rows, live_rows, run_in_slices
 from simengine.workload import STATUS_COMPLETED, STATUS_KILLED, STATUS_REJECTED, STATUS_UNFINISHED
-from simengine.workload_build import (drawn_until, endless_streams, prepare_jobs, stop_horizon, streams_cover,
+from simengine.workload_build import (drawn_until, early_stop_note, endless_streams, prepare_jobs, stop_horizon, streams_cover,
                                       until_enough)
 
 #: name of the job stream the reservations' rows belong to (its index: number of workload streams)
@@ -250,6 +250,8 @@ def finish(rep: _Replication, replication: int, with_segments: bool):
         else:
             rep.notes.append(f"replication {replication}: only {done} of {run.stop.completions} completions")
         keep = int(np.searchsorted(jobs.submit, t_stop, side="right"))
+        if (note := early_stop_note(scenario, keep, len(jobs))) is not None:
+            rep.notes.append(note)
     if not math.isfinite(t_stop):
         ends = [x for x in rep.end if x == x] + [r.end for r in rep.ars if r.status in (AR_DONE, AR_ACTIVE)]
         t_stop = float(max(ends)) if ends else 0.0

@@ -844,6 +844,7 @@
       arrival: { target_load: 0.5 },
       size: { kind: "uniform", low: 1, high: Math.max(1, Math.min(16, largest)), integer: true },
       runtime: { kind: "exponential", mean: 600 },
+      count: 10000, // a finite stream: the blank scenario has no stop rule, so that traces run whole
     };
   }
 

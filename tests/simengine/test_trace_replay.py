@@ -141,3 +141,26 @@ def test_gwf_sites_map_to_clusters():
     names = np.asarray(result.cluster_names)[result.jobs["cluster"]]
     np.testing.assert_array_equal(names, np.where(sites == "fs0", "leiden", "delft"))
     assert result.status_counts()["completed"] == len(trace.jobs)
+
+
+@pytest.mark.parametrize("path", [None, "reservations"])
+def test_a_replay_cut_short_by_its_stop_rule_says_so(path):
+    # issue 15: a 10,000-completion stop simulated 10,000 of DAS2-fs1's jobs without a word
+    doc = {"name": "cut", "platform": {"clusters": [{"name": "fs1", "processors": 64, "scheduler": {"name": "easy"}}]},
+           "workload": {"streams": [{"kind": "trace", "name": "das2", "target": "fs1",
+                                     "path": str(TRACE_DIR / "DAS2-fs1-2003-1.swf.gz")}]},
+           "run": {"seed": 1, "stop": {"completions": 10000}}}
+    if path == "reservations":  # the event-driven path says it as well
+        doc["reservations"] = [{"name": "late", "cluster": "fs1", "processors": 1, "start": 1e9, "end": 1e9 + 10,
+                                "request_time": 0}]
+    cut = simengine.run(doc)
+    whole = len(read_swf(TRACE_DIR / "DAS2-fs1-2003-1.swf.gz").jobs)
+    note = next(n for n in cut.notes if n.startswith("run.stop.completions (10,000) ended the run when"))
+    assert f"of the workload's {whole:,} jobs had arrived" in note
+    kept = int(note.split(" when ")[1].split(" of ")[0].replace(",", ""))
+    assert 10000 <= kept < whole
+    del doc["run"]["stop"]
+    assert not any("ended the run" in n for n in simengine.run(doc).notes)  # the whole trace: nothing to say
+    doc["run"]["stop"] = {"horizon": float(np.median(read_swf(TRACE_DIR / "DAS2-fs1-2003-1.swf.gz").jobs.submit))}
+    horizon_note = next(n for n in simengine.run(doc).notes if "arrive before run.stop.horizon" in n)
+    assert horizon_note.startswith("das2: ") and f"of the trace's {whole:,} jobs" in horizon_note

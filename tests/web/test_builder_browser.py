@@ -133,6 +133,8 @@ def test_build_a_scenario_from_blank_preview_fix_an_error_save_and_reload(live_s
     assert saved_stream["target"] == "small" and saved_stream["arrival"] == {"target_load": 0.7}
     assert saved_stream["size"] == {"kind": "rsd", "low": 1, "high": 16, "q": 0.9}
     assert saved_stream["runtime"] == {"kind": "bounded_pareto", "alpha": 1.25, "high": 5000, "mean": 120}
+    # a blank scenario has no stop rule (a trace would run whole); a new synthetic stream is finite
+    assert saved_stream["count"] == 10000 and "stop" not in scenario.spec.get("run", {})
 
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / "builder.png"), full_page=True)
