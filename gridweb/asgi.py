@@ -14,10 +14,11 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from gridweb.routing import websocket_urlpatterns  # noqa: E402
 from gridweb.web.origin import SameOriginValidator  # noqa: E402
+from gridweb.web.upload_guard import UploadGuard  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
-        "http": django_asgi_app,
+        "http": UploadGuard(django_asgi_app),  # an oversize or chunked upload: refused before it is read
         # a page of another site may not open a socket with this site's cookie (gridweb/web/origin.py)
         "websocket": SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }

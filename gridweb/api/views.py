@@ -39,6 +39,7 @@ from gridweb.scenarios.models import Scenario, TraceFile
 from gridweb.scenarios.traces import max_trace_bytes, store_trace
 from gridweb.scenarios.validation import SpecInvalid, UserLimitReached, validate_spec
 from gridweb.sharing import Visibility, default_group
+from gridweb.web.upload_guard import upload_limit
 from simengine.workload import STATUS_NAMES
 
 from . import serializers as s
@@ -46,8 +47,6 @@ from .parsers import SafeJSONParser
 from .errors import bad_input
 from .permissions import OwnerEditsViewersRead
 
-# Multipart framing and the small form fields beside the trace itself.
-UPLOAD_FORM_SLACK = 64 * 1024
 CHUNKS_PER_PAGE = 100
 MAX_CHUNKS_PER_PAGE = 1000
 
@@ -314,7 +313,7 @@ class TraceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Upda
         # (the session's CSRF check would parse the whole multipart body otherwise).
         if request.method == "POST":
             length = int(request.META.get("CONTENT_LENGTH") or 0)
-            if length > max_trace_bytes() + UPLOAD_FORM_SLACK:
+            if length > upload_limit():
                 raise ValidationError({"file": [f"the upload is {length:,} bytes, larger than the limit of "
                                                 f"{max_trace_bytes():,} bytes for a trace"]})
         super().initial(request, *args, **kwargs)
