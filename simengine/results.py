@@ -20,7 +20,7 @@ import numpy as np
 from numba import njit
 
 from simengine.gantt import KIND_NAMES, SEGMENT_COLUMNS
-from simengine.statistics import shaky, t_half_width, within_domain
+from simengine.statistics import JOB_MEANS, batch_means_half_width, shaky, t_half_width, within_domain
 from simengine.version import ENGINE_VERSION
 from simengine.workload import (STATUS_COMPLETED, STATUS_KILLED, STATUS_NAMES, STATUS_REJECTED,
                                 STATUS_UNFINISHED)
@@ -52,6 +52,8 @@ class Metric:
     ci_low: float | None
     ci_high: float | None
     values: list[float]
+    #: one replication: the batch-means half-width its interval came from (statistics.BATCHES)
+    batch_half: float | None = None
 
     @classmethod
     def from_values(cls, name: str, values: list[float]) -> "Metric":
@@ -72,7 +74,15 @@ class Metric:
         to the metric's domain, so it may be shorter on one side)."""
         if self.ci_high is None:
             return None
-        return t_half_width(self.values)
+        return self.batch_half if self.batch_half is not None else t_half_width(self.values)
+
+    def with_batch_means(self, job_values) -> "Metric":
+        """A one-replication metric with the batch-means interval of its jobs' values (arrival order)."""
+        half = batch_means_half_width(job_values)
+        if half is None or math.isnan(self.mean):
+            return self
+        low, high = within_domain(self.name, self.mean - half, self.mean + half)
+        return Metric(self.name, self.mean, low, high, self.values, half)
 
     @property
     def replications(self) -> int:
@@ -81,7 +91,8 @@ class Metric:
     @property
     def shaky(self) -> str | None:
         """Why the interval should not be trusted (simengine.statistics.shaky), or None."""
-        return shaky(self.replications, None if math.isnan(self.mean) else self.mean, self.half_width)
+        return shaky(self.replications, None if math.isnan(self.mean) else self.mean, self.half_width,
+                     batch_means=self.batch_half is not None)
 
     def as_dict(self) -> dict[str, Any]:
         clean = [None if (isinstance(x, float) and math.isnan(x)) else x for x in self.values]
@@ -557,6 +568,12 @@ def assemble_result(scenario, kept_jobs: list[dict[str, np.ndarray]], metric_val
         jobs["measured"] = measured_rows(jobs)
     names = sorted({k for m in metric_values for k in m})
     metrics = {k: Metric.from_values(k, [m.get(k, math.nan) for m in metric_values]) for k in names}
+    if len(metric_values) == 1:  # no replications to compare: batch means of the measured jobs
+        mine = np.flatnonzero((jobs["replication"] == 0) & jobs["measured"].astype(bool))
+        mine = mine[np.argsort(jobs["submit"][mine], kind="stable")]
+        for name, column in JOB_MEANS.items():
+            if name in metrics and column in jobs:
+                metrics[name] = metrics[name].with_batch_means(jobs[column][mine])
     clusters = scenario.platform.clusters
     return Result(
         scenario=scenario.model_dump(mode="json"), scenario_hash=scenario_hash(scenario), seed=scenario.run.seed,

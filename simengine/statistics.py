@@ -22,6 +22,14 @@ from scipy import stats
 
 #: fewer replications than this give a shaky interval
 MIN_REPLICATIONS = 5
+#: a one-replication run's job-mean metrics get a batch-means interval: its measured jobs in
+#: arrival order, cut into this many equal batches (the remainder after the last left out) ...
+BATCHES = 20
+#: ... when every batch holds at least this many jobs
+MIN_BATCH = 10
+#: the metrics that are a mean over the measured jobs, and the job column each averages
+JOB_MEANS = {"mean_wait": "wait", "mean_response": "response", "mean_slowdown": "slowdown",
+             "mean_bounded_slowdown": "bounded_slowdown"}
 #: a half-width beyond this share of the mean gives a shaky interval
 WIDE = 0.5
 
@@ -39,6 +47,18 @@ def t_half_width(values) -> float | None:
     if len(v) < 2:
         return None
     return float(stats.t.ppf(0.975, len(v) - 1) * v.std(ddof=1) / math.sqrt(len(v)))
+
+
+def batch_means_half_width(values) -> float | None:
+    """Half-width of the 95% t interval of the mean of ``BATCHES`` batch means of ``values`` (one
+    replication's per-job values in arrival order, NaNs left out); None with too few values."""
+    v = np.asarray(values, dtype=float)
+    v = v[~np.isnan(v)]
+    per = len(v) // BATCHES
+    if per < MIN_BATCH:
+        return None
+    means = v[:per * BATCHES].reshape(BATCHES, per).mean(axis=1)
+    return float(stats.t.ppf(0.975, BATCHES - 1) * means.std(ddof=1) / math.sqrt(BATCHES))
 
 
 def domain(name: str) -> tuple[float, float]:
@@ -66,11 +86,14 @@ SHAKY_RULE = (f"an interval is flagged when it comes from fewer than {MIN_REPLIC
               f"half-width is more than {WIDE:.0%} of the mean")
 
 
-def shaky(replications: int, mean: float | None, half_width: float | None) -> str | None:
+def shaky(replications: int, mean: float | None, half_width: float | None, batch_means: bool = False) -> str | None:
     """Why an interval should not be trusted, in one line; None when it may be."""
     if mean is None or (isinstance(mean, float) and math.isnan(mean)):
         return None
     if replications < 2:
+        if batch_means and half_width is not None:
+            return (f"1 replication: a batch-means interval ({BATCHES} batches of its jobs; correlated batches "
+                    "may make it too narrow)")
         return "1 replication: no interval"
     if replications < MIN_REPLICATIONS:
         return f"only {replications} replications (fewer than {MIN_REPLICATIONS}): the interval is rough"
@@ -82,6 +105,8 @@ def shaky(replications: int, mean: float | None, half_width: float | None) -> st
 def stored_shaky(stored: dict, replications: int | None = None) -> str | None:
     """:func:`shaky` of a metric as a Result's summary stores it (``mean``, ``half_width``,
     ``values``; ``replications`` when the values were not kept, as in a sweep's table)."""
+    if "shaky" in stored:  # (said by the engine when it stored the result)
+        return stored["shaky"]
     if replications is None:
         if "values" not in stored:
             return None  # (an older sweep table: how many replications is not known)

@@ -34,8 +34,9 @@ class ExportUnavailable(Exception):
 def _metric(name: str, stored: dict[str, Any]) -> Metric:
     mean = stored.get("mean")
     values = [math.nan if v is None else float(v) for v in stored.get("values") or []]
+    batch_half = stored.get("half_width") if len(values) == 1 else None  # (a batch-means interval)
     return Metric(name, math.nan if mean is None else float(mean), stored.get("ci_low"), stored.get("ci_high"),
-                  values)
+                  values, batch_half)
 
 
 def scenario_document(run: Run) -> dict[str, Any]:

@@ -238,3 +238,19 @@ def test_zikos_random_utilisation(mean_interarrival, seed):
     for name in result.cluster_names:
         site = result.metrics[f"utilisation.{name}"]
         assert abs(site.mean - rho) <= 0.03, f"{name}: utilisation {site.mean:.4f}, expected {rho:.4f}"
+
+
+def test_one_long_replication_gets_a_batch_means_interval_that_holds_erlang_c():
+    # One replication, no replications to compare: the job-mean metrics get a batch-means
+    # interval (simengine.statistics: 20 batches of the measured jobs, warm-up left out). On a
+    # long M/M/4 run at load 0.75 it holds the formula's mean wait and response.
+    c, rho, mu = 4, 0.75, 1.0
+    lam = rho * c * mu
+    result = simengine.run(single_cluster(c, "fcfs", lam, {"kind": "exponential", "mean": 1.0}, seed=107,
+                                          replications=1, completions=400_000, warmup=5_000))
+    wq = mmc_mean_wait(c, lam, mu)
+    wait, response = result.metrics["mean_wait"], result.metrics["mean_response"]
+    assert wait.ci_low <= wq <= wait.ci_high, (wait, wq)
+    assert response.ci_low <= wq + 1 / mu <= response.ci_high, (response, wq + 1 / mu)
+    assert wait.half_width < 0.1 * wait.mean and "batch-means" in wait.shaky
+    assert result.metrics["utilisation"].ci_low is None  # not a mean over jobs: no interval from one replication
