@@ -34,7 +34,10 @@ def point_row(index: int, run: Run) -> dict[str, Any]:
         for name in TABLE_METRICS:
             if name in stored:
                 metric = stored[name]
-                metrics[name] = {key: metric.get(key) for key in ("mean", "ci_low", "ci_high", "half_width")}
+                metrics[name] = {key: metric.get(key) for key in ("mean", "ci_low", "ci_high", "half_width")
+                                 if key in metric}
+                if "shaky" in metric:  # (results stored before the flag have none: it is worked out when shown)
+                    metrics[name]["shaky"] = metric["shaky"]
                 metrics[name]["replications"] = len([v for v in metric.get("values") or [] if v is not None])
     return {"point": index, "run": run.pk, "status": run.status, "parameters": run.sweep_point,
             "metrics": metrics}

@@ -175,7 +175,11 @@ def test_a_lublin_stream_is_drawn_from_the_schema_and_previewed(live_server, bui
     for name in ("count", "processors", "job_types", "start_hour", "time_scale", "target_load"):
         assert field(page, f"workload.streams.0.{name}").count() == 1, name
     assert field(page, "workload.streams.0.priority").count() == 0  # lublin streams have no priority
+    # the new synthetic stream's count (a blank scenario has no stop) carries over to the new kind
+    assert field(page, "workload.streams.0.count").input_value() == "10000"
     seen = wait_validated(page, None)
+    field(page, "workload.streams.0.count").fill("")
+    seen = wait_validated(page, seen)
     expect_text(error_beside(page, "workload.streams.0.count"), "required")
     field(page, "workload.streams.0.count").fill("300")
     field(page, "workload.streams.0.target_load").fill("0.5")

@@ -378,7 +378,7 @@ def test_sweep_runs_every_point_and_aggregates_with_confidence_intervals(alice):
         assert row["parameters"] == run.sweep_point
         assert row["metrics"]["mean_wait"] == {"mean": wait["mean"], "ci_low": wait["ci_low"],
                                                "ci_high": wait["ci_high"], "half_width": wait["half_width"],
-                                               "replications": len(wait["values"])}
+                                               "shaky": wait["shaky"], "replications": len(wait["values"])}
         assert row["metrics"]["mean_wait"]["ci_low"] <= row["metrics"]["mean_wait"]["mean"] \
             <= row["metrics"]["mean_wait"]["ci_high"]
     # Higher load, longer waits (same scheduler): the points really differ.

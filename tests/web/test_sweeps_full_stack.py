@@ -76,7 +76,7 @@ def test_a_sweep_of_eight_points_spreads_over_both_workers_and_is_aggregated(ful
             stored = run[5]["metrics"][name]
             ci = row["metrics"][name]
             assert ci == {"mean": stored["mean"], "ci_low": stored["ci_low"], "ci_high": stored["ci_high"],
-                          "half_width": stored["half_width"], "replications": 4}
+                          "half_width": stored["half_width"], "shaky": stored["shaky"], "replications": 4}
             assert ci["ci_low"] < ci["mean"] < ci["ci_high"]  # 4 replications: a real interval
     # Offered load shows in the measured utilisation, point by point.
     by_point = {(r["parameters"]["workload.streams.0.arrival.target_load"],
