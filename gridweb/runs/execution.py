@@ -258,7 +258,10 @@ class _Heartbeat:
         except Exception:  # noqa: BLE001 - a missed heartbeat only delays a redelivery
             log.warning("heartbeat of run %s stopped", self.run_id, exc_info=True)
         finally:
-            close_old_connections()
+            try:
+                close_old_connections()
+            except Exception:  # noqa: BLE001 - the thread ends either way (its connection with it)
+                log.debug("heartbeat of run %s: closing its connection failed", self.run_id, exc_info=True)
 
 
 class _Progress:
