@@ -7,4 +7,4 @@ class AccountsConfig(AppConfig):
     verbose_name = "Accounts and research groups"
 
     def ready(self) -> None:
-        from . import throttle  # noqa: F401 - connects the failed-login counters
+        from . import middleware, throttle  # noqa: F401 - connect the one-time-password flag and login counters

@@ -11,6 +11,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 from rest_framework.authtoken.models import Token
 
+from .middleware import SESSION_KEY
 from .models import password_chosen
 
 
@@ -20,6 +21,7 @@ class PasswordChangeView(auth_views.PasswordChangeView):
     def form_valid(self, form):
         response = super().form_valid(form)
         password_chosen(form.user)
+        self.request.session.pop(SESSION_KEY, None)
         return response
 
 
