@@ -15,11 +15,7 @@ from dataclasses import dataclass
 
 from simengine.errors import TraceError
 from simengine.scenario import EvolvingStream, Scenario, SyntheticStream, TraceStream
-from simengine.workload_build import load_trace_stream
-
-#: the engine draws this many more synthetic jobs than the completions asked for (workload_build)
-DRAW_MARGIN = 1.2
-
+from simengine.workload_build import DRAW_MARGIN, load_trace_stream
 
 @dataclass(frozen=True)
 class Limits:

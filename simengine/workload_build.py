@@ -21,6 +21,10 @@ from simengine.traces import read_trace
 from simengine.workload import JobTable
 
 
+#: the first draw of an endless synthetic stream: this many times its share of the completions
+DRAW_MARGIN = 1.2
+
+
 @lru_cache(maxsize=8)
 def _cached_trace(path: str, fmt: str | None, site_map: tuple | None, limit: int | None):
     return read_trace(path, format=fmt, site_map=dict(site_map) if site_map else None, limit=limit)
@@ -204,7 +208,7 @@ def until_enough(scenario: Scenario, attempt: Callable[[list[int] | None], Any],
     A synthetic stream draws its k-th job the same whatever the count, so a longer attempt
     only extends a shorter one, and the jobs the run keeps do not depend on the count."""
     completions = scenario.run.stop.completions
-    margin = 1.2
+    margin = DRAW_MARGIN
     drawn = -1
     while True:
         counts = _synthetic_counts(scenario, completions, margin) if completions else None
