@@ -20,18 +20,22 @@ KIND_RUN, KIND_CLAIMED, KIND_RESERVATION, KIND_SUSPENDED, KIND_KILLED, KIND_STRE
 
 SEGMENT_COLUMNS = ("cluster", "first_processor", "processors", "t0", "t1", "job", "component", "kind")
 
+#: order of events at one instant: ends, then zero-length jobs (they hand their processors
+#: straight back), then the other starts; ties by job index
+EVENT_END, EVENT_ZERO, EVENT_START = 0, 1, 2
+
 
 @njit(cache=True)
-def _assign(start, end, size, hk, hv, state, held, offset, order_events, is_end):
-    """Hand out processors for a batch of events (job ``order_events[e]``, an end when
-    ``is_end[e]``) in the order given; the free-processor heap (``hk``, ``hv``, its size in
-    ``state[0]``) and the processors each job holds (``held[offset[j]:offset[j + 1]]``)
-    carry over from one batch to the next. Returns the started jobs' blocks."""
+def _assign(size, hk, hv, state, held, offset, order_events, kinds):
+    """Hand out processors for a batch of events (job ``order_events[e]`` of kind ``kinds[e]``)
+    in the order given; the free-processor heap (``hk``, ``hv``, its size in ``state[0]``) and
+    the processors each job holds (``held[offset[j]:offset[j + 1]]``) carry over from one batch
+    to the next. Returns the blocks (event, first processor, count) the starts take."""
     total = 0
     for e in range(order_events.shape[0]):
-        if not is_end[e]:
+        if kinds[e] != EVENT_END:
             total += size[order_events[e]]
-    seg_job = np.empty(total, np.int64)
+    seg_event = np.empty(total, np.int64)
     seg_first = np.empty(total, np.int64)
     seg_count = np.empty(total, np.int64)
     ns = 0
@@ -39,7 +43,7 @@ def _assign(start, end, size, hk, hv, state, held, offset, order_events, is_end)
     taken = np.empty(hk.shape[0], np.int64)
     for e in range(order_events.shape[0]):
         j = order_events[e]
-        if is_end[e]:
+        if kinds[e] == EVENT_END:
             for k in range(offset[j], offset[j + 1]):
                 hn = heap_push(hk, hv, hn, float(held[k]), held[k])
             continue
@@ -54,7 +58,7 @@ def _assign(start, end, size, hk, hv, state, held, offset, order_events, is_end)
             if k < m and taken[k] == taken[k - 1] + 1:
                 count += 1
                 continue
-            seg_job[ns] = j
+            seg_event[ns] = e
             seg_first[ns] = first
             seg_count[ns] = count
             ns += 1
@@ -63,16 +67,11 @@ def _assign(start, end, size, hk, hv, state, held, offset, order_events, is_end)
                 count = 1
         for k in range(m):
             held[offset[j] + k] = taken[k]
-        if start[j] == end[j]:  # zero-length: gives its processors back at once
+        if kinds[e] == EVENT_ZERO:  # zero-length: gives its processors back at once
             for k in range(m):
                 hn = heap_push(hk, hv, hn, float(taken[k]), taken[k])
     state[0] = hn
-    return seg_job[:ns], seg_first[:ns], seg_count[:ns]
-
-
-#: order of events at one instant: ends, then zero-length jobs (they hand their processors
-#: straight back), then the other starts; ties by job index
-EVENT_END, EVENT_ZERO, EVENT_START = 0, 1, 2
+    return seg_event[:ns], seg_first[:ns], seg_count[:ns]
 
 
 class ProcessorAssigner:
@@ -83,11 +82,11 @@ class ProcessorAssigner:
     the batch must come after every event of the batches before it in (time, kind, job)
     order -- and returns the blocks (job, first processor, count) of the jobs it starts. One
     batch of all events gives :func:`assign_processors`; the live Gantt gives them slice by
-    slice of simulated time and gets the same blocks.
+    slice of simulated time and gets the same blocks. A job is a slot: it may start again
+    after it has ended (a killed job that is requeued).
     """
 
-    def __init__(self, start: np.ndarray, end: np.ndarray, size: np.ndarray, processors: int):
-        self.start, self.end = start, end
+    def __init__(self, size: np.ndarray, processors: int):
         self.size = np.asarray(size, np.int64)
         self.offset = np.zeros(len(self.size) + 1, np.int64)
         np.cumsum(self.size, out=self.offset[1:])
@@ -101,9 +100,16 @@ class ProcessorAssigner:
         self.state = np.array([P], np.int64)
 
     def events(self, jobs: np.ndarray, kinds: np.ndarray, times: np.ndarray):
+        """The blocks (job, first processor, count) the batch's starts take."""
+        event, first, count = self.events_indexed(jobs, kinds, times)
+        return jobs[event], first, count
+
+    def events_indexed(self, jobs: np.ndarray, kinds: np.ndarray, times: np.ndarray):
+        """As :meth:`events`, each block named by the index of its start event in the batch."""
         order = np.lexsort((jobs, kinds, times))
-        return _assign(self.start, self.end, self.size, self.hk, self.hv, self.state, self.held, self.offset,
-                       jobs[order], kinds[order] == EVENT_END)
+        event, first, count = _assign(self.size, self.hk, self.hv, self.state, self.held, self.offset,
+                                      jobs[order], kinds[order])
+        return order[event], first, count
 
 
 def job_events(start: np.ndarray, end: np.ndarray, jobs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -122,5 +128,5 @@ def assign_processors(start: np.ndarray, end: np.ndarray, size: np.ndarray, proc
     """
     start = np.asarray(start, np.float64)
     end = np.asarray(end, np.float64)
-    assigner = ProcessorAssigner(start, end, np.where(np.isnan(start), 0, size), processors)
+    assigner = ProcessorAssigner(np.where(np.isnan(start), 0, size), processors)
     return assigner.events(*job_events(start, end, np.flatnonzero(~np.isnan(start))))

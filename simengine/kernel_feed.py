@@ -32,7 +32,7 @@ class _Cluster:
         self.submit, self.runtime, self.size = submit, runtime, size
         self.end = np.full(len(idx), np.nan)
         self.pinned = steps.processor is not None
-        self.assigner = None if self.pinned else ProcessorAssigner(steps.start, self.end, size, processors)
+        self.assigner = None if self.pinned else ProcessorAssigner(size, processors)
         self.arrived = 0
         self.waiting = np.zeros(0, np.int64)  # arrived, not started (local indices)
         self.running = np.zeros(0, np.int64)  # started, end not handed to the assigner yet

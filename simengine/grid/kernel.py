@@ -36,6 +36,9 @@ L_WAITING, L_RUNNING, L_DONE, L_KILLED = 0, 1, 2, 3
 #: global job states
 G_WAITING, G_CLAIMED, G_RUNNING, G_DONE, G_FAILED = 0, 1, 2, 3, 4
 
+#: positions in the state tuple of grid_state / grid_advance (read by simengine.grid.model.GridRun)
+ST_QPOS, ST_QARR, ST_RQ_N, ST_HEAP, ST_KILLS, ST_COUNTERS, ST_CLOCK = 6, 7, 9, 15, 17, 20, 21
+
 #: placement codes (simengine.grid.schema.PLACEMENT_CODES)
 PLACE_WORST_FIT = 0
 
@@ -71,26 +74,14 @@ def _unlink(j, c, prv, nxt, rhead, rtail):
 
 
 @njit(cache=True, nogil=True)
-def grid_kernel(procs, l_submit, l_run, l_size, l_cluster, g_submit, g_run, g_size, g_ncomp, g_deadline,
-                placement, lp, mp, wait_x, gp, final_attempt, latest_first, requeue, bypass, horizon, t_warm,
-                l_start, l_end, l_state, l_kills, g_state, g_hold, g_tries, g_kills, g_decided, comp_off,
-                comp_cluster, acc):
-    """Simulate one replication. Inputs are sorted by submit time; outputs are written in place.
-
-    Returns (kill log job, kill log start, kill log time, kills, end of the measurement).
-    ``acc[c]`` gets the processor-seconds of cluster c in [t_warm, end] busy with local jobs,
-    claimed and idle, and busy with global jobs.
-    """
+def grid_state(procs, l_submit, l_cluster, g_submit, g_ncomp, g_deadline, policy, g_state, g_decided):
+    """The state of a replication before its first event: queues, running lists, the event
+    heap with every global job's first attempt (a job with no attempt at all fails at once).
+    Returns the tuple :func:`grid_advance` carries from one call to the next."""
+    lp, mp, wait_x, final_attempt = policy[1], policy[2], policy[3], policy[5]
     C = procs.shape[0]
     n = l_submit.shape[0]
     G = g_submit.shape[0]
-    free = procs.copy()
-    lbusy = np.zeros(C, np.int64)
-    claimed = np.zeros(C, np.int64)
-    gbusy = np.zeros(C, np.int64)
-    avail = np.zeros(C, np.int64)
-    room = np.zeros(C, np.int64)
-    need = np.zeros(C, np.int64)
     # each cluster's local jobs in submit order: cjobs[coff[c]:coff[c+1]]
     coff = np.zeros(C + 1, np.int64)
     for j in range(n):
@@ -103,28 +94,12 @@ def grid_kernel(procs, l_submit, l_run, l_size, l_cluster, g_submit, g_run, g_si
         c = l_cluster[j]
         cjobs[fill[c]] = j
         fill[c] += 1
-    qpos = coff[:C].copy()  # next job of the cluster that never started
-    qarr = coff[:C].copy()  # jobs [coff[c], qarr[c]) of the cluster have arrived
-    rq = np.empty(n, np.int64)  # requeued (killed) jobs, sorted, at rq[coff[c]: coff[c] + rq_n[c]]
-    rq_n = np.zeros(C, np.int64)
-    prv = np.full(n, -1, np.int64)  # running local jobs of a cluster, in start order
-    nxt = np.full(n, -1, np.int64)
-    rhead = np.full(C, -1, np.int64)
-    rtail = np.full(C, -1, np.int64)
-    pending = np.zeros(C, np.bool_)
     cap = 16 + 2 * C + G + n
     for c in range(C):
         cap += procs[c]
     hk = np.empty(cap)
     hv = np.empty(cap, np.int64)
     hn = 0
-    kcap = 16 + n // 16
-    kl_job = np.empty(kcap, np.int64)
-    kl_t0 = np.empty(kcap)
-    kl_t1 = np.empty(kcap)
-    nk = 0
-
-    # first attempt of every global job
     for g in range(G):
         D = g_deadline[g]
         g_state[g] = G_WAITING
@@ -142,13 +117,48 @@ def grid_kernel(procs, l_submit, l_run, l_size, l_cluster, g_submit, g_run, g_si
             if first > D:
                 first = D
         hn = heap_push(hk, hv, hn, first, (EV_ATTEMPT << SHIFT) | g)
+    kcap = 16 + n // 16
+    counters = np.zeros(5, np.int64)  # heap size, kills logged, next local arrival, clusters pending, done
+    counters[0] = hn
+    clock = np.zeros(2)  # time of the last event handled, end of the measurement
+    return (procs.copy(),  # free
+            np.zeros(C, np.int64), np.zeros(C, np.int64), np.zeros(C, np.int64),  # busy local, claimed, busy global
+            coff, cjobs, coff[:C].copy(), coff[:C].copy(),  # qpos: next never-started job; qarr: arrived up to
+            np.empty(n, np.int64), np.zeros(C, np.int64),  # requeued (killed) jobs, sorted, at rq[coff[c]:]; counts
+            np.full(n, -1, np.int64), np.full(n, -1, np.int64),  # running local jobs per cluster, in start order
+            np.full(C, -1, np.int64), np.full(C, -1, np.int64),
+            np.zeros(C, np.bool_),  # clusters whose FCFS queue must be looked at
+            hk, hv, np.empty(kcap, np.int64), np.empty(kcap), np.empty(kcap), counters, clock)
 
-    li = 0
-    t_last = 0.0
-    n_pend = 0  # clusters whose FCFS queue must be looked at once the current instant is done
+
+@njit(cache=True, nogil=True)
+def grid_advance(procs, l_submit, l_run, l_size, l_cluster, g_run, g_size, g_ncomp, g_deadline, policy,
+                 l_start, l_end, l_state, l_kills, g_state, g_hold, g_tries, g_kills, g_decided, comp_off,
+                 comp_cluster, acc, state, until):
+    """Handle every event before ``until`` (math.inf: to the end); outputs are written in place.
+
+    Inputs are sorted by submit time. Returns the heap and the kill log (job, start of the lost
+    run, kill time), which may have grown: the caller puts them back into ``state``. Once the
+    replication is over, ``state``'s counters[4] is 1 and its clock[1] the end of the
+    measurement; ``acc[c]`` then holds the processor-seconds of cluster c in [t_warm, end]
+    busy with local jobs, claimed and idle, and busy with global jobs.
+    """
+    placement, lp, mp, wait_x, gp, final_attempt, latest_first, requeue, bypass, horizon, t_warm = policy
+    (free, lbusy, claimed, gbusy, coff, cjobs, qpos, qarr, rq, rq_n, prv, nxt, rhead, rtail, pending,
+     hk, hv, kl_job, kl_t0, kl_t1, counters, clock) = state
+    C = procs.shape[0]
+    n = l_submit.shape[0]
+    avail = np.zeros(C, np.int64)
+    room = np.zeros(C, np.int64)
+    need = np.zeros(C, np.int64)
+    hn, nk, li, n_pend = counters[0], counters[1], counters[2], counters[3]
+    t_last = clock[0]
+    if counters[4]:
+        return hk, hv, kl_job, kl_t0, kl_t1
     room_needed = C + 8
     for c in range(C):
         room_needed += procs[c]
+    finished = False
     while True:
         if hn + room_needed > hk.shape[0]:  # (only with requeued jobs: stale ends pile up)
             k2 = np.empty(hk.shape[0] * 2)
@@ -204,6 +214,9 @@ def grid_kernel(procs, l_submit, l_run, l_size, l_cluster, g_submit, g_run, g_si
             n_pend = 0
             continue
         if t == math.inf or t >= horizon:
+            finished = True
+            break
+        if t >= until:  # paused: the next event is not before until
             break
         a = t_last if t_last > t_warm else t_warm
         if t > a:
@@ -380,11 +393,16 @@ def grid_kernel(procs, l_submit, l_run, l_size, l_cluster, g_submit, g_run, g_si
                 g_decided[g] = t
 
 
-    t_end = horizon if horizon < math.inf else t_last
-    a = t_last if t_last > t_warm else t_warm
-    if t_end > a:
-        for c in range(C):
-            acc[c, 0] += lbusy[c] * (t_end - a)
-            acc[c, 1] += claimed[c] * (t_end - a)
-            acc[c, 2] += gbusy[c] * (t_end - a)
-    return kl_job[:nk], kl_t0[:nk], kl_t1[:nk], nk, t_end
+    counters[0], counters[1], counters[2], counters[3] = hn, nk, li, n_pend
+    clock[0] = t_last
+    if finished:
+        counters[4] = 1
+        t_end = horizon if horizon < math.inf else t_last
+        clock[1] = t_end
+        a = t_last if t_last > t_warm else t_warm
+        if t_end > a:
+            for c in range(C):
+                acc[c, 0] += lbusy[c] * (t_end - a)
+                acc[c, 1] += claimed[c] * (t_end - a)
+                acc[c, 2] += gbusy[c] * (t_end - a)
+    return hk, hv, kl_job, kl_t0, kl_t1

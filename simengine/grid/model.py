@@ -17,7 +17,7 @@ import numpy as np
 from simengine.grid import kernel as K
 from simengine.grid.schema import PLACEMENT_CODES, RPPParams, WorstFitParams
 
-__all__ = ["LocalJobs", "GlobalJobs", "GridPolicy", "GridOutcome", "simulate", "warm_up"]
+__all__ = ["LocalJobs", "GlobalJobs", "GridPolicy", "GridOutcome", "GridRun", "simulate", "warm_up"]
 
 
 @dataclass
@@ -133,6 +133,109 @@ def _order(submit: np.ndarray) -> np.ndarray | None:
     return np.argsort(submit, kind="stable")
 
 
+class GridRun:
+    """One replication of the grid layer, simulated at once (:func:`simulate`) or in slices of
+    simulated time (:meth:`advance`: the live Gantt, simengine.grid.live). The schedule does not
+    depend on how it was sliced. Arguments as :func:`simulate`'s."""
+
+    def __init__(self, processors, local: LocalJobs, global_jobs: GlobalJobs | None = None,
+                 policy: GridPolicy | None = None, *, horizon: float = math.inf, warmup: float = 0.0):
+        procs = np.asarray(processors, np.int64)
+        gj = global_jobs if global_jobs is not None else GlobalJobs.empty()
+        pol = policy or GridPolicy()
+        C = len(procs)
+        if len(local) and (local.cluster.min() < 0 or local.cluster.max() >= C):
+            raise ValueError("a local job's cluster is not one of the clusters")
+        if len(local) and (local.size > procs[local.cluster]).any():
+            raise ValueError("a local job is larger than its cluster")
+        if len(gj) and ((gj.deadline < gj.submit).any() or (gj.components < 1).any() or (gj.size < 1).any()):
+            raise ValueError("global jobs need deadline >= submit, at least one component and size >= 1")
+        if pol.placement not in PLACEMENT_CODES:
+            raise ValueError(f"unknown placement policy {pol.placement!r}; known: {', '.join(PLACEMENT_CODES)}")
+        self.given_local, self.given_global = local, gj
+        self.local_order, self.global_order = _order(local.submit), _order(gj.submit)
+        lo, go = self.local_order, self.global_order
+        # the jobs as the kernel sees them (sorted by submit): what advance() fills in
+        self.local = L = local if lo is None else LocalJobs(local.submit[lo], local.runtime[lo], local.size[lo],
+                                                            local.cluster[lo])
+        self.glob = Gj = gj if go is None else GlobalJobs(gj.submit[go], gj.runtime[go], gj.size[go],
+                                                          gj.components[go], gj.deadline[go])
+        n, G = len(L), len(Gj)
+        self.processors, self.horizon = procs, float(horizon)
+        self.l_start, self.l_end = np.full(n, np.nan), np.full(n, np.nan)
+        self.l_state, self.l_kills = np.zeros(n, np.int8), np.zeros(n, np.int32)
+        self.g_state, self.g_hold = np.zeros(G, np.int8), np.full(G, np.nan)
+        self.g_tries, self.g_kills = np.zeros(G, np.int32), np.zeros(G, np.int32)
+        self.g_decided = np.full(G, np.nan)
+        self.comp_off = np.zeros(G + 1, np.int64)
+        np.cumsum(Gj.components, out=self.comp_off[1:])
+        self.comp_cluster = np.full(int(self.comp_off[-1]), -1, np.int64)
+        self.acc = np.zeros((C, 3))
+        wait_x = math.inf if pol.wait_x is None else float(pol.wait_x)
+        self.policy = (PLACEMENT_CODES[pol.placement], float(pol.lp), int(pol.mp), wait_x, pol.priority == "GP",
+                       bool(pol.final_attempt), pol.kill_order == "latest_started_first",
+                       pol.killed_jobs == "requeue", bool(pol.claims_bypass_local_queue), float(horizon),
+                       float(warmup))
+        self.state = K.grid_state(procs, L.submit, L.cluster, Gj.submit, Gj.components, Gj.deadline, self.policy,
+                                  self.g_state, self.g_decided)
+
+    @property
+    def done(self) -> bool:
+        return bool(self.state[K.ST_COUNTERS][4])
+
+    @property
+    def kill_log(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every kill so far: (local job, start of the lost run, kill time), in kill order."""
+        nk = int(self.state[K.ST_COUNTERS][1])
+        return tuple(a[:nk] for a in self.state[K.ST_KILLS:K.ST_KILLS + 3])
+
+    def queued(self) -> np.ndarray:
+        """Local jobs waiting in each cluster's queue now."""
+        st = self.state
+        return st[K.ST_QARR] - st[K.ST_QPOS] + st[K.ST_RQ_N]
+
+    def advance(self, until: float) -> bool:
+        """Handle every event before ``until``; True once the replication is over."""
+        L, Gj = self.local, self.glob
+        grown = K.grid_advance(self.processors, L.submit, L.runtime, L.size, L.cluster, Gj.runtime, Gj.size,
+                               Gj.components, Gj.deadline, self.policy, self.l_start, self.l_end, self.l_state,
+                               self.l_kills, self.g_state, self.g_hold, self.g_tries, self.g_kills, self.g_decided,
+                               self.comp_off, self.comp_cluster, self.acc, self.state, float(until))
+        self.state = self.state[:K.ST_HEAP] + grown + self.state[K.ST_COUNTERS:]
+        return self.done
+
+    def outcome(self) -> GridOutcome:
+        """The replication's schedule, in the order the jobs were given (after the last advance)."""
+        if not self.done:
+            raise RuntimeError("the replication has not been simulated to its end")
+        kl_job, kl_t0, kl_t1 = (a.copy() for a in self.kill_log)
+        out = GridOutcome(self.l_start, self.l_end, self.l_state, self.l_kills, self.g_state, self.g_hold,
+                          self.g_decided, self.g_tries, self.g_kills, self.comp_off, self.comp_cluster,
+                          {"job": kl_job, "start": kl_t0, "time": kl_t1}, self.acc, float(self.state[K.ST_CLOCK][1]))
+        lo, go = self.local_order, self.global_order
+        if lo is not None:  # back to the order the jobs were given in
+            for name in ("local_start", "local_end", "local_state", "local_kills"):
+                a = getattr(out, name)
+                b = np.empty_like(a)
+                b[lo] = a
+                setattr(out, name, b)
+            out.kills["job"] = lo[kl_job]
+        if go is not None:
+            for name in ("global_state", "global_hold", "global_decided", "global_tries", "global_kills"):
+                a = getattr(out, name)
+                b = np.empty_like(a)
+                b[go] = a
+                setattr(out, name, b)
+            G = len(self.glob)
+            off = np.zeros(G + 1, np.int64)
+            np.cumsum(self.given_global.components, out=off[1:])
+            cl = np.empty_like(self.comp_cluster)
+            for i, g in enumerate(go):
+                cl[off[g]:off[g + 1]] = self.comp_cluster[self.comp_off[i]:self.comp_off[i + 1]]
+            out.component_offset, out.component_cluster = off, cl
+        return out
+
+
 def simulate(processors, local: LocalJobs, global_jobs: GlobalJobs | None = None, policy: GridPolicy | None = None,
              *, horizon: float = math.inf, warmup: float = 0.0) -> GridOutcome:
     """Simulate one replication of the grid layer.
@@ -150,66 +253,9 @@ def simulate(processors, local: LocalJobs, global_jobs: GlobalJobs | None = None
     warmup : float
         The busy-time accumulators start here.
     """
-    procs = np.asarray(processors, np.int64)
-    gj = global_jobs if global_jobs is not None else GlobalJobs.empty()
-    pol = policy or GridPolicy()
-    C = len(procs)
-    if len(local) and (local.cluster.min() < 0 or local.cluster.max() >= C):
-        raise ValueError("a local job's cluster is not one of the clusters")
-    if len(local) and (local.size > procs[local.cluster]).any():
-        raise ValueError("a local job is larger than its cluster")
-    if len(gj) and ((gj.deadline < gj.submit).any() or (gj.components < 1).any() or (gj.size < 1).any()):
-        raise ValueError("global jobs need deadline >= submit, at least one component and size >= 1")
-    if pol.placement not in PLACEMENT_CODES:
-        raise ValueError(f"unknown placement policy {pol.placement!r}; known: {', '.join(PLACEMENT_CODES)}")
-    lo = _order(local.submit)
-    go = _order(gj.submit)
-    L = local if lo is None else LocalJobs(local.submit[lo], local.runtime[lo], local.size[lo], local.cluster[lo])
-    Gj = gj if go is None else GlobalJobs(gj.submit[go], gj.runtime[go], gj.size[go], gj.components[go],
-                                          gj.deadline[go])
-    n, G = len(L), len(Gj)
-    l_start = np.full(n, np.nan)
-    l_end = np.full(n, np.nan)
-    l_state = np.zeros(n, np.int8)
-    l_kills = np.zeros(n, np.int32)
-    g_state = np.zeros(G, np.int8)
-    g_hold = np.full(G, np.nan)
-    g_tries = np.zeros(G, np.int32)
-    g_kills = np.zeros(G, np.int32)
-    g_decided = np.full(G, np.nan)
-    comp_off = np.zeros(G + 1, np.int64)
-    np.cumsum(Gj.components, out=comp_off[1:])
-    comp_cluster = np.full(int(comp_off[-1]), -1, np.int64)
-    acc = np.zeros((C, 3))
-    wait_x = math.inf if pol.wait_x is None else float(pol.wait_x)
-    kl_job, kl_t0, kl_t1, _, t_end = K.grid_kernel(
-        procs, L.submit, L.runtime, L.size, L.cluster, Gj.submit, Gj.runtime, Gj.size, Gj.components,
-        Gj.deadline, PLACEMENT_CODES[pol.placement], float(pol.lp), int(pol.mp), wait_x, pol.priority == "GP",
-        bool(pol.final_attempt), pol.kill_order == "latest_started_first", pol.killed_jobs == "requeue",
-        bool(pol.claims_bypass_local_queue), float(horizon), float(warmup),
-        l_start, l_end, l_state, l_kills, g_state, g_hold, g_tries, g_kills, g_decided, comp_off, comp_cluster, acc)
-    out = GridOutcome(l_start, l_end, l_state, l_kills, g_state, g_hold, g_decided, g_tries, g_kills, comp_off,
-                      comp_cluster, {"job": kl_job, "start": kl_t0, "time": kl_t1}, acc, float(t_end))
-    if lo is not None:  # back to the order the jobs were given in
-        for name in ("local_start", "local_end", "local_state", "local_kills"):
-            a = getattr(out, name)
-            b = np.empty_like(a)
-            b[lo] = a
-            setattr(out, name, b)
-        out.kills["job"] = lo[kl_job]
-    if go is not None:
-        for name in ("global_state", "global_hold", "global_decided", "global_tries", "global_kills"):
-            a = getattr(out, name)
-            b = np.empty_like(a)
-            b[go] = a
-            setattr(out, name, b)
-        off = np.zeros(G + 1, np.int64)
-        np.cumsum(gj.components, out=off[1:])
-        cl = np.empty_like(comp_cluster)
-        for i, g in enumerate(go):
-            cl[off[g]:off[g + 1]] = comp_cluster[comp_off[i]:comp_off[i + 1]]
-        out.component_offset, out.component_cluster = off, cl
-    return out
+    run = GridRun(processors, local, global_jobs, policy, horizon=horizon, warmup=warmup)
+    run.advance(math.inf)
+    return run.outcome()
 
 
 def warm_up() -> None:

@@ -21,14 +21,16 @@ import numpy as np
 
 from simengine.distributions import processor_counts
 from simengine.driver import Model, Replication
-from simengine.gantt import KIND_CLAIMED, KIND_KILLED, KIND_RUN, SEGMENT_COLUMNS, assign_processors
+from simengine.gantt import KIND_KILLED, KIND_RUN, SEGMENT_COLUMNS
+from simengine.grid.holdings import GLOBAL, Slots, block_rows, feed_live, final_blocks
 from simengine.generate import generate_stream
 from simengine.grid import kernel as K
 from simengine.grid.koala_run import simulate_koala_replication
 from simengine.grid.schema import is_coallocation, is_koala
-from simengine.grid.model import GlobalJobs, GridOutcome, GridPolicy, LocalJobs, simulate, warm_up
+from simengine.grid.model import GlobalJobs, GridOutcome, GridPolicy, GridRun, LocalJobs, warm_up
 from simengine.results import BOUNDED_SLOWDOWN_TAU, SERIES_POINTS, active_sum, order_job_rows, percentile_linear
 from simengine.scenario import CoallocatedStream, Scenario, TraceStream
+from simengine.streaming import LiveGantt
 from simengine.workload import STATUS_COMPLETED, STATUS_FAILED, STATUS_KILLED, STATUS_REJECTED, STATUS_UNFINISHED
 from simengine.workload_build import load_trace_stream, replication_rngs
 
@@ -113,13 +115,32 @@ def policy_of(scenario: Scenario) -> GridPolicy:
     return GridPolicy.from_params(g.placement.name, g.placement.params, g.deadline_policy.params)
 
 
-def _simulate(scenario: Scenario, w: GridWorkload) -> GridOutcome:
+def _simulate(scenario: Scenario, w: GridWorkload, live: LiveGantt | None = None) -> GridOutcome:
+    """The replication's schedule; with ``live``, simulated in slices while its Gantt streams."""
     keep = ~w.local_rejected
     local = w.local if keep.all() else LocalJobs(w.local.submit[keep], w.local.runtime[keep], w.local.size[keep],
                                                  w.local.cluster[keep])
     horizon = scenario.run.stop.horizon
-    out = simulate(w.processors, local, w.glob, policy_of(scenario),
-                   horizon=math.inf if horizon is None else horizon, warmup=scenario.run.warmup.time)
+    horizon = math.inf if horizon is None else float(horizon)
+    run = GridRun(w.processors, local, w.glob, policy_of(scenario), horizon=horizon, warmup=scenario.run.warmup.time)
+    if live is not None:  # (build_workload sorts the jobs: the run keeps their order)
+        idx = np.flatnonzero(keep)
+        comp_job = np.repeat(np.arange(len(w.glob)), w.glob.components)
+        comp_index = np.arange(len(comp_job)) - np.repeat(run.comp_off[:-1], w.glob.components)
+
+        def name_local(i):
+            j = idx[i]
+            return w.local_id[j], w.local_stream[j], 0
+
+        def name_component(k):
+            g = comp_job[k]
+            return w.global_id[g], w.global_stream[g], comp_index[k]
+
+        last = max(float(local.submit[-1]) if len(local) else 0.0, float(w.glob.submit[-1]) if len(w.glob) else 0.0)
+        feed_live(live, run, w.processors, name_local, name_component, horizon, min(last, horizon))
+    else:
+        run.advance(math.inf)
+    out = run.outcome()
     if not keep.all():  # rejected jobs never start
         n = len(w.local)
         idx = np.flatnonzero(keep)
@@ -278,7 +299,6 @@ def _holdings(w: GridWorkload, o: GridOutcome, t_end: float):
     held = np.flatnonzero((gs == K.G_CLAIMED) | (gs == K.G_RUNNING) | (gs == K.G_DONE))
     gj = rep[held]
     g_t1 = np.where(gs[held] == K.G_CLAIMED, t_end, np.minimum(G.deadline[gj] + G.runtime[gj], t_end))
-    GLOBAL = -1
     return (np.concatenate([L.cluster[run], L.cluster[kj], o.component_cluster[held]]),
             np.concatenate([o.local_start[run], o.kills["start"], o.global_hold[gj]]),
             np.concatenate([np.minimum(o.local_end[run], t_end), o.kills["time"], g_t1]),
@@ -292,32 +312,21 @@ def _holdings(w: GridWorkload, o: GridOutcome, t_end: float):
 def _segments(scenario: Scenario, w: GridWorkload, o: GridOutcome, position: np.ndarray,
               component: np.ndarray) -> dict[str, np.ndarray]:
     cl, t0, t1, size, row, D, kind = _holdings(w, o, o.t_end)
+    keep = ~w.local_rejected
+    n, kept = len(w.local), int(keep.sum())
+    # slots (simengine.grid.holdings): local jobs by their index among the simulated ones, then components
+    rank = np.cumsum(keep) - 1
+    key = np.where(row < n, rank[np.minimum(row, max(n - 1, 0))], kept + row - n) if len(row) else row
+    slots = Slots(w.processors, w.local.cluster[keep], w.local.size[keep], np.repeat(w.glob.size, w.glob.components))
+    h, cluster, first, count = final_blocks(slots, cl.astype(np.int64), key, t0, t1)
     parts = []
-    for c, spec in enumerate(scenario.platform.clusters):
-        idx = np.flatnonzero(cl == c)
-        if not len(idx):
-            continue
-        which, first, count = assign_processors(t0[idx], t1[idx], size[idx], spec.processors)
-        h = idx[which]
-        a, b, k, d = t0[h], t1[h], kind[h], D[h]
-        is_g = k < 0
-        # a global holding: claimed from its claim to D, then run from D
-        claim = is_g & (a < d)
-        runs = ~is_g | (b >= d)
-        for mask, s0, s1, code in ((~is_g, a, b, k), (claim, a, np.minimum(b, d), np.full(len(h), KIND_CLAIMED)),
-                                   (is_g & runs, np.maximum(a, d), b, np.full(len(h), KIND_RUN))):
-            sel = np.flatnonzero(mask)
-            if not len(sel):
-                continue
-            rows = position[row[h[sel]]]
-            parts.append({"cluster": np.full(len(sel), c, np.int32), "first_processor": first[sel].astype(np.int32),
-                          "processors": count[sel].astype(np.int32), "t0": s0[sel], "t1": s1[sel],
-                          "job": rows.astype(np.int64), "component": component[rows].astype(np.int16),
-                          "kind": code[sel].astype(np.int8)})
-    if not parts:
-        return {"cluster": np.zeros(0, np.int32), "first_processor": np.zeros(0, np.int32),
-                "processors": np.zeros(0, np.int32), "t0": np.zeros(0), "t1": np.zeros(0),
-                "job": np.zeros(0, np.int64), "component": np.zeros(0, np.int16), "kind": np.zeros(0, np.int8)}
+    for mask, a, b, k in block_rows(h, t0, t1, D, kind).values():
+        sel = np.flatnonzero(mask)
+        rows = position[row[h[sel]]]
+        parts.append({"cluster": cluster[sel].astype(np.int32), "first_processor": first[sel].astype(np.int32),
+                      "processors": count[sel].astype(np.int32), "t0": a[sel], "t1": b[sel],
+                      "job": rows.astype(np.int64), "component": component[rows].astype(np.int16),
+                      "kind": k[sel].astype(np.int8)})
     seg = {k: np.concatenate([p[k] for p in parts]) for k in SEGMENT_COLUMNS}
     order = np.lexsort((seg["first_processor"], seg["cluster"], seg["t0"]))
     return {k: v[order] for k, v in seg.items()}
@@ -343,10 +352,11 @@ def _series(scenario: Scenario, w: GridWorkload, o: GridOutcome) -> dict[str, np
 
 
 def simulate_replication(scenario: Scenario, replication: int, with_rows: bool = True,
-                         with_segments: bool = False) -> Replication:
-    """One replication: metrics, and optionally its job rows and (replication 0) segments and series."""
+                         with_segments: bool = False, live: LiveGantt | None = None) -> Replication:
+    """One replication: metrics, and optionally its job rows and (replication 0) segments and
+    series; with ``live``, its Gantt streams while it is simulated."""
     w = build_workload(scenario, replication)
-    o = _simulate(scenario, w)
+    o = _simulate(scenario, w, live)
     metrics = _metrics(scenario, w, o)
     jobs = segments = series = None
     if with_rows or with_segments:
@@ -361,8 +371,8 @@ def simulate_replication(scenario: Scenario, replication: int, with_rows: bool =
 
 def replicate(scenario: Scenario, r: int, with_segments: bool, on_step=None, live=None,
               place=None) -> Replication:
-    """One replication (simengine.driver.Replicate); its Gantt goes out at its end."""
-    return simulate_replication(scenario, r, with_segments or scenario.run.keep_jobs == "all", with_segments)
+    """One replication (simengine.driver.Replicate); ``live``: its Gantt streams while it runs."""
+    return simulate_replication(scenario, r, with_segments or scenario.run.keep_jobs == "all", with_segments, live)
 
 
 def is_grid(scenario: Scenario) -> bool:

@@ -23,8 +23,8 @@ EXAMPLES = {
     "mmc-erlang.json": (True, False),
     "reservations-preemption.yaml": (True, False),
     "cao-scojo-rars.yaml": (True, True),
-    # compiled or offline in one pass, quick at these scales: streamed when replication 0 ends
-    "ballier-4x32.yaml": (False, False),
+    "ballier-4x32.yaml": (True, False),
+    # in one pass, quick at these scales: streamed when replication 0 ends
     "koala-w30.yaml": (False, False),
     "klein-evolving.yaml": (False, False),
     "zikos-random.yaml": (False, False),
@@ -93,3 +93,44 @@ def test_rows_of_a_repeated_attempt_are_not_sent_twice():
     live.finish(None)
     sent = sorted(t for c in chunks for t in c["segments"]["t0"].tolist())
     assert sent == [0, 2, 11] and math.isfinite(chunks[-1]["window"][1])
+
+
+GRID_VARIANTS = {
+    "requeue, earliest first": {"killed_jobs": "requeue", "kill_order": "earliest_started_first"},
+    "LP, local queue first": {"priority": "LP", "claims_bypass_local_queue": False},
+    "no tries, final attempt only": {"mp": 0},
+}
+
+
+@pytest.mark.parametrize("variant", sorted(GRID_VARIANTS))
+def test_the_grid_layer_streams_exactly_its_gantt_under_every_kill_rule(monkeypatch, variant):
+    """Kills (dropped or requeued), claims cut by the horizon, simultaneous starts (constant
+    runtimes): the live Gantt hands out the processors the Result does."""
+    import yaml
+
+    from simengine.grid import holdings
+
+    def fixed_slices(begin, end, advance, report):  # 300 slices: runs span slices, kills come later
+        step = (end - begin) / 300
+        T = begin
+        while True:
+            T += step
+            done = advance(T)
+            if report(T) or done:
+                advance(math.inf)
+                return
+
+    monkeypatch.setattr(streaming, "LIVE_INTERVAL", 0.0)
+    monkeypatch.setattr(holdings, "run_in_slices", fixed_slices)
+    data = yaml.safe_load((ROOT / "examples" / "ballier-4x32.yaml").read_text())
+    data["grid"]["deadline_policy"]["params"].update(GRID_VARIANTS[variant])
+    data["run"].update({"replications": 1, "stop": {"horizon": 30000.5}, "warmup": {"time": 0}})
+    for stream in data["workload"]["streams"][:2]:  # starts at the same instants
+        stream["runtime"] = {"kind": "constant", "value": 60}
+    chunks = []
+    result = simengine.run(data, on_progress=chunks.append)
+    killed = int((np.asarray(result.segments["kind"]) == 4).sum())
+    claimed = int((np.asarray(result.segments["kind"]) == 1).sum())
+    params = GRID_VARIANTS[variant]
+    assert (claimed > 0) == (params.get("mp") != 0) and (killed > 0) == (params.get("priority") != "LP")
+    check_live_stream(chunks, result, during=True)
