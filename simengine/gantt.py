@@ -99,6 +99,16 @@ class ProcessorAssigner:
         self.hv[:P] = np.arange(P)
         self.state = np.array([P], np.int64)
 
+    def add_jobs(self, size: np.ndarray) -> np.ndarray:
+        """Append jobs of ``size`` processors (for a model that learns its jobs as it runs);
+        returns their indices."""
+        size = np.asarray(size, np.int64)
+        first = len(self.size)
+        self.size = np.concatenate([self.size, size])
+        self.offset = np.concatenate([self.offset, self.offset[-1] + np.cumsum(size)])
+        self.held = np.concatenate([self.held, np.empty(int(size.sum()), np.int64)])
+        return np.arange(first, first + len(size))
+
     def events(self, jobs: np.ndarray, kinds: np.ndarray, times: np.ndarray):
         """The blocks (job, first processor, count) the batch's starts take."""
         event, first, count = self.events_indexed(jobs, kinds, times)

@@ -257,8 +257,10 @@ def replicate(scenario: Scenario, replication: int, with_segments: bool, on_step
 
 def replicate_lwr_grid(scenario: Scenario, replication: int, with_segments: bool, on_step=None, live=None,
                        place: Place | None = None) -> Replication:
-    """One replication of an LWR grid (every site LWR) in one compiled pass; the Gantt goes
-    out at its end."""
+    """One replication of an LWR grid (every site LWR) in one compiled pass. Replication 0 of a
+    static site allocation goes through the kernels, which stream its Gantt (the same schedule)."""
+    if live is not None and stateful_policy(scenario) is None:
+        return replicate(scenario, replication, with_segments, on_step, live, place)
     one = _stateful_one if stateful_policy(scenario) is not None else _dispatch_one
     sim = _until_enough(scenario, lambda counts: one(scenario, replication, counts))
     return finish_replication(scenario, sim, replication, with_segments, place)

@@ -232,12 +232,17 @@ class KoalaOutcome:
     local_runtime: np.ndarray
     local_state: np.ndarray  # 0 waiting, 1 running, 2 done, 3 killed
     local_background: np.ndarray
-    holdings: list  # (cluster, t0, t1, size, owner, kind): owner ("L", i) or ("K", j, comp); kind run/claimed/killed
+    holdings: list  # (cluster, t0, t1, size, owner, kind, holding): owner ("L", i) or ("K", j, comp);
+    # kind run/claimed/killed; holding: the index in ``starts`` of the hold the record is part of
     transfers: list  # (cluster, t0, t1, size, j, comp)
     busy: np.ndarray  # per cluster: background+local, koala run, claimed-idle (PWT) processor-seconds
     t_end: float
     max_queue: int
     queue_trace: list = field(default_factory=list)  # (time, placement queue length)
+    # every hold of processors, in the order it began: (cluster, t0, size, owner, transfer from);
+    # a claimed component whose files were still coming shows them from ``transfer from`` to t0
+    starts: list = field(default_factory=list)
+    hold_end: list = field(default_factory=list)  # when each hold ended
 
 
 def simulate_koala(processors, jobs: list[KoalaJob], policy: KoalaPolicy, files: Files | None = None,
@@ -245,6 +250,38 @@ def simulate_koala(processors, jobs: list[KoalaJob], policy: KoalaPolicy, files:
                    warmup: float = 0.0) -> KoalaOutcome:
     """Simulate KOALA jobs over clusters of ``processors``; ``local`` = (submit, runtime, size,
     cluster) arrays of local jobs. Runs until every KOALA job is done or failed (or ``horizon``)."""
+    run = KoalaRun(processors, jobs, policy, files, local, band, horizon, warmup)
+    run.advance(math.inf)
+    return run.outcome
+
+
+class KoalaRun:
+    """A replication simulated in slices of simulated time (the live Gantt): after
+    ``advance(T)`` every event before T has been handled; ``view`` shows the holds begun
+    (``starts``) and when they ended (``hold_end``), the records of the ended ones
+    (``holdings``), the KOALA jobs' states and the local jobs' runtimes. ``outcome`` is set once the replication is over."""
+
+    def __init__(self, *args):
+        self.until = [math.inf]
+        self.view: dict = {}
+        self.outcome: KoalaOutcome | None = None
+        self._steps = _koala_steps(*args, until=self.until, view=self.view)
+
+    def advance(self, until: float) -> bool:
+        """Handle every event before ``until``; True once the replication is over."""
+        if self.outcome is not None:
+            return True
+        self.until[0] = until
+        try:
+            next(self._steps)
+        except StopIteration as stop:
+            self.outcome = stop.value
+        return self.outcome is not None
+
+
+def _koala_steps(processors, jobs, policy, files, local, band, horizon, warmup, *, until, view):
+    """The event loop of :func:`simulate_koala`, a generator that pauses (yields) before an
+    event at or after ``until[0]`` and returns the KoalaOutcome."""
     P = np.asarray(processors, np.int64)
     C = len(P)
     loc = np.zeros(C, np.int64)
@@ -260,6 +297,9 @@ def simulate_koala(processors, jobs: list[KoalaJob], policy: KoalaPolicy, files:
     l_end = [math.nan] * n_given
     l_state = [0] * n_given
     l_bg = [False] * n_given
+    l_hold = [-1] * n_given  # each local job's hold (index into starts)
+    starts: list = []
+    hold_end: list = []  # when each hold ended (NaN: held)
     queues_local: list[list[int]] = [[] for _ in range(C)]
     running_local: list[list[int]] = [[] for _ in range(C)]  # in start order
     history = {(e, f) for e in range(C) for f in range(len(files.site_cluster))} \
@@ -303,10 +343,16 @@ def simulate_koala(processors, jobs: list[KoalaJob], policy: KoalaPolicy, files:
         pq[k.prio].append(j)
         max_q[0] = max(max_q[0], qlen())
 
+    def begin_hold(c, t, size, owner, transfer_from=math.nan) -> int:
+        starts.append((c, t, size, owner, transfer_from))
+        hold_end.append(math.nan)
+        return len(starts) - 1
+
     def start_local(i, t):
         c = l_cl[i]
         loc[c] += l_size[i]
         l_start[i], l_state[i] = t, 1
+        l_hold[i] = begin_hold(c, t, l_size[i], ("L", i))
         running_local[c].append(i)
         push(t + l_rt[i], _END, ("L", i))
 
@@ -330,12 +376,13 @@ def simulate_koala(processors, jobs: list[KoalaJob], policy: KoalaPolicy, files:
                 placed[c] -= s
                 continue
             held[c] -= s
+            hold_end[comp[5]] = t
             to = min(t, k.jst) if not math.isnan(k.jst) else t
             if to > ct:
-                holdings.append((c, ct, to, s, ("K", j, ci), "claimed"))
+                holdings.append((c, ct, to, s, ("K", j, ci), "claimed", comp[5]))
                 account(c, ct, to, s, 2)
             if kill and t > k.jst:
-                holdings.append((c, k.jst, t, s, ("K", j, ci), "killed"))
+                holdings.append((c, k.jst, t, s, ("K", j, ci), "killed", comp[5]))
                 account(c, k.jst, t, s, 1)
         k.comps = []
         k.epoch += 1
@@ -347,7 +394,8 @@ def simulate_koala(processors, jobs: list[KoalaJob], policy: KoalaPolicy, files:
             return False
         k.placement_time += t - k.enqueued
         k.placements += 1
-        k.comps = [[s, c, site, ftt, math.nan] for (s, c, site, ftt) in got]
+        k.comps = [[s, c, site, ftt, math.nan, -1] for (s, c, site, ftt) in got]  # (size, cluster, site, FTT,
+        # claim time, hold)
         for s, c, _, _ in got:
             placed[c] += s
             avail[c] -= s
@@ -446,6 +494,7 @@ def simulate_koala(processors, jobs: list[KoalaJob], policy: KoalaPolicy, files:
                 placed[cp[1]] -= cp[0]
                 held[cp[1]] += cp[0]
                 cp[4] = t
+                cp[5] = begin_hold(cp[1], t, cp[0], ("K", j, ci), k.jpt if cp[3] > 0 and t > k.jpt else math.nan)
             if len(prev) + len(now) == n:
                 k.state = "claimed"
                 k.pgt = t - k.jpt
@@ -479,10 +528,11 @@ def simulate_koala(processors, jobs: list[KoalaJob], policy: KoalaPolicy, files:
         for ci, cp in enumerate(k.comps):
             s, c, ct = cp[0], cp[1], cp[4]
             held[c] -= s
+            hold_end[cp[5]] = t
             if k.jst > ct:
-                holdings.append((c, ct, k.jst, s, ("K", j, ci), "claimed"))
+                holdings.append((c, ct, k.jst, s, ("K", j, ci), "claimed", cp[5]))
                 account(c, ct, k.jst, s, 2)
-            holdings.append((c, k.jst, t, s, ("K", j, ci), "run"))
+            holdings.append((c, k.jst, t, s, ("K", j, ci), "run", cp[5]))
             account(c, k.jst, t, s, 1)
         k.state, k.end = "done", t
         undecided[0] -= 1
@@ -534,6 +584,7 @@ def simulate_koala(processors, jobs: list[KoalaJob], policy: KoalaPolicy, files:
                 l_end.append(math.nan)
                 l_state.append(0)
                 l_bg.append(True)
+                l_hold.append(-1)
                 start_local(i, t)
             while loc[c] > hi:
                 bg = [i for i in running_local[c] if l_bg[i]]
@@ -547,11 +598,16 @@ def simulate_koala(processors, jobs: list[KoalaJob], policy: KoalaPolicy, files:
         loc[c] -= l_size[i]
         running_local[c].remove(i)
         l_end[i], l_state[i] = t, 3
-        holdings.append((c, l_start[i], t, l_size[i], ("L", i), "killed"))
+        holdings.append((c, l_start[i], t, l_size[i], ("L", i), "killed", l_hold[i]))
+        hold_end[l_hold[i]] = t
         account(c, l_start[i], t, l_size[i], 0)
 
+    view.update(starts=starts, hold_end=hold_end, holdings=holdings, jobs=K, local_runtime=l_rt)
     t = 0.0
     while heap:
+        if until[0] <= heap[0][0] < horizon:
+            yield
+            continue
         t, kind, _, payload = heapq.heappop(heap)
         if t >= horizon:
             t = horizon
@@ -565,7 +621,8 @@ def simulate_koala(processors, jobs: list[KoalaJob], policy: KoalaPolicy, files:
                 loc[c] -= l_size[i]
                 running_local[c].remove(i)
                 l_end[i], l_state[i] = t, 2
-                holdings.append((c, l_start[i], t, l_size[i], ("L", i), "run"))
+                holdings.append((c, l_start[i], t, l_size[i], ("L", i), "run", l_hold[i]))
+                hold_end[l_hold[i]] = t
                 account(c, l_start[i], t, l_size[i], 0)
             else:
                 _, j, ep = payload
@@ -599,7 +656,7 @@ def simulate_koala(processors, jobs: list[KoalaJob], policy: KoalaPolicy, files:
     # work still held at the end is cut there
     for c in range(C):
         for i in running_local[c]:
-            holdings.append((c, l_start[i], t_end, l_size[i], ("L", i), "run"))
+            holdings.append((c, l_start[i], t_end, l_size[i], ("L", i), "run", l_hold[i]))
             account(c, l_start[i], t_end, l_size[i], 0)
     for j, k in enumerate(K):
         if k.state in ("claiming", "claimed", "running"):
@@ -609,12 +666,15 @@ def simulate_koala(processors, jobs: list[KoalaJob], policy: KoalaPolicy, files:
                     continue
                 a = min(k.jst, t_end)
                 if a > ct:
-                    holdings.append((c, ct, a, s, ("K", j, ci), "claimed"))
+                    holdings.append((c, ct, a, s, ("K", j, ci), "claimed", cp[5]))
                     account(c, ct, a, s, 2)
                 if k.state == "running" and t_end > k.jst:
-                    holdings.append((c, k.jst, t_end, s, ("K", j, ci), "run"))
+                    holdings.append((c, k.jst, t_end, s, ("K", j, ci), "run", cp[5]))
                     account(c, k.jst, t_end, s, 1)
+    for h, end in enumerate(hold_end):
+        if math.isnan(end):
+            hold_end[h] = t_end
     arr = np.asarray
     return KoalaOutcome(K, arr(l_sub, float), arr(l_start, float), arr(l_end, float), arr(l_size, np.int64),
                         arr(l_cl, np.int64), arr(l_rt, float), arr(l_state, np.int8), arr(l_bg, bool),
-                        holdings, transfers, busy, t_end, max_q[0], qtrace)
+                        holdings, transfers, busy, t_end, max_q[0], qtrace, starts, hold_end)

@@ -19,12 +19,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from simengine.distributions import processor_counts
-from simengine.gantt import KIND_CLAIMED, KIND_KILLED, KIND_RUN, KIND_TRANSFER, SEGMENT_COLUMNS, assign_processors
+from simengine.gantt import (EVENT_END, EVENT_START, EVENT_ZERO, KIND_CLAIMED, KIND_KILLED, KIND_RUN, KIND_TRANSFER,
+                             SEGMENT_COLUMNS, ProcessorAssigner)
 from simengine.generate import generate_stream
-from simengine.grid.koala import Band, Files, KoalaJob, KoalaOutcome, KoalaPolicy, simulate_koala
+from simengine.grid.koala import Band, Files, KoalaJob, KoalaOutcome, KoalaPolicy, KoalaRun
 from simengine.grid.schema import KOALA_PRIORITIES, KoalaJobs, bandwidth, file_sites, is_koala
 from simengine.preemption import preemption_mode
 from simengine.driver import Model, Replication
+from simengine.streaming import LiveGantt, empty_rows, live_rows, run_in_slices
 from simengine.results import SERIES_POINTS, active_sum, order_job_rows, percentile_linear
 from simengine.workload import STATUS_COMPLETED, STATUS_FAILED, STATUS_KILLED, STATUS_UNFINISHED
 from simengine.workload_build import load_trace_stream, replication_rngs
@@ -181,11 +183,101 @@ def build_koala_workload(scenario, replication: int) -> KoalaWorkload:
                          np.array([jid[k] for k in order], np.int64), local, lstream, lid, band, notes)
 
 
-def _simulate(scenario, w: KoalaWorkload) -> KoalaOutcome:
+def _simulate(scenario, w: KoalaWorkload, live: LiveGantt | None = None) -> KoalaOutcome:
+    """The replication's outcome; with ``live``, simulated in slices while its Gantt streams."""
     horizon = scenario.run.stop.horizon
-    files = koala_files(scenario.platform)
-    return simulate_koala(w.processors, w.jobs, koala_policy(scenario), files, w.local, w.band,
-                          horizon=math.inf if horizon is None else horizon, warmup=scenario.run.warmup.time)
+    horizon = math.inf if horizon is None else float(horizon)
+    run = KoalaRun(w.processors, w.jobs, koala_policy(scenario), koala_files(scenario.platform), w.local, w.band,
+                   horizon, scenario.run.warmup.time)
+    if live is not None:
+        _feed_live(live, run, w, horizon)
+    run.advance(math.inf)
+    return run.outcome
+
+
+def _feed_live(live: LiveGantt, run: KoalaRun, w: KoalaWorkload, horizon: float) -> None:
+    """Simulate ``run`` slice by slice, telling ``live`` what each slice showed: the rows of the
+    holds that ended (and file transfers as their holds begin) closed, the holds still held open."""
+    view, holds = run.view, _Holds(w.processors)
+    base, ng, nk = _koala_id_base(w), len(w.local_id), len(w.jobs)
+    blocks: dict[int, list] = {}  # hold -> its blocks (first processor, count), while held
+    held: list[int] = []  # holds begun, not ended
+    later: list[tuple] = []  # closed rows ending at or after the frontier
+    claim_sent: set[int] = set()  # holds whose claimed part went out when their job started
+    seen = {"starts": 0, "records": 0}
+
+    def name(owner) -> tuple[int, int, int]:
+        if owner[0] == "K":
+            return base + owner[1], int(w.job_stream[owner[1]]), owner[2]
+        i = owner[1]
+        return (int(w.local_id[i]), int(w.local_stream[i]), 0) if i < ng else (base + nk + i - ng, -1, 0)
+
+    def provisional(h: int) -> list[tuple]:
+        """The rows a hold still held would have if nothing changed."""
+        c, t0, size, owner, _ = view["starts"][h]
+        if owner[0] == "L":
+            return [(t0, t0 + view["local_runtime"][owner[1]], KIND_RUN)]
+        k = view["jobs"][owner[1]]
+        rows = [(t0, k.jst, KIND_CLAIMED)] if k.jst > t0 and h not in claim_sent else []
+        if k.state == "running":
+            rows.append((k.jst, k.start + k.job.runtime + k.extra_run, KIND_RUN))
+        return rows
+
+    def rows_of(h, spans, into):
+        c, owner = view["starts"][h][0], view["starts"][h][3]
+        job_id, stream, comp = name(owner)
+        for first, count in blocks.get(h, ()):
+            for t0, t1, kind in spans:
+                into.append((c, first, count, t0, t1, kind, comp, job_id, stream))
+
+    def report(T: float) -> bool:
+        nonlocal held, later
+        done = run.outcome is not None
+        F = min(T, horizon, run.outcome.t_end if done else math.inf)
+        starts, hold_end = view["starts"], view["hold_end"]
+        begun = range(seen["starts"], len(starts))
+        seen["starts"] = len(starts)
+        held += begun
+        ended = {h: hold_end[h] for h in held if not math.isnan(hold_end[h])}
+        held = [h for h in held if h not in ended]
+        closed, opened = [], []
+        for h, first, count in holds.events(starts, begun, ended):
+            blocks.setdefault(h, []).append((first, count))
+        for h in begun:  # a transfer shows once its hold has begun
+            if not math.isnan(starts[h][4]):
+                rows_of(h, [(starts[h][4], starts[h][1], KIND_TRANSFER)], later)
+        records = view["holdings"]
+        for h, recs in _records_by_hold(records[seen["records"]:]).items():
+            rows_of(h, [(r[1], r[2], _KIND[r[5]]) for r in recs if not (r[5] == "claimed" and h in claim_sent)],
+                    later)
+        seen["records"] = len(records)
+        for h in ended:
+            blocks.pop(h, None)
+            claim_sent.discard(h)
+        for h in held:  # a running job's claimed part is over: [claim, JST] whatever comes
+            c, t0, _, owner, _ = starts[h]
+            if owner[0] == "K" and h not in claim_sent:
+                k = view["jobs"][owner[1]]
+                if k.state == "running" and t0 < k.jst < F:
+                    rows_of(h, [(t0, k.jst, KIND_CLAIMED)], later)
+                    claim_sent.add(h)
+        closed, later = [r for r in later if r[4] < F], [r for r in later if r[4] >= F]
+        for h in held:
+            rows_of(h, [p for p in provisional(h) if p[0] < F], opened)
+        live.update(F, _live_rows(closed), _live_rows(opened))
+        return done or T >= horizon
+
+    live.restart()
+    last = max((j.submit for j in w.jobs), default=0.0)
+    live.expect(0.0, min(last, horizon) if last > 0 else horizon)
+    run_in_slices(0.0, live.expected_end, run.advance, report)
+
+
+def _live_rows(rows: list[tuple]) -> dict[str, np.ndarray]:
+    if not rows:
+        return empty_rows()
+    return live_rows(dict(zip(("cluster", "first_processor", "processors", "t0", "t1", "kind", "component", "job_id",
+                               "stream"), zip(*rows))), len(rows))
 
 
 def koala_metrics(scenario, w: KoalaWorkload, o: KoalaOutcome) -> dict[str, float]:
@@ -250,9 +342,9 @@ def _rows(scenario, w: KoalaWorkload, o: KoalaOutcome, replication: int):
     l_status = np.full(n, STATUS_UNFINISHED, np.int8)
     l_status[lst == 2] = STATUS_COMPLETED
     l_status[lst == 3] = STATUS_KILLED
-    base = int(w.local_id.max(initial=-1)) + 1
+    base = _koala_id_base(w)  # KOALA jobs, then background jobs (ids known as they appear)
     cols: dict[str, list | np.ndarray] = {
-        "job_id": np.concatenate([w.local_id, base + np.arange(n - ng)]),
+        "job_id": np.concatenate([w.local_id, base + len(o.jobs) + np.arange(n - ng)]),
         "stream": np.concatenate([w.local_stream, np.full(n - ng, -1, np.int32)]),
         "cluster": o.local_cluster, "submit": o.local_submit, "start": o.local_start,
         "end": np.where(lst >= 2, o.local_end, np.nan), "processors": o.local_size, "runtime": o.local_runtime,
@@ -264,13 +356,12 @@ def _rows(scenario, w: KoalaWorkload, o: KoalaOutcome, replication: int):
              "measured": np.zeros(n, bool)}  # the job metrics are KOALA jobs' (koala_metrics)
     g: dict[str, list] = {k: [] for k in list(cols) + list(extra)}
     owner = []  # (job, component) per KOALA row
-    gid_base = int(cols["job_id"].max(initial=-1)) + 1
     for j, k in enumerate(o.jobs):
         comps = k.comps if k.comps else [[s, -1, -1, 0.0, math.nan] for s in k.job.sizes]
         status = {"done": STATUS_COMPLETED, "failed": STATUS_FAILED, "killed": STATUS_KILLED}.get(k.state, STATUS_UNFINISHED)
         for ci, cp in enumerate(comps):
             started = k.state in ("done", "running")
-            g["job_id"].append(gid_base + j)
+            g["job_id"].append(base + j)
             g["stream"].append(int(w.job_stream[j]))
             g["cluster"].append(int(cp[1]))
             g["submit"].append(k.job.submit)
@@ -304,53 +395,71 @@ def _rows(scenario, w: KoalaWorkload, o: KoalaOutcome, replication: int):
     return out, row_of
 
 
+def _koala_id_base(w: KoalaWorkload) -> int:
+    """The job id of KOALA job 0: after the local jobs given; background jobs come after them."""
+    return int(w.local_id.max(initial=-1)) + 1
+
+
+def _hold_rows(hold: tuple, records: list) -> list[tuple]:
+    """The rows (t0, t1, kind) of one block of a hold: its file transfer (before the hold
+    began), then its records."""
+    rows = [(hold[4], hold[1], KIND_TRANSFER)] if not math.isnan(hold[4]) else []
+    return rows + [(r[1], r[2], _KIND[r[5]]) for r in records]
+
+
+class _Holds:
+    """Processors of the holds of a replication (KoalaOutcome.starts), handed out per cluster in
+    the order the holds began (simultaneous ones too), batch after batch of simulated time, so
+    the live Gantt's rows are the Result's."""
+
+    def __init__(self, processors):
+        self.assigners = [ProcessorAssigner(np.zeros(0, np.int64), int(P)) for P in processors]
+        self.slot: list[int] = []  # per hold: its job in its cluster's assigner
+
+    def events(self, starts: list, begun: range, ended: dict[int, float]) -> list[tuple[int, int, int]]:
+        """Feed the holds ``begun`` (indices into ``starts``) and the ends ``ended`` (hold ->
+        end) of one batch; returns the blocks (hold, first processor, count) of the begun."""
+        by_cluster: dict[int, list] = {}
+        for h in begun:
+            c, t0, size = starts[h][:3]
+            self.slot.append(int(self.assigners[c].add_jobs([size])[0]))
+            zero = ended.get(h, math.inf) <= t0
+            by_cluster.setdefault(c, []).append((h, EVENT_ZERO if zero else EVENT_START, t0))
+        for h, t1 in ended.items():
+            if t1 > starts[h][1]:
+                by_cluster.setdefault(starts[h][0], []).append((h, EVENT_END, t1))
+        blocks = []
+        for c, events in sorted(by_cluster.items()):
+            holds = np.array([e[0] for e in events], np.int64)
+            event, first, count = self.assigners[c].events_indexed(
+                np.asarray(self.slot, np.int64)[holds], np.array([e[1] for e in events], np.int8),
+                np.array([e[2] for e in events], np.float64))
+            blocks += zip(holds[event].tolist(), first.tolist(), count.tolist())
+        return blocks
+
+
+def _records_by_hold(records) -> dict[int, list]:
+    out: dict[int, list] = {}
+    for r in records:
+        out.setdefault(r[6], []).append(r)
+    return out
+
+
 def _segments(scenario, o: KoalaOutcome, row_of: dict) -> dict[str, np.ndarray]:
-    # merge the adjacent records of one owner into one holding, so claimed and run share processors
-    by_owner: dict = {}
-    for c, t0, t1, size, own, kind in o.holdings:
-        by_owner.setdefault((own, c, size), []).append((t0, t1, kind))
-    hold = []  # (cluster, t0, t1, size, owner, parts)
-    for (own, c, size), parts in by_owner.items():
-        parts.sort()
-        cur = [parts[0]]
-        for p in parts[1:]:
-            if abs(p[0] - cur[-1][1]) < 1e-9:
-                cur.append(p)
-            else:
-                hold.append((c, cur[0][0], cur[-1][1], size, own, cur))
-                cur = [p]
-        hold.append((c, cur[0][0], cur[-1][1], size, own, cur))
-    transfers = {}
-    for j, k in enumerate(o.jobs):
-        if k.state in ("done", "running", "claimed") and k.ftt > 0:
-            for ci, cp in enumerate(k.comps):
-                if cp[3] > 0 and not math.isnan(cp[4]) and cp[4] > k.jpt:
-                    transfers[("K", j, ci)] = (k.jpt, cp[4])
+    by_hold = _records_by_hold(o.holdings)
     out = {k: [] for k in SEGMENT_COLUMNS}
-    for c, spec in enumerate(scenario.platform.clusters):
-        hs = [h for h in hold if h[0] == c]
-        if not hs:
-            continue
-        t0 = np.array([h[1] for h in hs])
-        t1 = np.array([h[2] for h in hs])
-        size = np.array([h[3] for h in hs], np.int64)
-        which, first, count = assign_processors(t0, t1, size, spec.processors)
-        for w_, f_, n_ in zip(which, first, count):
-            _, a, b, s, own, parts = hs[w_]
-            row = row_of.get(own, -1)
-            comp = own[2] if own[0] == "K" else 0
-            segs = [(p[0], p[1], _KIND[p[2]]) for p in parts]
-            if own in transfers and abs(transfers[own][1] - a) < 1e-9:
-                segs.insert(0, (transfers[own][0], a, KIND_TRANSFER))
-            for s0, s1, kind in segs:
-                out["cluster"].append(c)
-                out["first_processor"].append(int(f_))
-                out["processors"].append(int(n_))
-                out["t0"].append(s0)
-                out["t1"].append(s1)
-                out["job"].append(row)
-                out["component"].append(comp)
-                out["kind"].append(kind)
+    holds = _Holds([c.processors for c in scenario.platform.clusters])
+    for h, f_, n_ in holds.events(o.starts, range(len(o.starts)), dict(enumerate(o.hold_end))):
+        own = o.starts[h][3]
+        for s0, s1, kind in _hold_rows(o.starts[h], by_hold.get(h, [])):
+            out["cluster"].append(o.starts[h][0])
+            out["first_processor"].append(f_)
+            out["processors"].append(n_)
+            out["t0"].append(s0)
+            out["t1"].append(s1)
+            out["job"].append(row_of.get(own, -1))
+            out["component"].append(own[2] if own[0] == "K" else 0)
+            out["kind"].append(kind)
     dt = {"cluster": np.int32, "first_processor": np.int32, "processors": np.int32, "t0": np.float64,
           "t1": np.float64, "job": np.int64, "component": np.int16, "kind": np.int8}
     seg = {k: np.asarray(out[k], dt[k]) for k in SEGMENT_COLUMNS}
@@ -389,9 +498,9 @@ class KoalaReplication:
 
 
 def simulate_koala_replication(scenario, replication: int, with_rows: bool = True,
-                               with_segments: bool = False) -> KoalaReplication:
+                               with_segments: bool = False, live: LiveGantt | None = None) -> KoalaReplication:
     w = build_koala_workload(scenario, replication)
-    o = _simulate(scenario, w)
+    o = _simulate(scenario, w, live)
     m = koala_metrics(scenario, w, o)
     jobs = seg = series = None
     if with_rows or with_segments:
@@ -403,8 +512,9 @@ def simulate_koala_replication(scenario, replication: int, with_rows: bool = Tru
 
 
 def replicate(scenario, r: int, with_segments: bool, on_step=None, live=None, place=None) -> Replication:
-    """One replication (simengine.driver.Replicate); its Gantt goes out at its end."""
-    out = simulate_koala_replication(scenario, r, with_segments or scenario.run.keep_jobs == "all", with_segments)
+    """One replication (simengine.driver.Replicate); ``live``: its Gantt streams while it runs."""
+    out = simulate_koala_replication(scenario, r, with_segments or scenario.run.keep_jobs == "all", with_segments,
+                                     live)
     return Replication(out.metrics, out.jobs, out.segments, out.series, out.notes)
 
 

@@ -24,10 +24,10 @@ EXAMPLES = {
     "reservations-preemption.yaml": (True, False),
     "cao-scojo-rars.yaml": (True, True),
     "ballier-4x32.yaml": (True, False),
-    # in one pass, quick at these scales: streamed when replication 0 ends
-    "koala-w30.yaml": (False, False),
+    "koala-w30.yaml": (True, False),
+    "zikos-random.yaml": (True, False),
+    # offline, in one pass: streamed when replication 0 ends
     "klein-evolving.yaml": (False, False),
-    "zikos-random.yaml": (False, False),
 }
 
 
@@ -134,3 +134,60 @@ def test_the_grid_layer_streams_exactly_its_gantt_under_every_kill_rule(monkeypa
     params = GRID_VARIANTS[variant]
     assert (claimed > 0) == (params.get("mp") != 0) and (killed > 0) == (params.get("priority") != "LP")
     check_live_stream(chunks, result, during=True)
+
+
+def fixed_slices(count):
+    """A run_in_slices of ``count`` equal slices: holds span slices, preemptions come later."""
+    def drive(begin, end, advance, report):
+        step = (end - begin) / count
+        T = begin
+        while True:
+            T += step
+            done = advance(T)
+            if report(T) or done:
+                advance(math.inf)
+                return
+    return drive
+
+
+@pytest.mark.parametrize("preemption", ["requeue", "kill"])
+def test_koala_streams_exactly_its_gantt_with_preemption_and_transfers(monkeypatch, preemption):
+    """Two priorities competing for claims (lower-priority jobs preempted), file transfers, the
+    background band: the live Gantt hands out the processors the Result does."""
+    import yaml
+
+    from simengine.grid import koala_run
+
+    monkeypatch.setattr(streaming, "LIVE_INTERVAL", 0.0)
+    monkeypatch.setattr(koala_run, "run_in_slices", fixed_slices(400))
+    data = yaml.safe_load((ROOT / "examples" / "koala-w30.yaml").read_text())
+    high = data["workload"]["streams"][0]
+    low = {**high, "name": "low", "priority": "low", "arrival": {"target_load": 0.4}}
+    low.pop("background")
+    data["workload"]["streams"].append(low)
+    data["grid"]["deadline_policy"]["params"].update(preemption={"name": preemption}, threshold=0.5)
+    chunks = []
+    result = simengine.run(data, on_progress=chunks.append)
+    kinds = np.asarray(result.segments["kind"])
+    assert (kinds == 4).sum() > 0 and (kinds == 6).sum() > 0 and (kinds == 1).sum() > 0
+    check_live_stream(chunks, result, during=True)
+
+
+def test_replication_0_of_an_lwr_grid_streams_through_the_kernels_with_the_same_schedule():
+    """Replications of a static LWR grid run in one compiled pass (simengine.grid_lwr.lwr_sites);
+    replication 0, streamed, goes through the per-cluster kernels: the two give one schedule."""
+    import yaml
+
+    from simengine.kernel_model import replicate, replicate_lwr_grid
+    from simengine.scenario import load_scenario
+
+    data = yaml.safe_load((ROOT / "examples" / "zikos-random.yaml").read_text())
+    data["run"].update(replications=2, stop={"completions": 20000})
+    scenario = load_scenario(data)
+    kernels, one_pass = replicate(scenario, 0, True), replicate_lwr_grid(scenario, 0, True)
+    for name, values in kernels.jobs.items():
+        assert np.array_equal(values, one_pass.jobs[name], equal_nan=values.dtype.kind == "f"), name
+    for name, values in kernels.segments.items():
+        assert np.array_equal(values, one_pass.segments[name]), name
+    assert kernels.metrics.keys() == one_pass.metrics.keys()
+    assert all(a == b or (a != a and b != b) for a, b in zip(kernels.metrics.values(), one_pass.metrics.values()))
