@@ -105,44 +105,68 @@ def _flush(queue, count, t, work, speed, procs, off, drain, site, proc, dispatch
         _place(j, best, t, work, speed, off, drain, site, proc, dispatch, start)
 
 
+def grid_lwr_state(procs: np.ndarray, n: int) -> tuple:
+    """The state of a replication before its first arrival (for :func:`grid_lwr_advance`):
+    when each processor's queue drains, the grid scheduler's queue, (next arrival, jobs queued,
+    done), the time of the pending batch."""
+    return (np.full(int(np.sum(procs)), -math.inf), np.empty(max(n, 1), np.int64), np.zeros(3, np.int64),
+            np.zeros(1))
+
+
 @njit(cache=True, nogil=True)
-def grid_lwr_kernel(submit, work, fixed, policy, interval, sdt, u, cumw, procs, speed,
-                    site, proc, dispatch, start):
-    """One replication. ``submit`` sorted (may end in ``inf`` padding); ``fixed[j] >= 0``
-    pins job j to that cluster, ``-1`` lets the policy choose, ``-2`` skips it. Fills ``site``, ``proc``, ``dispatch``, ``start``."""
+def grid_lwr_advance(submit, work, fixed, policy, interval, sdt, u, cumw, procs, speed,
+                     site, proc, dispatch, start, drain, queue, counters, batch, until):
+    """Take every arrival and batch before ``until`` (math.inf: all). ``submit`` sorted (may end
+    in ``inf`` padding); ``fixed[j] >= 0`` pins job j to that cluster, ``-1`` lets the policy
+    choose, ``-2`` skips it. Fills ``site``, ``proc``, ``dispatch``, ``start``. Every job starting
+    before ``until`` has its start afterwards (a start is decided when the job is placed and a
+    job is placed when it arrives, or at its batch: neither after its start)."""
     K = procs.shape[0]
     off = np.zeros(K + 1, np.int64)
     for k in range(K):
         off[k + 1] = off[k] + procs[k]
-    drain = np.full(off[K], -math.inf)
-    queue = np.empty(submit.shape[0], np.int64)
-    count = 0
-    batch_t = 0.0
-    for j in range(submit.shape[0]):
+    j, count, batch_t = counters[0], counters[1], batch[0]
+    while j < submit.shape[0]:
         t = submit[j]
         if not t < math.inf:
             break
         if count > 0 and batch_t < t:
+            if batch_t >= until:
+                break
             _flush(queue, count, batch_t, work, speed, procs, off, drain, site, proc, dispatch, start)
             count = 0
-        if fixed[j] < -1:  # rejected (fits no site)
+        if t >= until:
+            break
+        j += 1
+        if fixed[j - 1] < -1:  # rejected (fits no site)
             continue
-        if fixed[j] >= 0:
-            _place(j, fixed[j], t, work, speed, off, drain, site, proc, dispatch, start)
-        elif policy == POLICY_DEFERRED or (policy == POLICY_SB_DEFERRED and work[j] > sdt):
+        if fixed[j - 1] >= 0:
+            _place(j - 1, fixed[j - 1], t, work, speed, off, drain, site, proc, dispatch, start)
+        elif policy == POLICY_DEFERRED or (policy == POLICY_SB_DEFERRED and work[j - 1] > sdt):
             if count == 0:
                 batch_t = math.ceil(t / interval) * interval
                 if batch_t < t:  # rounding
                     batch_t += interval
-            queue[count] = j
+            queue[count] = j - 1
             count += 1
         else:
             k = 0
-            while k < K - 1 and u[j] >= cumw[k]:
+            while k < K - 1 and u[j - 1] >= cumw[k]:
                 k += 1
-            _place(j, k, t, work, speed, off, drain, site, proc, dispatch, start)
-    if count > 0:
+            _place(j - 1, k, t, work, speed, off, drain, site, proc, dispatch, start)
+    arrivals_over = j >= submit.shape[0] or not submit[j] < math.inf
+    if arrivals_over and count > 0 and batch_t < until:
         _flush(queue, count, batch_t, work, speed, procs, off, drain, site, proc, dispatch, start)
+        count = 0
+    counters[0], counters[1], batch[0] = j, count, batch_t
+    if arrivals_over and count == 0:
+        counters[2] = 1
+
+
+def grid_lwr_kernel(submit, work, fixed, policy, interval, sdt, u, cumw, procs, speed, site, proc, dispatch, start):
+    """One replication in one go (:func:`grid_lwr_advance` to the end)."""
+    grid_lwr_advance(submit, work, fixed, policy, interval, sdt, u, cumw, procs, speed, site, proc, dispatch, start,
+                     *grid_lwr_state(procs, submit.shape[0]), math.inf)
 
 
 def simulate(submit, work, fixed, policy: int, interval: float, sdt: float, u, weights, processors,

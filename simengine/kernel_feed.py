@@ -119,6 +119,55 @@ def feed_live(live: LiveGantt, steppers: list[tuple[int, np.ndarray, ClusterStep
         cl.steps.to_end()
 
 
+def feed_placed_live(live: LiveGantt, advance, jobs, start: np.ndarray, site: np.ndarray, proc: np.ndarray,
+                     runtime_of, never: np.ndarray, processors: list[int], completions: int | None, horizon: float,
+                     drawn_until: float) -> None:
+    """As :func:`feed_live` for a model that places each job on one processor of a site when it
+    arrives or at its batch (simengine.grid_lwr's stateful site allocation): ``advance(T)``
+    takes every arrival and batch before T, after which every job starting before T has its
+    ``start``, ``site`` and ``proc``; ``runtime_of(jobs)`` their run times; ``never``: jobs
+    that are never placed."""
+    live.restart()
+    n = len(jobs)
+    if not n:
+        return
+    submit = jobs.submit
+    begin = float(submit[0])
+    expected = float(submit[min(completions, n) - 1]) if completions else float(submit[-1])
+    if math.isfinite(horizon):
+        expected = min(expected, horizon)
+    live.expect(begin, expected)
+    stop = StopTime(completions, horizon)
+    state = {"arrived": 0, "waiting": np.zeros(0, np.int64), "active": empty_rows()}
+
+    def report(T: float) -> bool:
+        k = int(np.searchsorted(submit, T, side="left"))
+        arrived = np.arange(state["arrived"], k)
+        state["arrived"] = k
+        candidates = np.concatenate([state["waiting"], arrived[~never[arrived]]])
+        began = start[candidates] < T
+        new = candidates[began]
+        state["waiting"] = candidates[~began]
+        end = start[new] + runtime_of(new)
+        stop.add_ends(end, T)
+        m = len(new)
+        state["active"] = concat_rows([state["active"], {
+            "cluster": site[new].astype(np.int16), "first_processor": proc[new].astype(np.int32),
+            "processors": np.ones(m, np.int32), "t0": start[new], "t1": end, "kind": np.full(m, KIND_RUN, np.int8),
+            "component": np.zeros(m, np.int16), "job_id": jobs.job_id[new], "stream": jobs.stream[new].astype(np.int32)}])
+        F = min(T, stop.time, drawn_until)
+        active = state["active"]
+        closed = active["t1"] < F
+        state["active"] = take_rows(active, ~closed)
+        opened = take_rows(state["active"], state["active"]["t0"] < F)
+        placed = state["waiting"][site[state["waiting"]] >= 0]
+        live.update(F, take_rows(active, closed), opened, np.bincount(site[placed], minlength=len(processors)).tolist())
+        return T >= stop.time or T >= drawn_until
+
+    run_in_slices(begin, expected, advance, report)
+    advance(math.inf)
+
+
 class StopTime:
     """When a run stopped by ``completions`` (or its horizon) stops, learnt slice by slice: after
     the ends before T are all known (``add_ends``), either the completions-th end is among them

@@ -16,8 +16,8 @@ import numpy as np
 
 from simengine.driver import Model, Place, Replication
 from simengine.gantt import KIND_RUN, SEGMENT_COLUMNS, assign_processors
-from simengine.grid_lwr import grid_lwr_kernel, lwr_sites
-from simengine.kernel_feed import feed_live
+from simengine.grid_lwr import grid_lwr_advance, grid_lwr_kernel, grid_lwr_state, lwr_sites
+from simengine.kernel_feed import feed_live, feed_placed_live
 from simengine.registry import LOCAL_SCHEDULERS, SITE_ALLOCATION
 from simengine.results import empty_job_rows, finish_rows, kth_smallest_end, time_series
 from simengine.scenario import Scenario, TraceStream
@@ -178,7 +178,7 @@ def stateful_policy(scenario: Scenario):
     return impl if getattr(impl, "stateful", False) else None
 
 
-def _stateful_one(scenario: Scenario, r: int, counts: list[int] | None) -> Simulated:
+def _stateful_one(scenario: Scenario, r: int, counts: list[int] | None, live: LiveGantt | None = None) -> Simulated:
     """One replication of a model with a stateful site-allocation policy over LWR sites
     (validated: every cluster is LWR): grid scheduler and sites in one compiled pass
     (simengine.grid_lwr). ``submit`` stays the arrival at the grid, so wait and response
@@ -210,8 +210,18 @@ def _stateful_one(scenario: Scenario, r: int, counts: list[int] | None) -> Simul
     proc = np.full(n, -1, np.int64)
     dispatch = np.full(n, np.nan)
     start = np.full(n, np.nan)
-    grid_lwr_kernel(jobs.submit, work, fixed, args["policy"], float(args["interval"]), float(args["sdt"]),
-                    u, cumw, processors, speed, site, proc, dispatch, start)
+    state = grid_lwr_state(processors, n)
+
+    def advance(until: float) -> bool:
+        grid_lwr_advance(jobs.submit, work, fixed, args["policy"], float(args["interval"]), float(args["sdt"]), u,
+                         cumw, processors, speed, site, proc, dispatch, start, *state, until)
+        return bool(state[2][2])
+
+    if live is not None:
+        feed_placed_live(live, advance, jobs, start, site, proc, lambda j: work[j] / speed[site[j]], fixed == -2,
+                         scenario.platform.processors, scenario.run.stop.completions, stop_horizon(scenario),
+                         drawn_until(scenario, jobs))
+    advance(math.inf)
     runtime = work / np.append(speed, 1.0)[site]
     return Simulated(jobs, site, runtime, killed, start, proc, notes)
 
@@ -257,12 +267,14 @@ def replicate(scenario: Scenario, replication: int, with_segments: bool, on_step
 
 def replicate_lwr_grid(scenario: Scenario, replication: int, with_segments: bool, on_step=None, live=None,
                        place: Place | None = None) -> Replication:
-    """One replication of an LWR grid (every site LWR) in one compiled pass. Replication 0 of a
-    static site allocation goes through the kernels, which stream its Gantt (the same schedule)."""
-    if live is not None and stateful_policy(scenario) is None:
-        return replicate(scenario, replication, with_segments, on_step, live, place)
-    one = _stateful_one if stateful_policy(scenario) is not None else _dispatch_one
-    sim = _until_enough(scenario, lambda counts: one(scenario, replication, counts))
+    """One replication of an LWR grid (every site LWR) in one compiled pass; ``live``: its Gantt
+    streams while it runs (a static site allocation's through the kernels: the same schedule)."""
+    if stateful_policy(scenario) is None:
+        if live is not None:
+            return replicate(scenario, replication, with_segments, on_step, live, place)
+        sim = _until_enough(scenario, lambda counts: _dispatch_one(scenario, replication, counts))
+    else:
+        sim = _until_enough(scenario, lambda counts: _stateful_one(scenario, replication, counts, live))
     return finish_replication(scenario, sim, replication, with_segments, place)
 
 

@@ -315,8 +315,9 @@ def _segments(scenario: Scenario, w: GridWorkload, o: GridOutcome, position: np.
     keep = ~w.local_rejected
     n, kept = len(w.local), int(keep.sum())
     # slots (simengine.grid.holdings): local jobs by their index among the simulated ones, then components
-    rank = np.cumsum(keep) - 1
-    key = np.where(row < n, rank[np.minimum(row, max(n - 1, 0))], kept + row - n) if len(row) else row
+    key = kept + row - n
+    local = row < n
+    key[local] = (np.cumsum(keep) - 1)[row[local]]
     slots = Slots(w.processors, w.local.cluster[keep], w.local.size[keep], np.repeat(w.glob.size, w.glob.components))
     h, cluster, first, count = final_blocks(slots, cl.astype(np.int64), key, t0, t1)
     parts = []

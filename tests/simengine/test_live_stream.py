@@ -191,3 +191,22 @@ def test_replication_0_of_an_lwr_grid_streams_through_the_kernels_with_the_same_
         assert np.array_equal(values, one_pass.segments[name]), name
     assert kernels.metrics.keys() == one_pass.metrics.keys()
     assert all(a == b or (a != a and b != b) for a, b in zip(kernels.metrics.values(), one_pass.metrics.values()))
+
+
+@pytest.mark.parametrize("policy", ["deferred", "sb_deferred"])
+def test_a_stateful_site_allocation_streams_exactly_its_gantt(monkeypatch, policy):
+    """Deferred and SB-Deferred (the grid scheduler and LWR sites in one compiled pass that pauses
+    at any simulated time): batches held back, jobs queued on processors, the completions stop."""
+    import yaml
+
+    from simengine import kernel_feed
+
+    monkeypatch.setattr(streaming, "LIVE_INTERVAL", 0.0)
+    monkeypatch.setattr(kernel_feed, "run_in_slices", fixed_slices(300))
+    data = yaml.safe_load((ROOT / "examples" / "zikos-random.yaml").read_text())
+    data["grid"]["site_allocation"] = {"name": policy, "params": {"allocation_interval": 2.0}}
+    data["run"].update(replications=2, stop={"completions": 20000})
+    chunks = []
+    result = simengine.run(data, on_progress=chunks.append)
+    seg = check_live_stream(chunks, result, during=True)
+    assert sum(len(c["segments"]["t0"]) for c in seg[:-1]) > len(result.segments["t0"]) / 2
