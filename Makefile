@@ -7,13 +7,15 @@ PYTEST_ARGS ?=
 
 .PHONY: venv run migrate test chromium lint
 
-# One place that makes the virtualenv and installs the pinned requirements;
-# redone only when requirements.txt is newer than the stamp.
+# One place that makes the virtualenv and installs the pinned requirements and the worked
+# policy package (examples/policies, docs/write-a-policy.md; editable, so its code is read live);
+# redone only when one of them is newer than the stamp.
 venv: $(STAMP)
 
-$(STAMP): requirements.txt
+$(STAMP): requirements.txt examples/policies/pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check -e examples/policies
 	@touch $(STAMP)
 
 migrate: venv

@@ -42,6 +42,7 @@ import simengine.schedulers  # noqa: F401  (registers the local schedulers)
 import simengine.site_allocation  # noqa: F401  (registers the site-allocation policies)
 import simengine.preemption  # noqa: F401  (registers the preemption policies)
 import simengine.cao.scheduler  # noqa: F401  (registers scojo-pect and the workflow scheduling policies)
+from simengine.policy import load_entry_points
 from simengine.evolving.models import Application
 from simengine.evolving.scheduler import EVOLVING_SCHEDULER
 from simengine.distributions import Distribution, processor_count_max, processor_count_mean
@@ -50,6 +51,8 @@ from simengine.grid.schema import CoallocatedJobs, KoalaJobs, grid_problems
 from simengine.presets import PLATFORMS
 from simengine.registry import (DEADLINE_POLICY, GRID_PLACEMENT, LOCAL_SCHEDULERS, PREEMPTION, SITE_ALLOCATION,
                                 WORKFLOW_SCHEDULING, Registry)
+
+load_entry_points()  # installed packages' policies, after the built-in ones (simengine.policy)
 
 __all__ = [
     "Scenario",

@@ -1,0 +1,1 @@
+"""GridWeb example policies: shortest-job-first backfilling (docs/write-a-policy.md)."""

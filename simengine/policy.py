@@ -1,0 +1,183 @@
+"""Local schedulers written in plain Python (docs/write-a-policy.md).
+
+A researcher's scheduler is a subclass of :class:`LocalScheduler` with a ``name`` and a
+``schedule`` method; :func:`register` puts it in ``LOCAL_SCHEDULERS`` beside the compiled
+ones, so scenarios, the CLI (``python -m simengine schedulers``), the API schema and the
+builder's forms (from its ``Params`` model) know it. The engine calls ``schedule`` whenever
+something changed on the cluster (jobs arrived or ended) and jobs are waiting -- the shape of
+pybatsim's and AccaSim's dispatchers:
+
+    schedule(now, queue, free, running) -> the jobs of ``queue`` to start now
+
+``queue`` holds the waiting :class:`Job` s in arrival order, ``free`` is the number of idle
+processors, ``running`` the running jobs (each with its ``start``). A job's run time is not
+known to a scheduler, only its ``estimate`` (the time requested). The policy runs on the
+kernel path's event loop (:func:`_events`), paused and resumed in slices of simulated time
+like the compiled schedulers, so runs with it stream their Gantt live.
+
+Installed packages register their schedulers through the ``simengine.policies`` entry point
+group (:func:`load_entry_points`); nothing is ever uploaded through the web.
+"""
+from __future__ import annotations
+
+import heapq
+import math
+import warnings
+from importlib.metadata import entry_points
+from typing import ClassVar, Collection, Iterable
+
+import numpy as np
+from pydantic import BaseModel
+
+from simengine.registry import LOCAL_SCHEDULERS, NoParams
+from simengine.schedulers.base import ClusterSchedule, ClusterSteps, check_inputs
+
+__all__ = ["Job", "LocalScheduler", "PolicyError", "register", "load_entry_points", "ENTRY_POINT_GROUP"]
+
+#: the entry point group installed packages register their policies under
+ENTRY_POINT_GROUP = "simengine.policies"
+
+
+class PolicyError(RuntimeError):
+    """A policy asked for something the cluster cannot do (the message says what and when)."""
+
+
+class Job:
+    """A job as a scheduler sees it: ``id`` (its index among the cluster's jobs, in submit
+    order), ``submit``, ``size`` (processors), ``estimate`` (requested time) and ``start``
+    (NaN while it waits)."""
+
+    __slots__ = ("id", "submit", "size", "estimate", "start")
+
+    def __init__(self, id: int, submit: float, size: int, estimate: float):
+        self.id, self.submit, self.size, self.estimate = id, submit, size, estimate
+        self.start = math.nan
+
+    @property
+    def expected_end(self) -> float:
+        """When a running job is expected to end: start + estimate."""
+        return self.start + self.estimate
+
+    def __repr__(self) -> str:
+        return f"Job(id={self.id}, submit={self.submit}, size={self.size}, estimate={self.estimate})"
+
+
+class LocalScheduler:
+    """Subclass this, set ``name`` (and ``Params``, a pydantic model, when the policy takes
+    parameters; ``summary`` for the listings) and write :meth:`schedule`. One instance
+    schedules one cluster of one replication: it may keep state between calls."""
+
+    name: ClassVar[str] = ""
+    Params: ClassVar[type[BaseModel]] = NoParams
+    summary: ClassVar[str] = ""
+
+    def __init__(self, params: BaseModel, processors: int):
+        self.params, self.processors = params, processors
+
+    def schedule(self, now: float, queue: list[Job], free: int, running: Collection[Job]) -> Iterable[Job]:
+        """The jobs of ``queue`` to start at ``now`` (together they must fit in ``free``)."""
+        raise NotImplementedError
+
+
+class PythonScheduler:
+    """The registry's implementation of a :class:`LocalScheduler` subclass: the compiled
+    schedulers' interface (``steps`` and a call), run by :func:`_events`."""
+
+    #: what the engine may do with it: no event-driven counterpart (reservations, priorities,
+    #: preemption need fcfs, easy or conservative), not compiled
+    event_driven = False
+    compiled = False
+
+    def __init__(self, policy: type[LocalScheduler]):
+        self.policy = policy
+        self.__doc__ = policy.__doc__
+
+    def steps(self, submit, runtime, estimate, size, processors, params, horizon=math.inf) -> ClusterSteps:
+        check_inputs(submit, size, processors)
+        start, until = ClusterSteps.outputs(len(submit))
+        policy = self.policy(params, int(processors))
+        events = _events(policy, submit.tolist(), np.asarray(runtime, float).tolist(),
+                         np.asarray(estimate, float).tolist(), np.asarray(size).tolist(), int(processors), horizon,
+                         start, until)
+        return ClusterSteps(events, start, until)
+
+    def __call__(self, submit, runtime, estimate, size, processors, params, horizon=math.inf) -> ClusterSchedule:
+        return self.steps(submit, runtime, estimate, size, processors, params, horizon).to_end()
+
+
+def register(policy: type[LocalScheduler]) -> type[LocalScheduler]:
+    """Class decorator: put ``policy`` into LOCAL_SCHEDULERS under its ``name``."""
+    if not (isinstance(policy, type) and issubclass(policy, LocalScheduler)):
+        raise TypeError(f"{policy!r} is not a LocalScheduler subclass")
+    if not policy.name:
+        raise ValueError(f"{policy.__name__} has no name")
+    if policy.schedule is LocalScheduler.schedule:
+        raise TypeError(f"{policy.__name__} does not define schedule()")
+    summary = policy.summary or (policy.__doc__ or "").strip().split("\n")[0]
+    LOCAL_SCHEDULERS.register(policy.name, policy.Params, summary)(PythonScheduler(policy))
+    return policy
+
+
+def _events(policy: LocalScheduler, submit: list, runtime: list, estimate: list, size: list, processors: int,
+            horizon: float, start: np.ndarray, until: np.ndarray):
+    """The event loop: fills ``start``; a generator that pauses before each event at or after
+    ``until[0]`` (as the compiled schedulers do, simengine.schedulers.base.ClusterSteps)."""
+    n = len(submit)
+    free = processors
+    queue: list[Job] = []
+    running: dict[int, Job] = {}
+    ends: list[tuple[float, int]] = []  # (end, job) heap
+    arrived = 0
+    schedule = policy.schedule
+    while arrived < n or ends:
+        t = submit[arrived] if arrived < n else math.inf
+        if ends and ends[0][0] < t:
+            t = ends[0][0]
+        if t > horizon:
+            break
+        while t >= until[0]:
+            yield t
+        while ends and ends[0][0] <= t:
+            done = heapq.heappop(ends)[1]
+            free += size[done]
+            del running[done]
+        while arrived < n and submit[arrived] <= t:
+            queue.append(Job(arrived, submit[arrived], size[arrived], estimate[arrived]))
+            arrived += 1
+        if not queue or free == 0:  # (every job needs a processor)
+            continue
+        chosen = schedule(t, queue, free, running.values())
+        if not chosen:
+            continue
+        chosen = list(chosen)
+        for job in chosen:
+            if not (isinstance(job, Job) and job.start != job.start and job.id < arrived):
+                raise PolicyError(f"{policy.name}: at t={t:g} it started {job!r}, which is not a waiting job")
+            if job.size > free:
+                raise PolicyError(f"{policy.name}: at t={t:g} it started job {job.id} needing {job.size} "
+                                  f"processors with {free} free")
+            job.start = t
+            start[job.id] = t
+            free -= job.size
+            running[job.id] = job
+            heapq.heappush(ends, (t + runtime[job.id], job.id))
+        if all(queue[i] is job for i, job in enumerate(chosen)):  # (from the head: FCFS's case)
+            del queue[:len(chosen)]
+        else:
+            for job in chosen:
+                queue.remove(job)
+
+
+def load_entry_points() -> list[str]:
+    """Import every module registered under ENTRY_POINT_GROUP (importing registers its
+    policies); returns their names. A package that fails to load is reported as a warning and
+    left out: a broken plug-in must not take the engine down."""
+    loaded = []
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            ep.load()
+        except Exception as exc:  # noqa: BLE001 - any failure of third-party code
+            warnings.warn(f"policy package {ep.name!r} ({ep.value}) could not be loaded: {exc}", stacklevel=2)
+            continue
+        loaded.append(ep.name)
+    return loaded
