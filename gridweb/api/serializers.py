@@ -16,7 +16,7 @@ from rest_framework import serializers
 
 from gridweb.runs.models import Comment, Run, RunChunk, Status, Sweep
 from gridweb.scenarios.models import Scenario, TraceFile
-from gridweb.scenarios import validation
+from gridweb.scenarios import catalog, validation
 from gridweb.scenarios.validation import SpecInvalid, UserLimitReached
 from gridweb.sharing import Visibility, default_group
 
@@ -78,8 +78,13 @@ class SharingSerializer(serializers.ModelSerializer):
 # --- Scenarios ------------------------------------------------------------------------------------
 
 
+@extend_schema_field(catalog.spec_schema())
+class SpecField(serializers.JSONField):
+    """A scenario document; its OpenAPI schema names the registered policies."""
+
+
 class ScenarioSerializer(SharingSerializer):
-    spec = serializers.JSONField(help_text="the engine's scenario document (docs/scenario.md)")
+    spec = SpecField(help_text="the engine's scenario document (docs/scenario.md)")
     forked_from = serializers.PrimaryKeyRelatedField(read_only=True)
 
     class Meta:
@@ -219,7 +224,7 @@ class RunDetailSerializer(RunSerializer):
 class RunCreateSerializer(serializers.Serializer):
     """Start a run of a scenario document (``spec``) or of a saved scenario (``scenario`` id)."""
 
-    spec = serializers.JSONField(required=False, help_text="a scenario document (docs/scenario.md)")
+    spec = SpecField(required=False, help_text="a scenario document (docs/scenario.md)")
     scenario = serializers.IntegerField(required=False, help_text="id of a saved scenario you may view")
     name = serializers.CharField(max_length=200, required=False)
     description = serializers.CharField(required=False, allow_blank=True, default="")

@@ -185,3 +185,23 @@ def engine_catalog() -> dict[str, Any]:
         "features": _features(schema),
         "scenario_schema": schema,
     }
+
+
+def spec_schema() -> dict[str, Any]:
+    """The OpenAPI schema of a scenario document (the API's ``spec`` fields): an object whose
+    policy fields name the policies registered in this server's engine -- the built-in ones and
+    those of installed packages (docs/write-a-policy.md) -- with the rest left to the engine's
+    validation (docs/scenario.md)."""
+    registries = _registries()
+
+    def policy(registry: str | None) -> dict[str, Any]:
+        names = registries[registry].names() if registry else []
+        return {"type": "object", "properties": {"name": {"type": "string", "enum": names}, "params": {"type": "object"}}}
+
+    cluster = {field["field"]: policy(field["registry"]) for field in cluster_policies(registries)}
+    grid = {field["field"]: policy(field["registry"]) for field in grid_policies(registries)}
+    return {"type": "object", "description": "the engine's scenario document (docs/scenario.md)",
+            "properties": {"platform": {"type": "object", "properties": {
+                               "clusters": {"type": "array", "items": {"type": "object", "properties": cluster}}}},
+                           "grid": {"type": "object", "properties": grid}},
+            "additionalProperties": True}

@@ -421,3 +421,14 @@ def test_error_paths_are_flattened():
         "spec.platform.clusters.0.processors": ["must be greater than 0"], "spec": ["bad document"],
         "tags.1": ["too long"], "": ["either spec or scenario"], "items.1.name": ["required"],
     }
+
+
+def test_the_api_schema_names_the_policies_this_server_offers():
+    """An installed package's scheduler (examples/policies) is named in the OpenAPI schema of a
+    scenario document, beside the built-in ones."""
+    schema = Client().get("/api/schema/", HTTP_ACCEPT="application/json").json()
+    spec = schema["components"]["schemas"]["ScenarioRequest"]["properties"]["spec"]
+    cluster = spec["properties"]["platform"]["properties"]["clusters"]["items"]["properties"]
+    names = cluster["scheduler"]["properties"]["name"]["enum"]
+    assert {"fcfs", "easy", "conservative", "sjf-backfill"} <= set(names)
+    assert "worst-fit" in spec["properties"]["grid"]["properties"]["placement"]["properties"]["name"]["enum"]

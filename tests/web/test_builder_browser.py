@@ -259,6 +259,34 @@ def test_a_newly_registered_policy_gets_a_generated_parameter_form(live_server, 
     assert page.js_errors == []
 
 
+def test_an_installed_policy_package_is_offered_by_the_builder_and_runs(live_server, builder, user):
+    """examples/policies (installed by `make venv` through its entry point): its scheduler is in
+    the select with a form from its parameter model, and a scenario saved with it simulates."""
+    import simengine
+
+    page = builder
+    open_builder(page, live_server.url + "/scenarios/new/")
+    page.click("#btn-add-cluster")
+    scheduler = "platform.clusters.0.scheduler"
+    field(page, f"{scheduler}.name").select_option("sjf-backfill")
+    expect_text(page.locator(f'[data-group="{scheduler}"]'), "Shortest job first")
+    options = field(page, f"{scheduler}.params.key").locator("option").all_inner_texts()
+    assert options == ["default (estimate)", "estimate", "area"]
+    field(page, f"{scheduler}.params.key").select_option("area")
+    page.click("#btn-add-stream")
+    field(page, "workload.streams.0.target").select_option("c1")
+    field(page, "workload.streams.0.arrival.target_load").fill("0.8")
+    field(page, "name").fill("SJF")
+    page.wait_for_function("() => document.getElementById('builder').dataset.errorCount === '0'")
+    page.click("#btn-save")
+    expect_text(page.locator("#save-status"), "Saved")
+    spec = Scenario.objects.get().spec
+    assert spec["platform"]["clusters"][0]["scheduler"] == {"name": "sjf-backfill", "params": {"key": "area"}}
+    spec["run"] = {**spec.get("run", {}), "stop": {"completions": 500}}
+    assert simengine.run(spec).metrics["jobs_measured"].mean == 500
+    assert page.js_errors == []
+
+
 def test_an_optional_grid_policy_can_be_chosen_and_taken_out_again(live_server, builder, user):
     """The grid's placement has no default: once a policy was picked there was no way back to
     'not set' (the select offered only the policies)."""
