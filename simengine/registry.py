@@ -3,6 +3,9 @@
 A new policy is one module that defines a pydantic parameter model and registers
 its implementation here; the schema, the CLI and the web forms pick it up from the
 registry, nothing else changes (the scikit-learn way: estimators that all look alike).
+Each entry states its capabilities (CAPABILITIES); the engine's checks read them and the
+conformance suite (tests/simengine/test_registry_conformance.py) runs every entry, so a new
+one is tested by being registered.
 """
 from __future__ import annotations
 
@@ -18,12 +21,22 @@ class NoParams(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid")
 
 
+#: What an entry can do beyond its registry's basic contract.
+CAPABILITIES = {
+    "compiled": "a numba kernel (it releases the GIL)",
+    "event_driven": "also simulated by the event-driven cluster (simengine/local), so it runs with advance "
+                    "reservations, job priorities and preemption",
+    "model": "stands for a model family of its own (simengine.models), not a scheduler of the kernel path",
+}
+
+
 @dataclass(frozen=True)
 class Entry:
     name: str
     params: type[BaseModel]
     implementation: Any
     summary: str
+    capabilities: frozenset[str] = frozenset()
 
 
 class Registry:
@@ -33,12 +46,18 @@ class Registry:
         self.kind = kind
         self._entries: dict[str, Entry] = {}
 
-    def register(self, name: str, params: type[BaseModel] = NoParams, summary: str = "") -> Callable:
+    def register(self, name: str, params: type[BaseModel] = NoParams, summary: str = "",
+                 capabilities: tuple[str, ...] = ()) -> Callable:
+        unknown = set(capabilities) - set(CAPABILITIES)
+        if unknown:
+            raise ValueError(f"{self.kind} {name!r}: unknown capabilities {sorted(unknown)}; known: "
+                             f"{', '.join(CAPABILITIES)}")
+
         def decorate(implementation: Any) -> Any:
             if name in self._entries:
                 raise ValueError(f"{self.kind} {name!r} registered twice")
             doc = summary or (implementation.__doc__ or "").strip().split("\n")[0]
-            self._entries[name] = Entry(name, params, implementation, doc)
+            self._entries[name] = Entry(name, params, implementation, doc, frozenset(capabilities))
             return implementation
 
         return decorate
@@ -52,6 +71,12 @@ class Registry:
 
     def names(self) -> list[str]:
         return sorted(self._entries)
+
+    def with_capability(self, capability: str) -> list[str]:
+        """The names of the entries that have ``capability``."""
+        if capability not in CAPABILITIES:
+            raise KeyError(f"unknown capability {capability!r}")
+        return [name for name in self.names() if capability in self._entries[name].capabilities]
 
     def __contains__(self, name: str) -> bool:
         return name in self._entries

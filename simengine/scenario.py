@@ -862,13 +862,11 @@ def _cross_check(s: Scenario) -> list[tuple[tuple, str]]:
     return found + grid_problems(s, _check_policy)
 
 
-#: local schedulers the reservation/preemption simulator (simengine.local) runs
-QUEUE_SCHEDULERS = ("fcfs", "easy", "conservative")
-
-
 def _reservation_problems(s: Scenario) -> list[tuple[tuple, str]]:
-    """Reservations name a cluster scheduled by fcfs, easy or conservative and fit in it;
-    preemption is for those schedulers too; neither goes with the grid layer's streams."""
+    """Reservations name a cluster whose scheduler the event-driven simulator runs (capability
+    ``event_driven``: fcfs, easy, conservative) and fit in it; priorities and preemption need
+    those schedulers too; none of them goes with the grid layer's streams."""
+    QUEUE_SCHEDULERS = LOCAL_SCHEDULERS.with_capability("event_driven")
     found: list[tuple[tuple, str]] = []
     by_name = {c.name: c for c in s.platform.clusters}
     grid_kinds = [st.kind for st in s.workload.streams if st.kind in ("coallocated", "koala", "evolving")]

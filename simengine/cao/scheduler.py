@@ -98,7 +98,8 @@ class RarsHeftParams(BaseModel):
 
 @LOCAL_SCHEDULERS.register(SCOJO_PECT, ScojoPectParams,
                            "SCOJO-PECT (Cao): time slices per job class, suspend/resume, conservative "
-                           "backfilling per class; every cluster of the scenario must use it")
+                           "backfilling per class; every cluster of the scenario must use it",
+                           capabilities=("model",))
 def schedule(submit, runtime, estimate, size, processors, params, horizon=math.inf):
     cbf = LOCAL_SCHEDULERS.get("conservative")
     return cbf.implementation(submit, runtime, estimate, size, processors, cbf.params(), horizon)

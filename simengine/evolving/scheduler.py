@@ -34,7 +34,8 @@ class EvolvingParams(BaseModel):
 
 
 @LOCAL_SCHEDULERS.register(EVOLVING_SCHEDULER, EvolvingParams,
-                           "Rigid and evolving applications (Klein & Pérez), for evolving streams")
+                           "Rigid and evolving applications (Klein & Pérez), for evolving streams",
+                           capabilities=("model",))
 def schedule(submit, runtime, estimate, size, processors, params, horizon=math.inf):
     cbf = LOCAL_SCHEDULERS.get("conservative")
     return cbf.implementation(submit, runtime, estimate, size, processors, cbf.params(), horizon)

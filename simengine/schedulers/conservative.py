@@ -337,7 +337,8 @@ def steps(submit, runtime, estimate, size, processors, params, horizon=math.inf)
 
 
 @LOCAL_SCHEDULERS.register("conservative", BackfillParams,
-                           "Conservative backfilling (a reservation for every queued job)")
+                           "Conservative backfilling (a reservation for every queued job)",
+                           capabilities=("compiled", "event_driven"))
 def schedule(submit, runtime, estimate, size, processors, params, horizon=math.inf) -> ClusterSchedule:
     return steps(submit, runtime, estimate, size, processors, params, horizon).to_end()
 
