@@ -278,6 +278,22 @@ def _finish_rows(submit, runtime, killed, cluster, start, job_id, stream, proces
             bounded_m[:n_measured], busy[:n_started], per_cluster, last_release, first_submit)
 
 
+#: the job metrics every model reports over its measured jobs (docs/output.md, Metrics)
+JOB_METRICS = ("mean_wait", "mean_response", "mean_slowdown", "mean_bounded_slowdown", "max_response", "p95_wait")
+
+
+def job_metrics(wait: np.ndarray, response: np.ndarray, slowdown: np.ndarray, bounded: np.ndarray) -> dict[str, float]:
+    """The standard job metrics from the measured jobs' waits, responses, slowdowns (NaN for a
+    zero run time: left out of the mean) and bounded slowdowns -- computed here only, for every
+    model (tests/simengine/test_metrics_once.py checks that each model's come from here)."""
+    if not len(wait):
+        return {k: math.nan for k in JOB_METRICS}
+    return {"mean_wait": float(wait.mean()), "mean_response": float(response.mean()),
+            "mean_slowdown": float(np.nanmean(slowdown)) if (~np.isnan(slowdown)).any() else math.nan,
+            "mean_bounded_slowdown": float(bounded.mean()), "max_response": float(response.max()),
+            "p95_wait": percentile_linear(wait, 95)}
+
+
 def finish_rows(submit, runtime, killed, cluster, start, job_id, stream, processors, estimate, replication: int,
                 keep: int, t_stop: float, warmup_time: float, warmup_completions: int,
                 cluster_names: list[str], cluster_processors: list[int], out: dict[str, np.ndarray] | None,
@@ -310,18 +326,7 @@ def finish_rows(submit, runtime, killed, cluster, start, job_id, stream, process
         t_stop, warmup_time, t_w, take_at_tw, t_warm, len(cluster_processors), out is not None,
         *(o[k] for k in JOB_COLUMNS), held if held is not None else _NO_HELD)
     n = len(wait)
-    metrics: dict[str, float] = {"jobs_measured": float(n)}
-    if n:
-        metrics["mean_wait"] = float(wait.mean())
-        metrics["mean_response"] = float(response.mean())
-        metrics["mean_slowdown"] = float(np.nanmean(slowdown))
-        metrics["mean_bounded_slowdown"] = float(bounded.mean())
-        metrics["max_response"] = float(response.max())
-        metrics["p95_wait"] = percentile_linear(wait, 95)
-    else:
-        for key in ("mean_wait", "mean_response", "mean_slowdown", "mean_bounded_slowdown", "max_response",
-                    "p95_wait"):
-            metrics[key] = math.nan
+    metrics: dict[str, float] = {"jobs_measured": float(n), **job_metrics(wait, response, slowdown, bounded)}
     t0, t1 = t_warm, t_stop
     capacity = sum(cluster_processors)
     if t1 > t0 and capacity > 0:

@@ -41,7 +41,8 @@ from simengine.cao.simulate import blocks, simulate, workflows_from_split
 from simengine.cao.workflows import COMM_RANGE, split_workflows
 from simengine.gantt import KIND_RESERVATION, KIND_RUN, KIND_SUSPENDED, SEGMENT_COLUMNS
 from simengine.driver import Model, Replication
-from simengine.results import (JOB_DTYPES, order_job_rows, percentile_linear, segment_series,
+import simengine.results as results
+from simengine.results import (JOB_DTYPES, order_job_rows, segment_series,
                                warm_up_by_completions)
 from simengine.scenario import Scenario
 from simengine.streaming import (LIVE_COLUMNS, LiveGantt, empty_rows, live_rows,
@@ -326,17 +327,8 @@ def finish(scenario: Scenario, rep: CaoReplication, replication: int, with_segme
 def _metrics(cols, seg, foreign, clusters, t_warm: float, t_stop: float) -> dict[str, float]:
     status = cols["status"]
     measured = ~cols["warmup"] & ((status == STATUS_COMPLETED) | (status == STATUS_KILLED))
-    out: dict[str, float] = {"jobs_measured": float(measured.sum())}
-    if measured.any():
-        wait = cols["wait"][measured]
-        sd = cols["slowdown"][measured]
-        out.update({"mean_wait": float(wait.mean()), "mean_response": float(cols["response"][measured].mean()),
-                    "mean_slowdown": float(np.nanmean(sd)) if (~np.isnan(sd)).any() else math.nan,
-                    "mean_bounded_slowdown": float(cols["bounded_slowdown"][measured].mean()),
-                    "max_response": float(cols["response"][measured].max()), "p95_wait": percentile_linear(wait, 95)})
-    else:
-        out.update({k: math.nan for k in ("mean_wait", "mean_response", "mean_slowdown", "mean_bounded_slowdown",
-                                          "max_response", "p95_wait")})
+    out: dict[str, float] = {"jobs_measured": float(measured.sum()), **results.job_metrics(
+        *(cols[k][measured] for k in ("wait", "response", "slowdown", "bounded_slowdown")))}
     span = t_stop - t_warm
     run = seg["kind"] == KIND_RUN
     busy_seg = (np.clip(seg["t1"], t_warm, t_stop) - np.clip(seg["t0"], t_warm, t_stop)) * seg["processors"]

@@ -19,6 +19,7 @@ from simengine.evolving.metrics import app_values, per_test_metrics
 from simengine.evolving.models import ALGORITHMS
 from simengine.evolving.schedule import schedule, schedule_flat
 from simengine.driver import Model, Replication
+import simengine.results as results
 from simengine.results import BOUNDED_SLOWDOWN_TAU, JOB_DTYPES
 from simengine.scenario import EvolvingStream, Scenario
 from simengine.workload import STATUS_COMPLETED
@@ -87,9 +88,8 @@ def _replication(scenario: Scenario, r: int, with_segments: bool):
     makespan = float(end.max())
     used = float(mine.used.sum())
     metrics.update({
-        "jobs_measured": float(A), "mean_wait": float(start.mean()), "mean_response": float(end.mean()),
-        "mean_slowdown": float(np.nanmean(jobs["slowdown"])),
-        "mean_bounded_slowdown": float(jobs["bounded_slowdown"].mean()), "max_response": makespan,
+        "jobs_measured": float(A),
+        **results.job_metrics(*(jobs[k] for k in ("wait", "response", "slowdown", "bounded_slowdown"))),
         "makespan": makespan, "utilisation": used / (n_max * makespan) if makespan > 0 else math.nan,
         f"utilisation.{cluster.name}": used / (n_max * makespan) if makespan > 0 else math.nan,
         "throughput": A / makespan if makespan > 0 else math.nan,

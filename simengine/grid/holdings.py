@@ -18,7 +18,7 @@ import numpy as np
 
 from simengine.gantt import EVENT_END, EVENT_START, EVENT_ZERO, KIND_CLAIMED, KIND_KILLED, KIND_RUN, ProcessorAssigner
 from simengine.grid import kernel as K
-from simengine.streaming import LiveGantt, concat_rows, empty_rows, run_in_slices, take_rows
+from simengine.streaming import LiveGantt, concat_rows, run_in_slices
 
 #: ``kind`` of a global job's holding (split at D into claimed and run rows)
 GLOBAL = -1

@@ -27,7 +27,8 @@ from simengine.grid.schema import KOALA_PRIORITIES, KoalaJobs, bandwidth, file_s
 from simengine.preemption import preemption_mode
 from simengine.driver import Model, Replication
 from simengine.streaming import LiveGantt, empty_rows, live_rows, run_in_slices
-from simengine.results import SERIES_POINTS, active_sum, order_job_rows, percentile_linear
+import simengine.results as results
+from simengine.results import BOUNDED_SLOWDOWN_TAU, SERIES_POINTS, active_sum, order_job_rows, percentile_linear
 from simengine.workload import STATUS_COMPLETED, STATUS_FAILED, STATUS_KILLED, STATUS_UNFINISHED
 from simengine.workload_build import load_trace_stream, replication_rngs
 
@@ -319,8 +320,14 @@ def koala_metrics(scenario, w: KoalaWorkload, o: KoalaOutcome) -> dict[str, floa
     m["mean_claiming_tries"] = mean([k.claim_tries for k in done])
     m["mean_ftt"] = mean([k.ftt for k in done])
     m["mean_twt"] = mean([k.start - k.job.submit for k in done])
-    m["mean_wait"] = m["mean_twt"]
-    m["mean_response"] = mean([k.end - k.job.submit for k in done])
+    # the standard job metrics over the KOALA jobs done (mean_wait is the mean TWT)
+    wait = np.array([k.start - k.job.submit for k in done], float)
+    response = np.array([k.end - k.job.submit for k in done], float)
+    runtime = np.array([k.job.runtime for k in done], float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        slowdown = np.where(runtime > 0, response / runtime, np.nan)
+    m.update(results.job_metrics(wait, response, slowdown,
+                                 np.maximum(response / np.maximum(runtime, BOUNDED_SLOWDOWN_TAU), 1.0)))
     m["mean_start_delay"] = mean([k.jst - k.jst0 for k in done])
     spread = [len({c[1] for c in k.comps}) / len(k.comps) for k in done]
     m["mean_job_spread"] = mean(spread)

@@ -28,7 +28,8 @@ from simengine.grid import kernel as K
 from simengine.grid.koala_run import simulate_koala_replication
 from simengine.grid.schema import is_coallocation, is_koala
 from simengine.grid.model import GlobalJobs, GridOutcome, GridPolicy, GridRun, LocalJobs, warm_up
-from simengine.results import BOUNDED_SLOWDOWN_TAU, SERIES_POINTS, active_sum, order_job_rows, percentile_linear
+import simengine.results as results
+from simengine.results import BOUNDED_SLOWDOWN_TAU, SERIES_POINTS, active_sum, order_job_rows
 from simengine.scenario import CoallocatedStream, Scenario, TraceStream
 from simengine.streaming import LiveGantt
 from simengine.workload import STATUS_COMPLETED, STATUS_FAILED, STATUS_KILLED, STATUS_REJECTED, STATUS_UNFINISHED
@@ -186,21 +187,12 @@ def _metrics(scenario: Scenario, w: GridWorkload, o: GridOutcome) -> dict[str, f
     m["local_jobs_measured"] = float(n_dec)
     m["local_kill_rate"] = float((decided & (o.local_kills > 0)).sum()) / n_dec if n_dec else nan
     n_done = int(done.sum())
-    if n_done:
-        sub, st, en, rt = L.submit[done], o.local_start[done], o.local_end[done], L.runtime[done]
-        wait, resp = st - sub, en - sub
-        m["local_response"] = float(resp.mean())
-        m["mean_wait"] = float(wait.mean())
-        m["mean_response"] = m["local_response"]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            m["mean_slowdown"] = float(np.nanmean(np.where(rt > 0, resp / rt, np.nan))) if (rt > 0).any() else nan
-        m["mean_bounded_slowdown"] = float(np.maximum(resp / np.maximum(rt, BOUNDED_SLOWDOWN_TAU), 1.0).mean())
-        m["max_response"] = float(resp.max())
-        m["p95_wait"] = percentile_linear(wait, 95)
-    else:
-        for k in ("local_response", "mean_wait", "mean_response", "mean_slowdown", "mean_bounded_slowdown",
-                  "max_response", "p95_wait"):
-            m[k] = nan
+    sub, st, en, rt = L.submit[done], o.local_start[done], o.local_end[done], L.runtime[done]
+    wait, resp = st - sub, en - sub
+    with np.errstate(divide="ignore", invalid="ignore"):
+        slowdown = np.where(rt > 0, resp / rt, np.nan)
+    m.update(results.job_metrics(wait, resp, slowdown, np.maximum(resp / np.maximum(rt, BOUNDED_SLOWDOWN_TAU), 1.0)))
+    m["local_response"] = m["mean_response"]
     gs = o.global_state
     gmeas = G.submit >= t_w
     started = gmeas & ((gs == K.G_RUNNING) | (gs == K.G_DONE))

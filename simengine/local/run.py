@@ -29,7 +29,8 @@ from simengine.local.cluster import (AR_ACCEPTED, AR_ACTIVE, AR_DONE, AR_REJECTE
 from simengine.preemption import preemption_mode
 from simengine.driver import Model, Replication
 from simengine.kernel_feed import StopTime
-from simengine.results import (JOB_DTYPES, order_job_rows, percentile_linear, segment_series,
+import simengine.results as results
+from simengine.results import (JOB_DTYPES, order_job_rows, segment_series,
                                warm_up_by_completions)
 from simengine.scenario import Scenario
 from simengine.streaming import LIVE_COLUMNS, LiveGantt, empty_rows, live_rows, run_in_slices
@@ -345,18 +346,8 @@ def finish(rep: _Replication, replication: int, with_segments: bool):
     # ---- metrics
     measured = workload_row & ~cols["warmup"] & ((cols["status"] == STATUS_COMPLETED) |
                                                   (cols["status"] == STATUS_KILLED))
-    metrics: dict[str, float] = {"jobs_measured": float(measured.sum())}
-    keys = ("mean_wait", "mean_response", "mean_slowdown", "mean_bounded_slowdown", "max_response", "p95_wait")
-    if measured.any():
-        wait = cols["wait"][measured]
-        metrics.update({"mean_wait": float(wait.mean()), "mean_response": float(cols["response"][measured].mean()),
-                        "mean_slowdown": float(np.nanmean(cols["slowdown"][measured]))
-                        if (~np.isnan(cols["slowdown"][measured])).any() else math.nan,
-                        "mean_bounded_slowdown": float(cols["bounded_slowdown"][measured].mean()),
-                        "max_response": float(cols["response"][measured].max()),
-                        "p95_wait": percentile_linear(wait, 95)})
-    else:
-        metrics.update({k: math.nan for k in keys})
+    metrics: dict[str, float] = {"jobs_measured": float(measured.sum()), **results.job_metrics(
+        *(cols[k][measured] for k in ("wait", "response", "slowdown", "bounded_slowdown")))}
     capacity = sum(c.processors for c in clusters)
     span = t1w - t0w
     metrics["utilisation"] = float(busy.sum()) / (capacity * span) if span > 0 else math.nan

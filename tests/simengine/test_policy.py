@@ -19,7 +19,7 @@ from simengine.policy import ENTRY_POINT_GROUP, LocalScheduler, PolicyError, reg
 from simengine.registry import LOCAL_SCHEDULERS
 from tests.conftest import ROOT
 from tests.simengine.live_stream import check_live_stream
-from tests.simengine.test_conformance import PARAMS, PYSS
+from tests.simengine.test_conformance import PARAMS
 
 import gridweb_example_policies.reference  # noqa: F401  (registers python-fcfs and python-easy)
 

@@ -1,0 +1,59 @@
+"""The standard job metrics (results.JOB_METRICS) are computed in one function,
+``simengine.results.job_metrics``, for every model: with it wrapped, every example's Result
+carries the wrapper's mark, and the values agree with the Result's own measured job rows."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import yaml
+
+import simengine
+import simengine.results as results
+from simengine.models import model_of
+from tests.conftest import ROOT
+
+#: every example with one replication (its metrics are that replication's), and the LWR grid's
+#: several-replication model
+CASES = [(p.name, 1) for p in sorted((ROOT / "examples").glob("*.yaml"))] + [("mmc-erlang.json", 1),
+                                                                            ("zikos-random.yaml", 2)]
+
+
+def scenario(name: str, replications: int) -> dict:
+    data = yaml.safe_load((ROOT / "examples" / name).read_text())
+    data.setdefault("run", {})["replications"] = replications
+    if name == "zikos-random.yaml":
+        data["run"].update(stop={"completions": 20000}, warmup={"completions": 1000})
+    return data
+
+
+def test_the_cases_cover_every_model():
+    from simengine.models import MODELS
+
+    models = {model_of(simengine.load_scenario(scenario(*case), base_dir=ROOT / "examples")).name for case in CASES}
+    assert models == {m.name for m in MODELS}
+
+
+@pytest.mark.parametrize("name,replications", CASES)
+def test_every_models_job_metrics_come_from_the_one_function(monkeypatch, name, replications):
+    original = results.job_metrics
+    calls = []
+
+    def marked(*args):
+        calls.append(len(args[0]))
+        return {**original(*args), "marked": 1.0}
+
+    monkeypatch.setattr(results, "job_metrics", marked)
+    result = simengine.run(scenario(name, replications), base_dir=ROOT / "examples", workers=1)
+    assert calls and result.metrics["marked"].mean == 1.0
+    if replications > 1:
+        return
+    jobs = result.jobs
+    measured = jobs["measured"]
+    assert int(measured.sum()) == calls[-1]  # the rows it was given are the Result's measured ones
+    for metric, column, reduce in (("mean_wait", "wait", np.mean), ("mean_response", "response", np.mean),
+                                   ("max_response", "response", np.max)):
+        got = result.metrics[metric].mean
+        want = float(reduce(jobs[column][measured])) if measured.any() else math.nan
+        assert got == pytest.approx(want, rel=1e-12, nan_ok=True), metric
