@@ -19,6 +19,16 @@ KIND_NAMES = ("run", "claimed", "reservation", "suspended", "killed", "stretched
 KIND_RUN, KIND_CLAIMED, KIND_RESERVATION, KIND_SUSPENDED, KIND_KILLED, KIND_STRETCHED, KIND_TRANSFER = range(7)
 
 SEGMENT_COLUMNS = ("cluster", "first_processor", "processors", "t0", "t1", "job", "component", "kind")
+SEGMENT_DTYPES = {"cluster": np.int32, "first_processor": np.int32, "processors": np.int32, "t0": np.float64,
+                  "t1": np.float64, "job": np.int64, "component": np.int16, "kind": np.int8}
+
+
+def ordered_segments(seg) -> dict[str, np.ndarray]:
+    """A Result's segments: the columns in their dtypes, rows ordered by (t0, cluster, first
+    processor) -- the one order every model's Gantt is stored in (ties keep the given order)."""
+    seg = {k: np.asarray(seg[k], SEGMENT_DTYPES[k]) for k in SEGMENT_COLUMNS}
+    order = np.lexsort((seg["first_processor"], seg["cluster"], seg["t0"]))
+    return {k: v[order] for k, v in seg.items()}
 
 #: order of events at one instant: ends, then zero-length jobs (they hand their processors
 #: straight back), then the other starts; ties by job index

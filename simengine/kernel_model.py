@@ -15,7 +15,7 @@ from typing import Callable
 import numpy as np
 
 from simengine.driver import Model, Place, Replication
-from simengine.gantt import KIND_RUN, SEGMENT_COLUMNS, assign_processors
+from simengine.gantt import KIND_RUN, SEGMENT_COLUMNS, assign_processors, ordered_segments
 from simengine.grid_lwr import grid_lwr_advance, grid_lwr_kernel, grid_lwr_state, lwr_sites
 from simengine.kernel_feed import feed_live, feed_placed_live
 from simengine.registry import LOCAL_SCHEDULERS, SITE_ALLOCATION
@@ -142,9 +142,7 @@ def build_segments(scenario: Scenario, cols: dict[str, np.ndarray], held_until: 
                       "kind": np.full(len(rows), KIND_RUN, np.int8)})
     if not parts:
         return {c: np.zeros(0) for c in SEGMENT_COLUMNS}
-    seg = {k: np.concatenate([p[k] for p in parts]) for k in SEGMENT_COLUMNS}
-    order = np.lexsort((seg["first_processor"], seg["cluster"], seg["t0"]))
-    return {k: v[order] for k, v in seg.items()}
+    return ordered_segments({k: np.concatenate([p[k] for p in parts]) for k in SEGMENT_COLUMNS})
 
 
 def _enough(scenario: Scenario, sim: Simulated) -> bool:

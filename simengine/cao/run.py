@@ -39,7 +39,7 @@ from simengine.cao.engine import DONE, LONG, MEDIUM, RUNNING, SUSPENDED, Simulat
 from simengine.cao.scheduler import RARS_HEFT, SCOJO_PECT, cao_params
 from simengine.cao.simulate import blocks, simulate, workflows_from_split
 from simengine.cao.workflows import COMM_RANGE, split_workflows
-from simengine.gantt import KIND_RESERVATION, KIND_RUN, KIND_SUSPENDED, SEGMENT_COLUMNS
+from simengine.gantt import KIND_RESERVATION, KIND_RUN, KIND_SUSPENDED, ordered_segments
 from simengine.driver import Model, Replication
 import simengine.results as results
 from simengine.results import (JOB_DTYPES, order_job_rows, segment_series,
@@ -313,11 +313,7 @@ def finish(scenario: Scenario, rep: CaoReplication, replication: int, with_segme
     seg = {k: v[m] for k, v in seg.items()}
     seg["job"] = seg_row[m]
     seg["t1"] = np.minimum(seg["t1"], t_stop)
-    dt = {"cluster": np.int32, "first_processor": np.int32, "processors": np.int32, "t0": np.float64,
-          "t1": np.float64, "job": np.int64, "component": np.int16, "kind": np.int8}
-    seg = {k: np.asarray(seg[k], dt[k]) for k in SEGMENT_COLUMNS}
-    o = np.lexsort((seg["first_processor"], seg["cluster"], seg["t0"]))
-    seg = {k: v[o] for k, v in seg.items()}
+    seg = ordered_segments(seg)
 
     metrics = _metrics(cols, seg, foreign, clusters, t_warm, t_stop)
     series = segment_series(seg, clusters, cols["submit"], cols["start"], t_stop) if with_segments else None

@@ -20,6 +20,7 @@ from simengine.evolving.models import ALGORITHMS
 from simengine.evolving.schedule import schedule, schedule_flat
 from simengine.driver import Model, Replication
 import simengine.results as results
+from simengine.gantt import ordered_segments
 from simengine.results import BOUNDED_SLOWDOWN_TAU, JOB_DTYPES
 from simengine.scenario import EvolvingStream, Scenario
 from simengine.workload import STATUS_COMPLETED
@@ -98,6 +99,7 @@ def _replication(scenario: Scenario, r: int, with_segments: bool):
     if with_segments:
         seg = sched.segments()
         seg["cluster"][:] = c
+        seg = ordered_segments(seg)
     return jobs, seg, metrics
 
 

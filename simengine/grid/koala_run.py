@@ -20,7 +20,7 @@ import numpy as np
 
 from simengine.distributions import processor_counts
 from simengine.gantt import (EVENT_END, EVENT_START, EVENT_ZERO, KIND_CLAIMED, KIND_KILLED, KIND_RUN, KIND_TRANSFER,
-                             SEGMENT_COLUMNS, ProcessorAssigner)
+                             SEGMENT_COLUMNS, ProcessorAssigner, ordered_segments)
 from simengine.generate import generate_stream
 from simengine.grid.koala import Band, Files, KoalaJob, KoalaOutcome, KoalaPolicy, KoalaRun
 from simengine.grid.schema import KOALA_PRIORITIES, KoalaJobs, bandwidth, file_sites, is_koala
@@ -467,11 +467,7 @@ def _segments(scenario, o: KoalaOutcome, row_of: dict) -> dict[str, np.ndarray]:
             out["job"].append(row_of.get(own, -1))
             out["component"].append(own[2] if own[0] == "K" else 0)
             out["kind"].append(kind)
-    dt = {"cluster": np.int32, "first_processor": np.int32, "processors": np.int32, "t0": np.float64,
-          "t1": np.float64, "job": np.int64, "component": np.int16, "kind": np.int8}
-    seg = {k: np.asarray(out[k], dt[k]) for k in SEGMENT_COLUMNS}
-    order = np.lexsort((seg["first_processor"], seg["cluster"], seg["t0"]))
-    return {k: v[order] for k, v in seg.items()}
+    return ordered_segments(out)
 
 
 def _series(scenario, w: KoalaWorkload, o: KoalaOutcome) -> dict[str, np.ndarray]:

@@ -21,7 +21,7 @@ import numpy as np
 
 from simengine.distributions import processor_counts
 from simengine.driver import Model, Replication
-from simengine.gantt import KIND_KILLED, KIND_RUN, SEGMENT_COLUMNS
+from simengine.gantt import KIND_KILLED, KIND_RUN, SEGMENT_COLUMNS, ordered_segments
 from simengine.grid.holdings import GLOBAL, Slots, block_rows, feed_live, final_blocks
 from simengine.generate import generate_stream
 from simengine.grid import kernel as K
@@ -320,9 +320,7 @@ def _segments(scenario: Scenario, w: GridWorkload, o: GridOutcome, position: np.
                       "processors": count[sel].astype(np.int32), "t0": a[sel], "t1": b[sel],
                       "job": rows.astype(np.int64), "component": component[rows].astype(np.int16),
                       "kind": k[sel].astype(np.int8)})
-    seg = {k: np.concatenate([p[k] for p in parts]) for k in SEGMENT_COLUMNS}
-    order = np.lexsort((seg["first_processor"], seg["cluster"], seg["t0"]))
-    return {k: v[order] for k, v in seg.items()}
+    return ordered_segments({k: np.concatenate([p[k] for p in parts]) for k in SEGMENT_COLUMNS})
 
 
 def _series(scenario: Scenario, w: GridWorkload, o: GridOutcome) -> dict[str, np.ndarray]:

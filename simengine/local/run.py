@@ -23,7 +23,7 @@ import math
 
 import numpy as np
 
-from simengine.gantt import KIND_KILLED, KIND_RESERVATION, KIND_RUN, KIND_SUSPENDED, SEGMENT_COLUMNS
+from simengine.gantt import KIND_KILLED, KIND_RESERVATION, KIND_RUN, KIND_SUSPENDED, SEGMENT_COLUMNS, ordered_segments
 from simengine.local.cluster import (AR_ACCEPTED, AR_ACTIVE, AR_DONE, AR_REJECTED, DONE, KILLED, SUSPENDED,
                                      AdvanceReservation, ClusterSim)
 from simengine.preemption import preemption_mode
@@ -337,11 +337,7 @@ def finish(rep: _Replication, replication: int, with_segments: bool):
                         seg[key].append(v)
     segments = None
     if with_segments:
-        dt = {"cluster": np.int32, "first_processor": np.int32, "processors": np.int32, "t0": np.float64,
-              "t1": np.float64, "job": np.int64, "component": np.int16, "kind": np.int8}
-        segments = {k: np.asarray(v, dt[k]) for k, v in seg.items()}
-        o = np.lexsort((segments["first_processor"], segments["cluster"], segments["t0"]))
-        segments = {k: v[o] for k, v in segments.items()}
+        segments = ordered_segments(seg)
 
     # ---- metrics
     measured = workload_row & ~cols["warmup"] & ((cols["status"] == STATUS_COMPLETED) |

@@ -57,3 +57,15 @@ def test_every_models_job_metrics_come_from_the_one_function(monkeypatch, name, 
         got = result.metrics[metric].mean
         want = float(reduce(jobs[column][measured])) if measured.any() else math.nan
         assert got == pytest.approx(want, rel=1e-12, nan_ok=True), metric
+
+
+@pytest.mark.parametrize("name,replications", CASES[:-1])
+def test_every_models_gantt_is_stored_in_one_order_and_one_set_of_types(name, replications):
+    from simengine.gantt import SEGMENT_DTYPES
+
+    seg = simengine.run(scenario(name, replications), base_dir=ROOT / "examples").segments
+    assert {k: v.dtype for k, v in seg.items()} == {k: np.dtype(t) for k, t in SEGMENT_DTYPES.items()}
+    order = np.lexsort((seg["first_processor"], seg["cluster"], seg["t0"]))
+    assert (order == np.arange(len(order))).all() or (
+        np.array_equal(seg["t0"][order], seg["t0"]) and np.array_equal(seg["cluster"][order], seg["cluster"])
+        and np.array_equal(seg["first_processor"][order], seg["first_processor"]))
