@@ -51,6 +51,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--replications", type=int, help="override run.replications")
     r.add_argument("--workers", type=int, help="processes for replications (default: automatic)")
     r.add_argument("--quiet", action="store_true", help="no progress bar or summary")
+    r.add_argument("--swf-precision", type=_swf_precision, default=0, metavar="N|exact", help=SWF_PRECISION_HELP)
     r.set_defaults(func=cmd_run)
 
     t = sub.add_parser("replay", help="replay a workload trace (SWF/GWF) on one cluster")
@@ -62,6 +63,7 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("--enforce-walltime", action="store_true", help="kill jobs at their requested time")
     t.add_argument("--out", required=True)
     t.add_argument("--quiet", action="store_true")
+    t.add_argument("--swf-precision", type=_swf_precision, default=0, metavar="N|exact", help=SWF_PRECISION_HELP)
     t.set_defaults(func=cmd_replay)
 
     z = sub.add_parser("reproduce", help="rerun a paper's experiments: figure data, plots and claims")
@@ -107,7 +109,7 @@ def cmd_run(args) -> int:
         data = scenario.model_dump(mode="json")
         data["run"] |= overrides
         scenario = load_scenario(data, base_dir=Path(args.scenario).resolve().parent)
-    return _simulate(scenario, args.out, args.quiet, workers=args.workers)
+    return _simulate(scenario, args.out, args.quiet, workers=args.workers, swf_precision=args.swf_precision)
 
 
 def cmd_replay(args) -> int:
@@ -145,7 +147,7 @@ def cmd_replay(args) -> int:
         "workload": {"streams": [stream]},
         "run": {"enforce_walltime": args.enforce_walltime},
     })
-    return _simulate(scenario, args.out, args.quiet)
+    return _simulate(scenario, args.out, args.quiet, swf_precision=args.swf_precision)
 
 
 def cmd_reproduce(args) -> int:
@@ -207,13 +209,29 @@ def cmd_schedulers(args) -> int:
     return 0
 
 
-def _simulate(scenario, out: str, quiet: bool, workers: int | None = None) -> int:
+SWF_PRECISION_HELP = ("decimals of the times in schedule.swf: 0 (default) for the integer seconds SWF readers "
+                      "expect, up to 9, or 'exact' for the simulated values")
+
+
+def _swf_precision(text: str) -> int | None:
+    if text == "exact":
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 9:
+        raise argparse.ArgumentTypeError(f"must be an integer from 0 to 9 or 'exact'; got {text!r}")
+    return value
+
+
+def _simulate(scenario, out: str, quiet: bool, workers: int | None = None, swf_precision: int | None = 0) -> int:
     from simengine.runner import run
 
     bar = _ProgressBar(enabled=not quiet)
     result = run(scenario, on_progress=bar.update, workers=workers)
     bar.close()
-    result.write(out)
+    result.write(out, swf_precision=swf_precision)
     if not quiet:
         s = result.summary()
         counts = ", ".join(f"{k} {v}" for k, v in s["job_counts"].items() if v)

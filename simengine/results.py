@@ -421,10 +421,11 @@ class Result:
         }
 
     # ---- writers -------------------------------------------------------------------------
-    def write(self, out_dir: str | os.PathLike, swf: bool = True) -> Path:
+    def write(self, out_dir: str | os.PathLike, swf: bool = True, swf_precision: int | None = 0) -> Path:
         """Write jobs.csv, segments.csv, summary.json, scenario.json, result.npz and
-        schedule.swf into ``out_dir``. Files appear whole or not at all: everything is
-        written into a temporary folder beside ``out_dir`` and moved in at the end."""
+        schedule.swf (times at ``swf_precision`` decimals: :meth:`write_swf`) into ``out_dir``.
+        Files appear whole or not at all: everything is written into a temporary folder beside
+        ``out_dir`` and moved in at the end."""
         out = Path(out_dir)
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
@@ -435,7 +436,7 @@ class Result:
             (tmp / "scenario.json").write_text(json.dumps(self.scenario, indent=2) + "\n")
             self.write_npz(tmp / "result.npz")
             if swf:
-                self.write_swf(tmp / "schedule.swf")
+                self.write_swf(tmp / "schedule.swf", swf_precision)
             out.mkdir(exist_ok=True)
             for f in tmp.iterdir():
                 os.replace(f, out / f.name)
@@ -479,8 +480,10 @@ class Result:
         arrays |= {f"series_{k}": v for k, v in self.series.items()}
         np.savez_compressed(path, **arrays)
 
-    def write_swf(self, path: Path) -> None:
-        """The simulated schedule of replication 0 as an SWF file other tools can read."""
+    def write_swf(self, path: Path, precision: int | None = 0) -> None:
+        """The simulated schedule of replication 0 as an SWF file other tools can read: times
+        in integer seconds by default, as the SWF standard has them (``precision``: decimals;
+        None: exact, as simulated)."""
         from simengine.traces import swf_status, write_swf
 
         j = self.jobs
@@ -491,7 +494,7 @@ class Result:
         write_swf(path, job_id=j["job_id"][first], submit=j["submit"][first], wait=j["wait"][first],
                   runtime=(j["end"] - j["start"])[first], processors=j["processors"][first],
                   estimate=j["estimate"][first], status=swf_status(j["status"][first]),
-                  header_comments=header, extra={"partition": j["cluster"][first] + 1})
+                  header_comments=header, extra={"partition": j["cluster"][first] + 1}, precision=precision)
 
 
 def warm_up_by_completions(cols: dict[str, np.ndarray], eligible: np.ndarray, completions: int,

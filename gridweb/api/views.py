@@ -573,7 +573,11 @@ class RunExportView(APIView):
         "metrics.json": (exports.metrics_json, "application/json"),
     }
 
-    @extend_schema(responses={(200, "application/octet-stream"): OpenApiTypes.BINARY,
+    @extend_schema(parameters=[OpenApiParameter(
+                       "precision", str, description="schedule.swf only: decimals of the times, 0 (default: "
+                                                     "integer seconds, as SWF readers expect) to 9, or 'exact'")],
+                   responses={(200, "application/octet-stream"): OpenApiTypes.BINARY,
+                              400: OpenApiResponse(description="a bad precision"),
                               404: OpenApiResponse(description="no such run that you may view"),
                               409: OpenApiResponse(description="the run has no result (not done)")})
     def get(self, request: Request, pk: int, export: str) -> HttpResponse:
@@ -581,8 +585,14 @@ class RunExportView(APIView):
 
         run = get_object_or_404(Run.objects.visible_to(request.user), pk=pk)
         write, content_type = self.EXPORTS[export]
+        options = {}
+        if export == "schedule.swf":
+            try:
+                options["precision"] = exports.swf_precision(request.query_params.get("precision"))
+            except ValueError as exc:
+                return bad_input({"precision": [str(exc).split(": ", 1)[1]]})
         try:
-            content = write(run)
+            content = write(run, **options)
         except exports.ExportUnavailable as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
         response = HttpResponse(content, content_type=content_type)

@@ -133,9 +133,23 @@ def segments_csv(run: Run) -> bytes:
     return _written(result_of(run).write_segments_csv, "segments.csv")
 
 
-def schedule_swf(run: Run) -> bytes:
-    """``schedule.swf``: the simulated schedule of replication 0 in SWF 2.2."""
-    return _written(result_of(run).write_swf, "schedule.swf")
+def schedule_swf(run: Run, precision: int | None = 0) -> bytes:
+    """``schedule.swf``: the simulated schedule of replication 0 in SWF 2.2, times at
+    ``precision`` decimals (0: integer seconds, as SWF readers expect; None: exact)."""
+    result = result_of(run)
+    return _written(lambda path: result.write_swf(path, precision), "schedule.swf")
+
+
+def swf_precision(value: str | None) -> int | None:
+    """The ``precision`` query parameter of schedule.swf: absent -> 0, ``exact`` -> None, else
+    an integer 0..9 (ValueError with the reason otherwise)."""
+    if value is None or value == "":
+        return 0
+    if value == "exact":
+        return None
+    if not (value.isascii() and value.isdigit()) or not 0 <= int(value) <= 9:
+        raise ValueError(f"precision: must be an integer from 0 to 9 or 'exact'; got {value[:20]!r}")
+    return int(value)
 
 
 def scenario_json(run: Run) -> bytes:
@@ -170,3 +184,56 @@ def segments_columns(run: Run) -> dict[str, list]:
     columns["job_id"] = np.asarray(result.jobs["job_id"])[job].tolist() if len(job) else []
     columns["kind_name"] = np.asarray(KIND_NAMES, dtype=object)[kind].tolist() if len(kind) else []
     return columns
+
+
+# --- sweeps --------------------------------------------------------------------------------------
+
+#: what each metric of a sweep point carries in the exports, in this order
+SWEEP_METRIC_FIELDS = ("mean", "ci_low", "ci_high", "replications", "shaky")
+
+
+def sweep_table(sweep, points: list[dict[str, Any]]) -> tuple[list[str], list[list[Any]]]:
+    """(header, rows) of a sweep: one row per point -- its parameters, run, status, then for each
+    metric its mean, interval, replications and shaky flag (``metric.field`` columns)."""
+    parameters = list(sweep.parameters or {})
+    metrics = sorted({name for p in points for name in p["metrics"]})
+    header = ["point", *parameters, "run", "status"] + [f"{m}.{f}" if f != "mean" else m
+                                                        for m in metrics for f in SWEEP_METRIC_FIELDS]
+    rows = []
+    for index, point in enumerate(points):
+        run = point["run"]
+        row: list[Any] = [index, *(point["values"].get(k) for k in parameters), run.pk if run else None,
+                          point["status"] or (run.status if run else "")]
+        for m in metrics:
+            cell = point["metrics"].get(m) or {}
+            row += [cell.get(f) for f in SWEEP_METRIC_FIELDS]
+        rows.append(row)
+    return header, rows
+
+
+def sweep_csv(sweep, points: list[dict[str, Any]]) -> bytes:
+    import csv
+    import io
+
+    header, rows = sweep_table(sweep, points)
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(header)
+    for row in rows:
+        writer.writerow(["" if v is None else (json.dumps(v) if isinstance(v, (list, dict)) else v) for v in row])
+    return out.getvalue().encode()
+
+
+def sweep_json(sweep, points: list[dict[str, Any]], scenario_url: str | None) -> bytes:
+    """The sweep (name, owner, parameters, base scenario and where it is saved) and its points."""
+    document = {
+        "sweep": {"id": sweep.pk, "name": sweep.name, "owner": sweep.owner.username, "status": sweep.status,
+                  "parameters": sweep.parameters, "scenario": sweep.scenario_id, "scenario_url": scenario_url,
+                  "base_scenario": sweep.spec},
+        "points": [{"point": i, "parameters": p["values"], "run": p["run"].pk if p["run"] else None,
+                    "status": p["status"] or (p["run"].status if p["run"] else ""),
+                    "engine_version": p["run"].engine_version if p["run"] else None,
+                    "seed": p["run"].seed if p["run"] else None, "metrics": p["metrics"]}
+                   for i, p in enumerate(points)],
+    }
+    return (json.dumps(document, indent=2, allow_nan=False) + "\n").encode()

@@ -18,6 +18,7 @@ from bokeh.embed import components
 from bokeh.models import ColumnDataSource, FactorRange, HoverTool, Whisker
 from bokeh.palettes import Category10_10
 from bokeh.plotting import figure
+from bokeh.transform import dodge
 
 from simengine.results import measured_rows
 from simengine.statistics import stored_shaky
@@ -192,19 +193,49 @@ def compare_figures(labelled: list[tuple[str, dict[str, np.ndarray] | None]]) ->
 
 # --- Sweeps --------------------------------------------------------------------------------------------
 
+#: path parts that only say where a setting lives, left out of a parameter's label
+_CONTAINERS = {"platform", "workload", "run", "grid", "params", "stop", "warmup"}
+#: collections whose items a path names by index: ``clusters.0`` reads "cluster 0"
+_ITEMS = {"clusters": "cluster", "streams": "stream", "reservations": "reservation", "file_sites": "file site"}
+
+
+def parameter_label(path: str) -> str:
+    """A swept parameter as a person reads it: ``workload.streams.0.arrival.target_load`` ->
+    "arrival target load (stream 0)", ``platform.clusters.1.scheduler.name`` -> "scheduler name
+    (cluster 1)"."""
+    parts = path.split(".")
+    where, words = [], []
+    i = 0
+    while i < len(parts):
+        part = parts[i]
+        if part in _ITEMS and i + 1 < len(parts) and parts[i + 1].isdigit():
+            where.append(f"{_ITEMS[part]} {parts[i + 1]}")
+            i += 2
+            continue
+        if part not in _CONTAINERS and not part.isdigit():
+            words.append(part.replace("_", " "))
+        i += 1
+    label = " ".join(words[-2:]) if words else path
+    return f"{label} ({', '.join(where)})" if where else label
+
+
 def sweep_figure(points: list[dict[str, Any]], x_parameter: str, metric: str):
-    """The ``metric`` mean with its 95% CI (error bars) against ``x_parameter``; one line per
+    """The ``metric`` mean with its 95% CI (error bars) against ``x_parameter``; one series per
     combination of the other swept parameters. ``points``: ``{"values": {path: value},
-    "metrics": {name: {"mean", "ci_low", "ci_high"}}}``."""
+    "metrics": {name: {"mean", "ci_low", "ci_high"}}}``. A numeric x draws lines; a categorical
+    one (scheduler names ...) draws the series side by side within each category, unjoined, so
+    none hides another."""
     xs = [p["values"].get(x_parameter) for p in points]
     categorical = not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in xs)
     factors = list(dict.fromkeys(str(x) for x in xs)) if categorical else None
     kwargs: dict[str, Any] = {"x_range": FactorRange(*factors)} if categorical else {}
-    fig = _figure(f"{metric} against {x_parameter} (mean, 95% CI)", x_parameter, metric, **kwargs)
+    x_label = parameter_label(x_parameter)
+    fig = _figure(f"{metric} against {x_label} (mean, 95% CI)", x_label, metric, **kwargs)
     groups: dict[str, list[dict[str, Any]]] = {}
     for p in points:
-        others = ", ".join(f"{k}={v}" for k, v in p["values"].items() if k != x_parameter)
+        others = ", ".join(f"{parameter_label(k)} = {v}" for k, v in p["values"].items() if k != x_parameter)
         groups.setdefault(others, []).append(p)
+    width = 0.7 / max(len(groups), 1)  # of a category, for each series
     for i, (label, members) in enumerate(groups.items()):
         rows = [m for m in members if (m["metrics"].get(metric) or {}).get("mean") is not None]
         if not categorical:
@@ -222,11 +253,13 @@ def sweep_figure(points: list[dict[str, Any]], x_parameter: str, metric: str):
         data["fill"] = ["white" if s else colour(i) for s in data["shaky"]]
         source = ColumnDataSource(data)
         extra = {"legend_label": label} if label else {}
-        fig.line("x", "mean", source=source, color=colour(i), line_width=2, **extra)
-        fig.scatter("x", "mean", source=source, line_color=colour(i), fill_color="fill", size=8, **extra)
-        fig.add_layout(Whisker(source=source, base="x", lower="low", upper="high", line_color=colour(i)))
+        x = dodge("x", (i - (len(groups) - 1) / 2) * width, range=fig.x_range) if categorical else "x"
+        if not categorical:
+            fig.line("x", "mean", source=source, color=colour(i), line_width=2, **extra)
+        fig.scatter(x, "mean", source=source, line_color=colour(i), fill_color="fill", size=8, **extra)
+        fig.add_layout(Whisker(source=source, base=x, lower="low", upper="high", line_color=colour(i)))
         # Annotations do not stretch the automatic y range: an invisible segment over each CI does.
-        fig.segment("x", "low", "x", "high", source=source, line_alpha=0)
+        fig.segment(x, "low", x, "high", source=source, line_alpha=0)
     fig.add_tools(HoverTool(tooltips=[(x_parameter, "@x"), (metric, "@mean"), ("95% CI", "@low – @high"),
                                       ("", "@shaky")]))
     if any(groups):

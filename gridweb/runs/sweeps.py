@@ -8,8 +8,9 @@
      "metrics": {"mean_wait": {"mean": 812.4, "ci_low": 790.1, "ci_high": 834.7, "half_width": 22.3,
                                "replications": 10}, ...}}
 
-The metrics are the sweep table's (``simengine.sweep.TABLE_METRICS``) read from each run's
-``summary``; ``ci_low``/``ci_high`` are ``None`` when the scenario has one replication, and
+The metrics are every metric of each run's ``summary`` (percentiles, per-cluster utilisation,
+kill rates ... as the model reports them; sweeps aggregated before kept only
+``simengine.sweep.TABLE_METRICS``); ``ci_low``/``ci_high`` are ``None`` when the scenario has one replication, and
 ``metrics`` is empty for a point that did not finish ``done``. A failed point marks the sweep
 ``failed`` but keeps every other point's row.
 """
@@ -21,8 +22,6 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from simengine.sweep import TABLE_METRICS
-
 from .models import FINISHED, Run, Status, Sweep
 
 
@@ -31,14 +30,12 @@ def point_row(index: int, run: Run) -> dict[str, Any]:
     metrics: dict[str, dict[str, float | None]] = {}
     if run.status == Status.DONE:
         stored = (run.summary or {}).get("metrics") or {}
-        for name in TABLE_METRICS:
-            if name in stored:
-                metric = stored[name]
-                metrics[name] = {key: metric.get(key) for key in ("mean", "ci_low", "ci_high", "half_width")
-                                 if key in metric}
-                if "shaky" in metric:  # (results stored before the flag have none: it is worked out when shown)
-                    metrics[name]["shaky"] = metric["shaky"]
-                metrics[name]["replications"] = len([v for v in metric.get("values") or [] if v is not None])
+        for name, metric in stored.items():  # every metric the run has: the page plots and exports any
+            metrics[name] = {key: metric.get(key) for key in ("mean", "ci_low", "ci_high", "half_width")
+                             if key in metric}
+            if "shaky" in metric:  # (results stored before the flag have none: it is worked out when shown)
+                metrics[name]["shaky"] = metric["shaky"]
+            metrics[name]["replications"] = len([v for v in metric.get("values") or [] if v is not None])
     return {"point": index, "run": run.pk, "status": run.status, "parameters": run.sweep_point,
             "metrics": metrics}
 

@@ -12,6 +12,7 @@ urlpatterns = [
     path("runs/<int:pk>/cancel/", views.run_cancel, name="cancel"),
     path("runs/<int:pk>/delete/", views.run_delete, name="delete"),
     path("runs/<int:pk>/comments/", views.run_comment, name="comment"),
+    path("runs/<int:pk>/share/", views.run_share, name="share"),
     path("runs/<int:pk>/segments.json", views.run_segments, name="segments"),
     path("runs/<int:pk>/gantt/tile", views.run_gantt_tile, name="gantt_tile"),
     path("runs/<int:pk>/gantt/job", views.run_gantt_job, name="gantt_job"),
@@ -25,4 +26,5 @@ urlpatterns = [
     path("sweeps/new/", views.sweep_new, name="sweep_new"),
     path("sweeps/<int:pk>/", views.sweep_detail, name="sweep"),
     path("sweeps/<int:pk>/status.json", views.sweep_status, name="sweep_status"),
+    path("sweeps/<int:pk>/export/<str:kind>", views.sweep_export, name="sweep_export"),
 ]

@@ -25,6 +25,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
+from gridweb.scenarios.forms import SharingForm
 from gridweb.scenarios.models import Scenario
 from gridweb.scenarios.validation import SpecInvalid
 from gridweb.sharing import Visibility, default_group
@@ -32,6 +33,7 @@ from simengine.gantt import KIND_NAMES
 from simengine.statistics import SHAKY_RULE
 from simengine.workload import STATUS_NAMES
 
+from . import citation as citing
 from . import compare as comparing
 from . import gantt_tiles
 from . import gallery as gallery_filters
@@ -139,6 +141,10 @@ def run_page_context(request: HttpRequest, run: Run, comment_form: CommentForm |
         "gantt": gantt_config(run),
         "eta": eta_seconds(run),
         "sweep": sweep,
+        "citation": citing.citation(run, request.build_absolute_uri(reverse("runs:run", args=[run.pk]))),
+        "sharing_form": SharingForm(initial={"visibility": run.visibility, "group": run.group,
+                                             "tags": ", ".join(run.tags or [])}, user=request.user)
+        if can_edit else None,
     }
 
 
@@ -173,6 +179,24 @@ def run_delete(request: HttpRequest, pk: int) -> HttpResponse:
     run.delete()
     messages.success(request, f"Run “{name}” was deleted.")
     return redirect("runs:gallery")
+
+
+@require_POST
+def run_share(request: HttpRequest, pk: int) -> HttpResponse:
+    """The owner changes who sees the run (private, group or public) and its tags, from its page."""
+    run = owned_run(request, pk)
+    form = SharingForm(request.POST, user=request.user)
+    if not form.is_valid():
+        for field, errors in form.errors.items():
+            messages.error(request, f"{field}: {' '.join(errors)}")
+        return redirect(reverse("runs:run", args=[run.pk]) + "#sharing")
+    run.visibility = form.cleaned_data["visibility"]
+    run.group = form.cleaned_data["group"] or run.group
+    run.tags = form.cleaned_data["tags"]
+    run.save(update_fields=["visibility", "group", "tags", "updated"])
+    messages.success(request, f"The run is now {run.get_visibility_display().lower()}"
+                              + (f" ({run.group.name})" if run.visibility == "group" and run.group else "") + ".")
+    return redirect(reverse("runs:run", args=[run.pk]) + "#sharing")
 
 
 @require_POST
@@ -269,8 +293,14 @@ def run_export(request: HttpRequest, pk: int, kind: str) -> HttpResponse:
                             status=409, content_type="text/plain; charset=utf-8")
     from . import exports  # the runs backend; imported when used
 
+    options = {}
+    if kind == "schedule.swf":
+        try:
+            options["precision"] = exports.swf_precision(request.GET.get("precision"))
+        except ValueError as exc:
+            return HttpResponse(str(exc), status=400, content_type="text/plain; charset=utf-8")
     try:
-        body = getattr(exports, function_name)(run)
+        body = getattr(exports, function_name)(run, **options)
     except exports.ExportUnavailable as exc:
         return HttpResponse(str(exc), status=409, content_type="text/plain; charset=utf-8")
     response = HttpResponse(body, content_type=content_type)
@@ -412,7 +442,30 @@ def sweep_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "metric": metric, "metric_names": metric_names, "x_parameter": x_parameter,
         "points": points, "table": table, "pending": pending, "plot_script": script, "plot_divs": divs,
         "shaky_help": SHAKY_RULE,
+        "scenario": sweep.scenario if sweep.scenario is not None and sweep.scenario.can_view(request.user) else None,
+        "swept": [(path, plots.parameter_label(path), values) for path, values in (sweep.parameters or {}).items()],
     })
+
+
+@require_safe
+def sweep_export(request: HttpRequest, pk: int, kind: str) -> HttpResponse:
+    """``sweep.csv`` / ``sweep.json``: every point's parameters, run and metrics with their
+    intervals (the runs the user may view)."""
+    sweep = viewable_sweep(request, pk)
+    from . import exports  # the runs backend; imported when used
+
+    points = sweep_points(sweep, list(sweep.runs.visible_to(request.user).order_by("pk")))
+    if kind == "sweep.csv":
+        body, content_type = exports.sweep_csv(sweep, points), "text/csv; charset=utf-8"
+    elif kind == "sweep.json":
+        scenario = sweep.scenario if sweep.scenario is not None and sweep.scenario.can_view(request.user) else None
+        url = request.build_absolute_uri(f"/scenarios/{scenario.pk}/") if scenario else None
+        body, content_type = exports.sweep_json(sweep, points, url), "application/json"
+    else:
+        raise Http404(f"No sweep export named {kind!r}; there are sweep.csv and sweep.json.")
+    response = HttpResponse(body, content_type=content_type)
+    response["Content-Disposition"] = f'attachment; filename="sweep-{sweep.pk}-{kind}"'
+    return response
 
 
 def viewable_sweep(request: HttpRequest, pk: int) -> Sweep:

@@ -549,6 +549,20 @@ def swf_status(engine_status: np.ndarray) -> np.ndarray:
     return table[np.asarray(engine_status, dtype=np.int64)]
 
 
+def _rounded_times(arrays: dict[str, np.ndarray], precision: int) -> dict[str, np.ndarray]:
+    """submit, wait, runtime and estimate at ``precision`` decimals (see write_swf)."""
+    if not 0 <= precision <= 9:
+        raise ValueError(f"write_swf: precision must be within 0..9; got {precision}")
+    submit, wait, runtime, estimate = (np.asarray(arrays[k], np.float64)
+                                       for k in ("submit", "wait", "runtime", "estimate"))
+    start = submit + wait
+    s0, s1 = np.round(submit, precision), np.round(start, precision)
+    end = np.round(start + runtime, precision)
+    scale = 10.0 ** precision
+    return {"submit": s0, "wait": np.round(s1 - s0, precision), "runtime": np.round(end - s1, precision),
+            "estimate": np.ceil(np.round(estimate * scale, 6)) / scale}
+
+
 def _format_column(values: np.ndarray) -> np.ndarray:
     """ASCII text of one column (bytes array): integers without a decimal point, NaN/inf as -1."""
     v = np.asarray(values)
@@ -598,6 +612,7 @@ def write_swf(
     status: np.ndarray,
     header_comments: Sequence[str] = (),
     extra: dict[str, np.ndarray] | None = None,
+    precision: int | None = None,
 ) -> None:
     """Write a schedule as a valid SWF 2.2 file (gzipped when ``path`` ends with ``.gz``).
 
@@ -618,6 +633,12 @@ def write_swf(
         Further fields by name: see :data:`WRITE_EXTRA_FIELDS` (``user``, ``group``,
         ``executable``, ``queue``, ``partition``, ``average_cpu``, ``used_memory``,
         ``requested_memory``, ``preceding_job``, ``think_time``). Fields not given are -1.
+    precision : int, optional
+        Decimals of the times (submit, wait, run time, requested time); 0 gives the integer
+        seconds the SWF standard and most SWF readers expect. The submit, start and end
+        times are rounded, and wait and run time taken between them, so the schedule stays
+        consistent (a job starting when another ends still does); requested times are
+        rounded up. None (the default): exact, every value read back as written.
 
     Raises
     ------
@@ -637,6 +658,8 @@ def write_swf(
         if arr.ndim != 1 or len(arr) != n:
             raise ValueError(f"write_swf: column {name} has shape {arr.shape}, expected ({n},)")
 
+    if precision is not None:
+        arrays.update(_rounded_times(arrays, int(precision)))
     columns: list[np.ndarray | None] = [None] * N_FIELDS
     for name, i in (("job_id", 0), ("submit", 1), ("wait", 2), ("runtime", 3), ("processors", 4),
                     ("processors", 7), ("estimate", 8), ("status", 10)):

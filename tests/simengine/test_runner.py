@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import copy
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ from simengine.errors import ScenarioError
 from simengine.gantt import KIND_NAMES
 from simengine.traces import read_swf
 from simengine.workload import STATUS_NAMES
+from tests.conftest import ROOT
 from tests.simengine.live_stream import check_live_stream, streamed_rows
 
 
@@ -264,3 +266,48 @@ def test_jobs_csv_carries_the_models_own_columns_after_the_standard_ones(tmp_pat
     # the deadline column holds each job's own values, in row order
     k = header.index("deadline")
     assert [float(r.split(",")[k]) for r in rows] == pytest.approx(result.jobs["deadline"].tolist())
+
+
+def swf_data_lines(path) -> list[list[str]]:
+    return [line.split() for line in Path(path).read_text().splitlines() if line.strip() and not line.startswith(";")]
+
+
+def test_schedule_swf_has_integer_seconds_by_default_and_stays_a_consistent_schedule(tmp_path):
+    """Other tools' SWF readers take integer times: submit, start and end are rounded and wait and
+    run time taken between them, so a job that starts when another ends still does."""
+    result = simengine.run(scenario(replications=1))
+    assert (result.jobs["submit"] != np.round(result.jobs["submit"])).any()  # the simulated times are not
+    result.write_swf(tmp_path / "int.swf")
+    rows = swf_data_lines(tmp_path / "int.swf")
+    assert rows and all("." not in field for row in rows for field in row)
+    swf = read_swf(tmp_path / "int.swf").jobs
+    first = result.jobs["replication"] == 0
+    start = result.jobs["start"][first]
+    ran = ~np.isnan(start)
+    np.testing.assert_array_equal(swf.submit + swf.extra["wait"], np.where(ran, np.round(start), swf.submit - 1))
+    ended = ~np.isnan(result.jobs["end"][first])
+    np.testing.assert_array_equal((swf.submit + swf.extra["wait"] + swf.runtime)[ended],
+                                  np.round(result.jobs["end"][first])[ended])
+    # exact on request, and any number of decimals in between
+    result.write_swf(tmp_path / "exact.swf", precision=None)
+    np.testing.assert_array_equal(read_swf(tmp_path / "exact.swf").jobs.submit, result.jobs["submit"][first])
+    result.write_swf(tmp_path / "ms.swf", precision=3)
+    submits = [row[1] for row in swf_data_lines(tmp_path / "ms.swf")]
+    assert max(len(s.split(".")[1]) for s in submits if "." in s) <= 3
+    with pytest.raises(ValueError, match="precision must be within 0..9"):
+        result.write_swf(tmp_path / "bad.swf", precision=12)
+
+
+def test_the_cli_takes_an_swf_precision_and_names_a_bad_one(tmp_path):
+    import subprocess
+    import sys
+
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(scenario(replications=1)))
+    ok = subprocess.run([sys.executable, "-m", "simengine", "run", str(path), "--out", str(tmp_path / "o"),
+                         "--quiet", "--swf-precision", "exact"], capture_output=True, text=True, cwd=ROOT)
+    assert ok.returncode == 0, ok.stderr
+    assert any("." in row[1] for row in swf_data_lines(tmp_path / "o" / "schedule.swf"))
+    bad = subprocess.run([sys.executable, "-m", "simengine", "run", str(path), "--out", str(tmp_path / "p"),
+                          "--swf-precision", "ten"], capture_output=True, text=True, cwd=ROOT)
+    assert bad.returncode == 2 and "--swf-precision: must be an integer from 0 to 9 or 'exact'" in bad.stderr

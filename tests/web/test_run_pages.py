@@ -75,10 +75,11 @@ def test_private_run_is_404_for_outsiders_and_visitors_on_every_view(alice, bob)
     for who, client in (("bob", client_for(bob)), ("anonymous", client_for())):
         for name, url in run_urls(run).items():
             assert client.get(url).status_code == 404, f"{who} GET {name}"
-        for action in ("cancel", "delete", "comment"):
-            response = client.post(reverse(f"runs:{action}", args=[run.pk]), {"text": "hello"})
+        for action in ("cancel", "delete", "comment", "share"):
+            response = client.post(reverse(f"runs:{action}", args=[run.pk]), {"text": "hello", "visibility": "public"})
             assert response.status_code == 404, f"{who} POST {action}"
-    assert Run.objects.filter(pk=run.pk).exists() and not Comment.objects.exists()
+    run.refresh_from_db()
+    assert run.visibility == "private" and not Comment.objects.exists()
     owner = client_for(alice)
     for name, url in run_urls(run).items():
         assert owner.get(url).status_code == 200, f"owner GET {name}"
@@ -118,6 +119,9 @@ def test_non_owner_viewers_cannot_cancel_or_delete(alice, carol):
 
     assert member.post(reverse("runs:cancel", args=[queued.pk])).status_code == 403
     assert member.post(reverse("runs:delete", args=[done.pk])).status_code == 403
+    assert member.post(reverse("runs:share", args=[done.pk]), {"visibility": "public"}).status_code == 403
+    done.refresh_from_db()
+    assert done.visibility == Visibility.GROUP
 
     queued.refresh_from_db()
     assert queued.status == Status.QUEUED and not queued.cancel_requested
@@ -160,7 +164,8 @@ def test_posts_without_a_csrf_token_are_refused(alice):
     client = client_for(alice, csrf=True)
     for url, data in ((reverse("runs:cancel", args=[queued.pk]), {}),
                       (reverse("runs:delete", args=[done.pk]), {}),
-                      (reverse("runs:comment", args=[done.pk]), {"text": "no token"})):
+                      (reverse("runs:comment", args=[done.pk]), {"text": "no token"}),
+                      (reverse("runs:share", args=[done.pk]), {"visibility": "public"})):
         assert client.post(url, data).status_code == 403, url
     queued.refresh_from_db()
     assert queued.status == Status.QUEUED and Run.objects.filter(pk=done.pk).exists()
@@ -312,6 +317,28 @@ def test_viewers_download_every_export(alice, carol):
     assert simengine.scenario_hash(scenario) == run.scenario_hash
     metrics = json.loads(downloads["metrics.json"].content)
     assert metrics["metrics"]["mean_wait"]["mean"] == pytest.approx(summary["metrics"]["mean_wait"]["mean"])
+
+
+def test_schedule_swf_downloads_in_integer_seconds_or_the_precision_asked_for(alice):
+    """From the run page and the API alike; a bad precision is a 400 that names the parameter."""
+    run = finished_run(alice)
+    owner = client_for(alice)
+    url = run_urls(run)["schedule.swf"]
+
+    def times(response) -> list[str]:
+        assert response.status_code == 200
+        return [line.split()[1] for line in response.content.decode().splitlines()
+                if line.strip() and not line.startswith(";")]
+
+    assert all("." not in t for t in times(owner.get(url)))
+    assert any("." in t for t in times(owner.get(url + "?precision=exact")))
+    assert max(len(t.split(".")[1]) for t in times(owner.get(url + "?precision=2")) if "." in t) <= 2
+    page = owner.get(url + "?precision=12")
+    assert page.status_code == 400 and "precision: must be an integer from 0 to 9" in page.content.decode()
+    api = owner.get(f"/api/runs/{run.pk}/schedule.swf?precision=x")
+    assert api.status_code == 400
+    assert api.json() == {"errors": {"precision": ["must be an integer from 0 to 9 or 'exact'; got 'x'"]}}
+    assert all("." not in t for t in times(owner.get(f"/api/runs/{run.pk}/schedule.swf")))
 
 
 def tmp_swf(content: bytes):
@@ -494,7 +521,68 @@ def test_sweep_and_compare_legends_sit_under_the_plot_and_fit_its_width():
     labels = [item.label.value for item in compared["wait"].legend[0].items]
     assert labels == [long_name[:LEGEND_CHARS - 1] + "…", "#20 short"]
     assert [item.label.value for item in sweep.legend[0].items] == [
-        f"workload.streams.0.arrival.target_load={load}" for load in (0.5, 0.6, 0.7)]
+        f"arrival target load (stream 0) = {load}" for load in (0.5, 0.6, 0.7)]
+
+
+def test_a_categorical_sweep_parameter_draws_its_series_side_by_side_unjoined():
+    """Scheduler names on x: each load's points sat on the same x and the lines between the
+    names hid each other; now each series is offset within its category and not joined."""
+    from bokeh.models import Line, Scatter
+
+    from gridweb.runs.plots import sweep_figure
+
+    points = [{"values": {"platform.clusters.0.scheduler.name": name, "workload.streams.0.arrival.target_load": load},
+               "metrics": {"mean_wait": {"mean": 1000 * load, "ci_low": 900 * load, "ci_high": 1100 * load,
+                                         "replications": 5}}}
+              for name in ("fcfs", "easy") for load in (0.5, 0.6, 0.7)]
+    fig = sweep_figure(points, "platform.clusters.0.scheduler.name", "mean_wait")
+    assert not [r for r in fig.renderers if isinstance(r.glyph, Line)]
+    offsets = [r.glyph.x.transform.value for r in fig.renderers if isinstance(r.glyph, Scatter)]
+    assert len(offsets) == 3 and len(set(offsets)) == 3 and abs(sum(offsets)) < 1e-9
+    numeric = sweep_figure(points, "workload.streams.0.arrival.target_load", "mean_wait")
+    assert len([r for r in numeric.renderers if isinstance(r.glyph, Line)]) == 2
+    assert numeric.xaxis[0].axis_label == "arrival target load (stream 0)"
+
+
+def test_a_sweep_exports_its_table_and_points_and_links_its_scenario(alice, bob):
+    """CSV and JSON of every point: parameters, run, status, each metric's mean, interval,
+    replications and shaky flag -- every metric the runs have, percentiles and per-cluster
+    utilisation too; the JSON names the base scenario."""
+    from gridweb.scenarios.models import Scenario
+
+    spec = small_spec(replications=2)
+    scenario = Scenario.objects.create(owner=alice, name="base", spec=spec)
+    sweep = create_sweep(alice, spec, {"platform.clusters.0.scheduler.name": ["fcfs", "easy"]}, name="sched",
+                         scenario=scenario)
+    for run in sweep.runs.all():
+        assert execute_run(run.pk) == Status.DONE
+    sweep.refresh_from_db()
+    owner = client_for(alice)
+    page = owner.get(reverse("runs:sweep", args=[sweep.pk])).content.decode()
+    assert f'href="/scenarios/{scenario.pk}/"' in page and "scheduler name (cluster 0)" in page
+
+    table = owner.get(reverse("runs:sweep_export", args=[sweep.pk, "sweep.csv"]))
+    assert table.status_code == 200 and table["Content-Disposition"] == f'attachment; filename="sweep-{sweep.pk}-sweep.csv"'
+    rows = list(csv.DictReader(io.StringIO(table.content.decode())))
+    assert [r["platform.clusters.0.scheduler.name"] for r in rows] == ["fcfs", "easy"]
+    runs = {r.pk: r for r in sweep.runs.all()}
+    for row in rows:
+        stored = runs[int(row["run"])].summary["metrics"]
+        assert float(row["mean_wait"]) == pytest.approx(stored["mean_wait"]["mean"])
+        assert float(row["mean_wait.ci_low"]) == pytest.approx(stored["mean_wait"]["ci_low"])
+        assert row["mean_wait.replications"] == "2" and row["mean_wait.shaky"]  # two replications: flagged
+        assert {"p95_wait", "utilisation.a", "utilisation.b"} <= {k.split(".ci_")[0] for k in row}
+
+    document = json.loads(owner.get(reverse("runs:sweep_export", args=[sweep.pk, "sweep.json"])).content)
+    assert document["sweep"]["scenario"] == scenario.pk
+    assert document["sweep"]["scenario_url"].endswith(f"/scenarios/{scenario.pk}/")
+    assert document["sweep"]["parameters"] == {"platform.clusters.0.scheduler.name": ["fcfs", "easy"]}
+    assert [p["parameters"] for p in document["points"]] == [{"platform.clusters.0.scheduler.name": "fcfs"},
+                                                               {"platform.clusters.0.scheduler.name": "easy"}]
+    assert all(p["engine_version"] == simengine.__version__ and "p95_wait" in p["metrics"] for p in document["points"])
+
+    assert client_for(bob).get(reverse("runs:sweep_export", args=[sweep.pk, "sweep.csv"])).status_code == 404
+    assert owner.get(reverse("runs:sweep_export", args=[sweep.pk, "sweep.xlsx"])).status_code == 404
 
 
 def test_a_run_cancelled_before_any_segment_does_not_promise_a_gantt(alice):
@@ -526,3 +614,50 @@ def test_the_research_group_is_named_only_when_the_run_or_scenario_is_shared_wit
         eyebrow = client.get(reverse("scenarios:detail", args=[scenario.pk])).content.decode()
         eyebrow = eyebrow.split('<p class="eyebrow">')[1].split("</p>")[0]
         assert ("· lab" in eyebrow) is shown, eyebrow
+
+
+def test_the_owner_shares_a_run_from_its_page_and_others_see_it_then(alice, bob, carol):
+    """A run keeps the sharing it started with; its page lets the owner change it (issue: runs could
+    only be shared through PATCH /api/runs/{id}/)."""
+    run = finished_run(alice, Visibility.PRIVATE)
+    url = reverse("runs:run", args=[run.pk])
+    assert client_for(bob).get(url).status_code == 404
+    page = client_for(alice).get(url).content.decode()
+    assert 'id="share-form"' in page and 'id="cite-warning"' in page
+
+    group = alice.groups.first()
+    shared = client_for(alice).post(reverse("runs:share", args=[run.pk]),
+                                    {"visibility": "group", "group": group.pk, "tags": "paper, fig3"})
+    assert shared.status_code == 302
+    run.refresh_from_db()
+    assert (run.visibility, run.group, run.tags) == ("group", group, ["paper", "fig3"])
+    carols = client_for(carol).get(url)  # carol is in alice's group: she sees it, without the owner's form
+    assert carols.status_code == 200 and 'id="share-form"' not in carols.content.decode()
+
+    # only the owner; a group the owner is not in is refused with the field named
+    assert client_for(carol).post(reverse("runs:share", args=[run.pk]), {"visibility": "public"}).status_code == 403
+    other = type(group).objects.create(name="not-alices")
+    client_for(alice).post(reverse("runs:share", args=[run.pk]), {"visibility": "group", "group": other.pk})
+    run.refresh_from_db()
+    assert run.group == group
+    client_for(alice).post(reverse("runs:share", args=[run.pk]), {"visibility": "public"})
+    run.refresh_from_db()
+    assert run.visibility == "public" and client_for(bob).get(url).status_code == 200
+
+
+def test_a_run_page_gives_a_citation_with_what_reproduces_it(alice):
+    from gridweb.runs.citation import citation
+
+    run = finished_run(alice, Visibility.PUBLIC, name="EASY on {DAS-2} & 100% load_")
+    page = client_for(alice).get(reverse("runs:run", args=[run.pk])).content.decode()
+    cite = citation(run, f"http://testserver/runs/{run.pk}/")
+    assert 'id="cite-warning"' not in page  # public: anyone can follow the link
+    for fact in (run.scenario_hash, str(run.seed), run.engine_version, f"/runs/{run.pk}/"):
+        assert fact in cite["text"] and fact in cite["bibtex"]
+    assert r"title = {EASY on \{DAS-2\} \& 100\% load\_}" in cite["bibtex"]
+    assert cite["bibtex"].startswith(f"@misc{{gridweb-run-{run.pk},")
+    plain = cite["bibtex"].replace(r"\{", "").replace(r"\}", "")
+    assert plain.count("{") == plain.count("}")
+    import html
+
+    assert html.escape(cite["text"], quote=False) in page.replace("&#x27;", "'")
