@@ -3,7 +3,9 @@
 Everything starts from ``Run.objects.visible_to(user)``, so a filter can only narrow what the
 user may see. Filters: free text (name, description, tags, owner), author (user name), tag,
 policy (one of the comma-separated policy names of ``Run.policy``), platform (text in
-``Run.platform``), status and a date range on the creation date.
+``Run.platform``), status and a date range on the creation date. The points of parameter
+sweeps are left out unless asked for (``points``): a sweep of 30 points would otherwise fill
+pages of the gallery; each sweep has its own page (/sweeps/).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ class GalleryFilters(forms.Form):
     status = forms.ChoiceField(required=False, choices=[("", "any status"), *Status.choices])
     date_from = forms.DateField(required=False, label="From", widget=forms.DateInput(attrs={"type": "date"}))
     date_to = forms.DateField(required=False, label="To", widget=forms.DateInput(attrs={"type": "date"}))
+    points = forms.BooleanField(required=False, label="Sweep points")
 
     def clean(self):
         data = super().clean()
@@ -57,7 +60,10 @@ def uses_policy(policy: str) -> Q:
 
 
 def filter_runs(runs: QuerySet[Run], data: dict) -> QuerySet[Run]:
-    """Narrow ``runs`` by the cleaned filter ``data`` (empty values are ignored)."""
+    """Narrow ``runs`` by the cleaned filter ``data`` (empty values are ignored; sweep points
+    only with ``points``)."""
+    if not data.get("points"):
+        runs = runs.filter(sweep__isnull=True)
     if data.get("q"):
         words = data["q"].split()
         for word in words:

@@ -320,7 +320,7 @@ def run_index(request: HttpRequest) -> HttpResponse:
 def gallery(request: HttpRequest) -> HttpResponse:
     visible = Run.objects.visible_to(request.user).select_related("owner").order_by("-created")
     form = gallery_filters.GalleryFilters(request.GET or None)
-    filtered = visible
+    filtered = visible.filter(sweep__isnull=True)  # sweep points: on their sweep's page, or when asked for
     if form.is_bound and form.is_valid():
         filtered = gallery_filters.filter_runs(visible, form.cleaned_data)
     elif form.is_bound:
@@ -337,6 +337,8 @@ def gallery(request: HttpRequest) -> HttpResponse:
         "choices": gallery_filters.filter_choices(visible),
         "query": query.urlencode(),
         "filtering": form.is_bound,
+        "hidden_points": 0 if form.is_bound and form.is_valid() and form.cleaned_data.get("points")
+        else visible.filter(sweep__isnull=False).count(),
     })
 
 

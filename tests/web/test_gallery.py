@@ -82,6 +82,25 @@ def test_everyone_sees_exactly_the_runs_they_may_view(people, runs):
     assert gallery_ids(client_for(people["alice"])) == {run.pk for run in runs.values()}
 
 
+def test_sweep_points_stay_on_their_sweep_unless_asked_for(people, runs):
+    """A 30-point sweep filled the gallery with 30 cards; its points now live on its page."""
+    from gridweb.runs.models import Sweep
+
+    sweep = Sweep.objects.create(owner=people["alice"], name="load sweep", visibility=Visibility.PUBLIC,
+                                 spec={"name": "s"}, parameters={"run.seed": [1, 2, 3]})
+    points = {Run.objects.create(owner=people["alice"], name=f"point {k}", visibility=Visibility.PUBLIC,
+                                 spec={"name": "s"}, sweep=sweep, sweep_point={"run.seed": k}, status=Status.DONE).pk
+              for k in (1, 2, 3)}
+    alone = {runs[k].pk for k in ("alice_public", "bob_grid", "bob_easy2", "curated")}
+    visitor = client_for()
+    assert gallery_ids(visitor) == alone
+    page = visitor.get(reverse("runs:gallery")).content.decode()
+    assert 'id="hidden-points"' in page and "3 runs of parameter" in page
+    assert gallery_ids(visitor, points="on") == alone | points
+    assert gallery_ids(visitor, q="point") == set() and gallery_ids(visitor, q="point", points="on") == points
+    assert 'id="hidden-points"' not in visitor.get(reverse("runs:gallery"), {"points": "on"}).content.decode()
+
+
 def test_an_outsider_never_sees_a_private_run_whatever_the_filter(people, runs):
     secret = runs["secret"]
     for client in (client_for(people["bob"]), client_for(people["carol"]), client_for()):
