@@ -30,8 +30,11 @@ def _cached_trace(path: str, fmt: str | None, site_map: tuple | None, limit: int
     return read_trace(path, format=fmt, site_map=dict(site_map) if site_map else None, limit=limit)
 
 
-def load_trace_stream(stream: TraceStream, scenario: Scenario, index: int) -> tuple[JobTable, list[str]]:
-    """The jobs of a trace stream, retimed as the stream asks, routed to its target."""
+def load_trace_stream(stream: TraceStream, scenario: Scenario, index: int,
+                      horizon: float | None = None) -> tuple[JobTable, list[str]]:
+    """The jobs of a trace stream, retimed as the stream asks, routed to its target; with a
+    ``horizon``, only those submitted before it, and a note saying how many were left out (every
+    model reads its traces here, so no model cuts a trace silently)."""
     platform = scenario.platform
     site_map = None
     if stream.site_map:
@@ -59,6 +62,12 @@ def load_trace_stream(stream: TraceStream, scenario: Scenario, index: int) -> tu
                              f"(submit times x {scale:.4f})")
         if scale != 1.0:
             jobs.submit = first + (jobs.submit - first) * scale
+    if horizon is not None:
+        before = len(jobs)
+        jobs = jobs.take(jobs.submit < horizon)
+        if len(jobs) < before:
+            notes.append(f"{stream.name}: {len(jobs):,} of the trace's {before:,} jobs arrive before "
+                         f"run.stop.horizon ({horizon:,g} s); the others are not simulated")
     return jobs, notes
 
 
@@ -83,14 +92,8 @@ def build_workload(scenario: Scenario, rngs: list[np.random.Generator], horizon:
     tables, notes = [], []
     for i, stream in enumerate(scenario.workload.streams):
         if isinstance(stream, TraceStream):
-            jobs, n = load_trace_stream(stream, scenario, i)
+            jobs, n = load_trace_stream(stream, scenario, i, horizon)
             notes += n
-            if horizon is not None:
-                before = len(jobs)
-                jobs = jobs.take(jobs.submit < horizon)
-                if len(jobs) < before:
-                    notes.append(f"{stream.name}: {len(jobs):,} of the trace's {before:,} jobs arrive before "
-                                 f"run.stop.horizon ({horizon:,g} s); the others are not simulated")
         else:
             # a fresh copy of the stream's generator, so a longer draw extends a shorter one
             rng = np.random.Generator(type(rngs[i].bit_generator)(rngs[i].bit_generator.seed_seq))

@@ -197,6 +197,7 @@ def preview(spec: Any, user=None, *, jobs_per_stream: int = PREVIEW_JOBS) -> dic
     seed = _seed(spec)
     policy = _grid_policy(spec)
     work = np.zeros(len(platform.clusters))  # offered processor-seconds per second, by cluster index
+    finite_jobs, endless = 0, False  # the workload's size, when every stream has one
     for index, raw in enumerate(streams):
         path = f"workload.streams.{index}"
         if path + ".path" in result["errors"]:
@@ -218,25 +219,31 @@ def preview(spec: Any, user=None, *, jobs_per_stream: int = PREVIEW_JOBS) -> dic
                 continue
             entry["index"] = index
             result["streams"].append(entry)
+            endless = True  # (KOALA's runs end with its jobs, not with run.stop.completions)
             if KOALA_NOTE not in result["notes"]:
                 result["notes"].append(KOALA_NOTE)
             continue
         try:
             if isinstance(stream, SyntheticStream):
                 jobs = generate_stream(stream, platform, rng, n=jobs_per_stream, stream_index=index)
+                endless = endless or stream.count is None or _horizon(spec) is not None
+                finite_jobs += stream.count or 0
                 window = float(jobs.submit[-1]) if len(jobs) else 0.0  # arrivals start at time 0
             elif isinstance(stream, LublinStream):
                 # A Lublin stream always draws its whole count: sample a copy with at most ours.
                 sample = stream.model_copy(update={"count": min(stream.count, jobs_per_stream)})
                 jobs = generate_stream(sample, platform, rng, stream_index=index)
                 window = float(jobs.submit[-1]) if len(jobs) else 0.0  # arrivals start at time 0
+                finite_jobs += stream.count
             elif not isinstance(stream, TraceStream):
                 result["notes"].append(f"stream {index + 1} ({stream.kind}): no preview for this kind")
+                endless = True
                 continue
             else:
-                jobs, notes = load_trace_stream(stream, scenario, index)
+                jobs, notes = load_trace_stream(stream, scenario, index, _horizon(spec))
                 result["notes"].extend(notes)
                 window = float(jobs.submit[-1] - jobs.submit[0]) if len(jobs) > 1 else 0.0
+                finite_jobs += len(jobs)
         except (ValueError, SimEngineError) as exc:  # e.g. a trace whose sites the site map does not cover
             result["errors"].setdefault(path, []).append(f"cannot sample this stream: {exc}")
             continue
@@ -245,6 +252,10 @@ def preview(spec: Any, user=None, *, jobs_per_stream: int = PREVIEW_JOBS) -> dic
         entry["index"] = index
         result["streams"].append(entry)
 
+    stop = _early_stop(spec, finite_jobs) if result["streams"] and not endless else None
+    if stop:
+        result["stop"] = stop
+        result["notes"].insert(0, stop["message"])
     with np.errstate(over="ignore", invalid="ignore"):
         loads = work / np.array([c.processors * c.speed for c in platform.clusters], dtype=np.float64)
     reserved = reserved_time(spec, platform)
@@ -272,6 +283,18 @@ def reserved_time(spec: dict[str, Any], platform: Platform) -> np.ndarray:
         if reservation.cluster in names:
             held[names[reservation.cluster]] += reservation.processors * reservation.length
     return held
+
+
+def _early_stop(spec: dict[str, Any], workload: int) -> dict[str, Any] | None:
+    """``{"completions", "workload", "message"}`` when run.stop.completions ends the run before its
+    finite workload (traces, counted streams) is through: the builder says so before anything runs."""
+    stop = ((spec.get("run") or {}).get("stop") or {}) if isinstance(spec.get("run"), dict) else {}
+    completions = stop.get("completions") if isinstance(stop, dict) else None
+    if not isinstance(completions, int) or isinstance(completions, bool) or not 0 < completions < workload:
+        return None
+    return {"completions": completions, "workload": workload,
+            "message": f"run.stop.completions stops the run at {completions:,} of the workload's {workload:,} jobs: "
+                       "the others are not simulated (leave the stop empty to run the whole workload)"}
 
 
 def _horizon(spec: dict[str, Any]) -> float | None:

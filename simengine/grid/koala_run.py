@@ -158,9 +158,14 @@ def build_koala_workload(scenario, replication: int) -> KoalaWorkload:
         if isinstance(st, KoalaJobs):
             continue
         if getattr(st, "kind", "") == "trace":
-            t, n = load_trace_stream(st, scenario, i)
+            t, n = load_trace_stream(st, scenario, i, horizon)
             notes += n
-            t = t.take(t.submit < local_horizon)
+            if horizon is None:  # local jobs past the KOALA jobs' time would never matter
+                before = len(t)
+                t = t.take(t.submit < local_horizon)
+                if len(t) < before:
+                    notes.append(f"{st.name}: {before - len(t):,} of the trace's {before:,} jobs arrive after "
+                                 f"{local_horizon:,g} s (4 x the last KOALA arrival + 1 day) and are not simulated")
         else:
             t = generate_stream(st, platform, rngs[i], horizon=local_horizon, stream_index=i)
         loc.append((t.submit, np.maximum(t.runtime, 0.0), t.processors, t.cluster, np.full(len(t.submit), i),

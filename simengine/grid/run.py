@@ -68,10 +68,8 @@ def build_workload(scenario: Scenario, replication: int) -> GridWorkload:
     loc, glo, notes = [], [], []
     for i, st in enumerate(scenario.workload.streams):
         if isinstance(st, TraceStream):
-            jobs, n = load_trace_stream(st, scenario, i)
+            jobs, n = load_trace_stream(st, scenario, i, horizon)
             notes += n
-            if horizon is not None:
-                jobs = jobs.take(jobs.submit < horizon)
             loc.append((jobs.submit, np.maximum(jobs.runtime, 0.0), jobs.processors, jobs.cluster, i, jobs.job_id))
             continue
         rng = rngs[i]

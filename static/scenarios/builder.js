@@ -1281,7 +1281,14 @@
           "places them during the run, on the clusters with the most idle processors; on average that " +
           "evens out the load, so their work is spread in proportion to capacity.")]
       : []));
-    streams.replaceChildren(...data.streams.map((s) => h("div", { class: "preview-stream", id: `preview-stream-${s.index}`, "data-jobs": s.jobs },
+    // What the engine will do that the numbers alone do not say: a stop that cuts the workload short
+    // (issue: uploaded traces were silently cut), a trace retimed or cut by the horizon, ...
+    const notes = (data.notes || []).filter((n) => !data.stop || n !== data.stop.message);
+    const remarks = [
+      data.stop ? h("p", { class: "warning", id: "preview-stop-warning" }, data.stop.message) : null,
+      notes.length ? h("ul", { class: "muted", id: "preview-notes" }, ...notes.map((n) => h("li", {}, n))) : null,
+    ].filter(Boolean);
+    streams.replaceChildren(...remarks, ...data.streams.map((s) => h("div", { class: "preview-stream", id: `preview-stream-${s.index}`, "data-jobs": s.jobs },
       h("h3", {}, `${s.name} → ${s.target}`),
       h("p", { class: "muted" }, `${s.jobs.toLocaleString("en")} jobs sampled` +
         (s.offered_load !== null ? `; offered load ${s.offered_load.toFixed(3)}` : "") +

@@ -311,3 +311,17 @@ def test_the_cli_takes_an_swf_precision_and_names_a_bad_one(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "simengine", "run", str(path), "--out", str(tmp_path / "p"),
                           "--swf-precision", "ten"], capture_output=True, text=True, cwd=ROOT)
     assert bad.returncode == 2 and "--swf-precision: must be an integer from 0 to 9 or 'exact'" in bad.stderr
+
+
+def test_every_model_says_when_its_horizon_cuts_a_trace():
+    """The co-allocation grid layer cut a trace at run.stop.horizon without a word (issue: no
+    silent truncation); every model now reads its traces through one loader that says so."""
+    import yaml
+
+    data = yaml.safe_load((ROOT / "examples" / "ballier-4x32.yaml").read_text())
+    data["workload"]["streams"][0] = {"kind": "trace", "name": "das2", "target": "c1",
+                                      "path": str(ROOT / "gridweb" / "demo" / "DAS2-fs1-2003-1.swf.gz")}
+    data["run"].update(replications=1, stop={"horizon": 50000}, warmup={"time": 0})
+    result = simengine.run(data)
+    assert any("das2:" in n and "jobs arrive before run.stop.horizon (50,000 s)" in n for n in result.notes), \
+        result.notes

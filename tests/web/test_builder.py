@@ -687,6 +687,37 @@ def test_uploaded_trace_is_usable_by_its_owner_only(alice, bob):
     assert trace["stored_name"] not in names
 
 
+def test_preview_says_when_the_stop_cuts_a_finite_workload_short(alice):
+    """A replay of DAS2 with run.stop.completions 10,000 simulates 10,000 of its 39,356 jobs: the
+    preview says so; a stop past the workload, or an endless synthetic stream, says nothing."""
+    from gridweb.scenarios.preview import preview
+    from tests.conftest import ROOT
+
+    das2 = (ROOT / "gridweb" / "demo" / "DAS2-fs1-2003-1.swf.gz").read_bytes()
+    upload = SimpleUploadedFile("DAS2-fs1-2003-1.swf.gz", das2)
+    uploaded = client_for(alice).post(reverse("scenarios:trace_upload"), {"file": upload})
+    assert uploaded.status_code == 201, uploaded.content
+    trace = uploaded.json()["trace"]["stored_name"]
+    spec = {"platform": {"clusters": [{"name": "c", "processors": 128}]},
+            "workload": {"streams": [{"kind": "trace", "name": "das2", "path": trace, "target": "c"}]},
+            "run": {"stop": {"completions": 10000}}}
+    found = preview(spec, alice)
+    assert found["stop"] == {"completions": 10000, "workload": 39356, "message": found["stop"]["message"]}
+    assert "at 10,000 of the workload's 39,356 jobs" in found["notes"][0]
+    spec["run"]["stop"]["completions"] = 50000
+    assert "stop" not in preview(spec, alice)
+    spec["run"]["stop"] = {"completions": 100, "horizon": 86400.0}
+    cut = preview(spec, alice)
+    assert any("jobs arrive before run.stop.horizon" in n for n in cut["notes"])
+    synthetic = {"kind": "synthetic", "name": "s", "target": "c", "arrival": {"rate": 0.01},
+                 "size": {"kind": "constant", "value": 1}, "runtime": {"kind": "constant", "value": 10}}
+    spec["workload"]["streams"] = [synthetic]
+    spec["run"]["stop"] = {"completions": 100}
+    assert "stop" not in preview(spec, alice)
+    spec["workload"]["streams"] = [{**synthetic, "count": 5000}]
+    assert preview(spec, alice)["stop"]["workload"] == 5000
+
+
 def test_preview_histogram_of_a_sample_matches_numpy_on_the_same_values():
     """The binning helper counts every value, in the bin numpy puts it in."""
     from gridweb.scenarios.preview import histogram

@@ -177,6 +177,12 @@ def test_a_corrupt_trace_upload_shows_its_line_and_a_good_one_becomes_the_stream
     page.wait_for_selector("#preview-stream-0 svg[data-histogram='sizes'] rect.bar")
     bars, total = histogram_total(page, "#preview-stream-0 svg[data-histogram='sizes']")
     assert bars == total == 3
+    # A stop that would cut the trace short is said before anything runs (it was silent).
+    assert page.locator("#preview-stop-warning").count() == 0
+    field(page, "run.stop.completions").fill("2")
+    expect_text(page.locator("#preview-stop-warning"), "stops the run at 2 of the workload's 3 jobs")
+    field(page, "run.stop.completions").fill("")
+    page.wait_for_function("() => !document.getElementById('preview-stop-warning')")
     assert page.js_errors == []
 
 
