@@ -25,7 +25,6 @@ from typing import Annotated, Any, Literal, Union
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator, model_validator
-from scipy.optimize import brentq
 
 __all__ = [
     "Exponential",
@@ -389,6 +388,8 @@ class BoundedPareto(_Dist):
         lo, hi = high * 1e-15, high * (1.0 - 1e-12)
         if f(lo) >= 0 or f(hi) <= 0:
             raise ValueError(f"no low gives mean {mean:g} with alpha {alpha:g} and high {high:g}")
+        from scipy.optimize import brentq  # only for a bounded Pareto given by its mean (~0.1 s to import)
+
         return float(brentq(f, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=500))
 
     def sample(self, rng, n):

@@ -224,30 +224,36 @@ def _stateful_one(scenario: Scenario, r: int, counts: list[int] | None, live: Li
     return Simulated(jobs, site, runtime, killed, start, proc, notes)
 
 
-_WARM = False
+#: the local schedulers whose kernels are loaded ("": the shared kernels too)
+_WARM: set[str] = set()
 
 
-def warm_up_kernels() -> None:
-    """Compile (or load from cache) every kernel on a tiny input, outside the timed part."""
-    global _WARM
-    if _WARM:
-        return
+def warm_up_kernels(schedulers=None) -> None:
+    """Compile (or load from numba's cache) the kernels on a tiny input, outside the timed part:
+    those of the local schedulers named in ``schedulers`` (None: every one) and the shared ones.
+    Loading a kernel from the cache costs tens of milliseconds, so a run loads only its own."""
+    names = LOCAL_SCHEDULERS.names() if schedulers is None else sorted(set(schedulers))
+    todo = [n for n in names if n not in _WARM and n in LOCAL_SCHEDULERS]
     one = np.array([0.0, 1.0])
-    for name in LOCAL_SCHEDULERS.names():
+    i64 = np.array([0, 0], np.int64)
+    for name in todo:
         entry = LOCAL_SCHEDULERS.get(name)
         entry.implementation(one, one, one, np.array([1, 1]), 1, entry.params())
+        if name == "lwr":  # the LWR grid's passes
+            lwr_sites(one, one, i64, np.array([0, 1], np.int64), math.inf, np.full(2, np.nan), i64.copy())
+            grid_lwr_kernel(one, one, np.full(2, -1, np.int64), 1, 1.0, 0.0, np.zeros(2), np.ones(1),
+                            np.ones(1, np.int64), np.ones(1), np.full(2, -1, np.int64), np.full(2, -1, np.int64),
+                            np.full(2, np.nan), np.full(2, np.nan))
+        _WARM.add(name)
+    if "" in _WARM:
+        return
     assign_processors(one, one + 1, np.array([1, 1]), 1)
-    i64 = np.array([0, 0], np.int64)
-    lwr_sites(one, one, i64, np.array([0, 1], np.int64), math.inf, np.full(2, np.nan), i64.copy())
-    grid_lwr_kernel(one, one, np.full(2, -1, np.int64), 1, 1.0, 0.0, np.zeros(2), np.ones(1), np.ones(1, np.int64),
-                    np.ones(1), np.full(2, -1, np.int64), np.full(2, -1, np.int64), np.full(2, np.nan),
-                    np.full(2, np.nan))
     choose(np.random.default_rng(0), np.ones(1), np.zeros(2, np.int32))
     kth_smallest_end(one, one, math.inf, 1)
     for out, held in ((empty_job_rows(2), np.empty(2)), (None, None)):
         finish_rows(one, one, np.zeros(2, bool), i64, one, i64, np.zeros(2, np.int32), np.ones(2, np.int64), one,
                     0, 2, 2.0, 0.0, 1, ["c"], [1], out, held)
-    _WARM = True
+    _WARM.add("")  # (the shared kernels)
 
 
 # ---- the models ---------------------------------------------------------------------------------
@@ -294,7 +300,7 @@ def prepare(scenario: Scenario) -> None:
     for i, stream in enumerate(scenario.workload.streams):
         if isinstance(stream, TraceStream):
             load_trace_stream(stream, scenario, i)
-    warm_up_kernels()
+    warm_up_kernels(c.scheduler.name for c in scenario.platform.clusters)
 
 
 #: the kernels release the GIL, so the LWR grid's replications run in threads, writing their

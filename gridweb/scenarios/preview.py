@@ -75,7 +75,7 @@ KOALA_NOTE = ("KOALA streams: every component counts (component size x runtime);
               "its lower bound (low) to every cluster's load.")
 #: Integer values spanning at most this many whole numbers get one bar per value.
 DISCRETE_BARS = 64
-#: A range wider than this ratio (max / min) is binned on a log scale (heavy tails).
+#: A range of positive values wider than this ratio (max / min) is binned on a log scale (heavy tails).
 LOG_RATIO = 100.0
 
 
@@ -91,10 +91,15 @@ def histogram(values: np.ndarray, *, discrete: bool = False, bins: int = HISTOGR
     scale = "linear"
     if discrete and high - low + 1 <= DISCRETE_BARS:
         edges = np.arange(low, high + 2) - 0.5  # one bar centred on each whole number
-    elif low > 0 and high / low > LOG_RATIO:
+    elif low >= 0 and high > 0 and high / values[values > 0].min() > LOG_RATIO:
+        # heavy tails, as real traces' run times: log bins over the positive values, and the zeros
+        # (jobs that failed at once) in a first bar of their own -- a linear axis drew one bar
         scale = "log"
-        edges = np.geomspace(low, high, bins + 1)
-        edges[0], edges[-1] = low, high  # exact ends, so the extremes fall inside
+        positive_low = float(values[values > 0].min())
+        edges = np.geomspace(positive_low, high, bins + 1)
+        edges[0], edges[-1] = positive_low, high  # exact ends, so the extremes fall inside
+        if low == 0:
+            edges = np.concatenate([[0.0], edges])
     elif high > low:
         edges = np.linspace(low, high, bins + 1)
     else:

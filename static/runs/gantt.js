@@ -199,7 +199,8 @@
     // --- The figures ---------------------------------------------------------------------------
     build() {
       const layout = this.layout;
-      const xRange = this.options.xRange || new Bokeh.Range1d({ start: 0, end: 1 });
+      // an hour until the first segments set the range (an empty axis of 1 ms read "000us")
+      const xRange = this.options.xRange || new Bokeh.Range1d({ start: 0, end: 3600 * MS });
       this.xRange = xRange;
       this.ownsRange = !this.options.xRange;
       const yRange = new Bokeh.Range1d({ start: -layout.gap / 2, end: layout.top + layout.gap / 2 });

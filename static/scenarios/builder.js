@@ -766,6 +766,13 @@
   function propagateRename(el) {
     const before = el.dataset.committed;
     const after = getPath(state.doc, el.dataset.path);
+    const [, collection, index] = /^platform\.(clusters|file_sites)\.(\d+)\.name$/.exec(el.dataset.path);
+    const others = (state.doc.platform[collection] || []).filter((item, i) => i !== Number(index) && item)
+      .map((item) => item.name);
+    // A name another item has: its references stay with the old name until the name is unique
+    // again (moving them would merge them with the other item's, and a rename back would then
+    // take the other item's references too).
+    if (after && others.includes(after)) return;
     el.dataset.committed = after ?? "";
     if (!before || !after || before === after) return;
     const doc = state.doc;

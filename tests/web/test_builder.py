@@ -728,5 +728,20 @@ def test_preview_histogram_of_a_sample_matches_numpy_on_the_same_values():
     assert hist["scale"] == "log"
     expected, _ = np.histogram(values, bins=np.asarray(hist["edges"]))
     assert hist["counts"] == expected.tolist() and hist["total"] == 5000
+
+
+def test_a_real_traces_run_times_with_zeros_get_log_bins_and_a_bar_of_zeros():
+    """DAS2's run times (0 s to days) were one bar on a linear axis: a zero kept the log scale off."""
+    from gridweb.scenarios.preview import HISTOGRAM_BINS, histogram
+    from simengine.traces import read_trace
+    from tests.conftest import ROOT
+
+    runtime = read_trace(ROOT / "gridweb" / "demo" / "DAS2-fs1-2003-1.swf.gz").jobs.runtime
+    zeros = int((runtime == 0).sum())
+    assert zeros > 0
+    hist = histogram(runtime)
+    assert hist["scale"] == "log" and len(hist["counts"]) == HISTOGRAM_BINS + 1
+    assert hist["edges"][0] == 0 and hist["counts"][0] == zeros and hist["total"] == len(runtime)
+    assert sum(c > 0 for c in hist["counts"]) > 10  # spread over many bars, not one
     sizes = histogram(np.array([1, 1, 2, 4, 4, 4]), discrete=True)
     assert sizes["counts"] == [2, 1, 0, 3] and sizes["edges"] == [0.5, 1.5, 2.5, 3.5, 4.5]

@@ -383,3 +383,11 @@ def test_another_replication_is_drawn_when_chosen(live_server, page, alice):
 
     expected = simengine.replication_segments(simengine.load_scenario(run.spec), 2)
     assert sorted(second) == sorted(expected["t0"].tolist())
+
+
+def test_a_run_without_segments_yet_shows_an_axis_of_an_hour_not_microseconds(live_server, page, alice):
+    """A queued run's empty Gantt read '000us' along its time axis (a range of 1 ms)."""
+    run = create_run(alice, small_spec("waiting"), name="waiting", visibility=Visibility.PUBLIC, dispatch_now=False)
+    page.goto(f"{live_server.url}/runs/{run.pk}/")
+    page.wait_for_function("() => window.gridwebGantt && window.gridwebGantt.figure")
+    assert page.evaluate("gridwebGantt.xRange()") == [0, 3600]

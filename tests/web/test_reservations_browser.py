@@ -189,3 +189,35 @@ def test_a_lublin_stream_is_drawn_from_the_schema_and_previewed(live_server, bui
     assert load == pytest.approx(0.5)  # target_load rescales the sample's submit times to exactly this
     assert page.locator("#preview-stream-0 svg[data-histogram='sizes'] rect.bar").count() > 0
     assert page.js_errors == []
+
+
+def test_renaming_a_cluster_to_a_taken_name_and_back_leaves_every_reference_where_it_was(live_server, builder):
+    """Renaming c1 to c2 (another cluster's name) moved c1's reservation and stream to 'c2'; the
+    rename back then took c2's references to c1 too. A duplicate name now moves nothing."""
+    page = builder
+    open_builder(page, live_server.url + "/scenarios/new/")
+    page.click("#btn-add-cluster")
+    page.click("#btn-add-cluster")
+    for cluster in (0, 1):
+        field(page, f"platform.clusters.{cluster}.scheduler.name").select_option("easy")
+    for stream, target in ((0, "c1"), (1, "c2")):
+        page.click("#btn-add-stream")
+        field(page, f"workload.streams.{stream}.target").select_option(target)
+    page.click("#btn-add-reservation")
+    field(page, "reservations.0.cluster").select_option("c1")
+
+    def references():
+        return (field(page, "reservations.0.cluster").input_value(),
+                [field(page, f"workload.streams.{i}.target").input_value() for i in (0, 1)])
+
+    name = field(page, "platform.clusters.0.name")
+    name.fill("c2")
+    name.press("Tab")  # a duplicate: nothing follows it
+    assert references() == ("c1", ["c1", "c2"])
+    name.fill("c1")
+    name.press("Tab")  # back: the other cluster keeps its stream
+    assert references() == ("c1", ["c1", "c2"])
+    name.fill("left")
+    name.press("Tab")  # a new unique name: its references follow it
+    assert references() == ("left", ["left", "c2"])
+    assert page.js_errors == []

@@ -1,0 +1,100 @@
+"""How long a researcher waits for one command-line replay, from a cold process to its files,
+beside SimPy doing the same replay in a process of its own.
+
+    .venv/bin/python benchmarks/cli_cold_start.py [--reps 5]
+
+Each measurement starts a fresh Python process (what a script running hundreds of replays pays
+each time), so it counts imports, loading the compiled kernels from numba's cache, reading the
+trace, simulating and writing the outputs:
+
+* **GridWeb**: ``python -m simengine replay gridweb/demo/DAS2-fs1-2003-1.swf.gz --scheduler fcfs
+  --processors 128 --out DIR --quiet`` (jobs.csv, segments.csv, summary.json, scenario.json,
+  result.npz, schedule.swf);
+* **SimPy**: a fresh process that reads the same SWF file (benchmarks/peers.read_swf_jobs) and
+  runs benchmarks/peers.simpy_fcfs on it -- no output files, so the comparison favours SimPy.
+
+It prints the median wall time of ``--reps`` runs of each and their ratio, and GridWeb's own
+breakdown in one process (imports, kernels, simulation, output). Numbers go to
+docs/performance.md ("Command-line cold start"); there is no target in the issue beyond "a
+researcher scripting hundreds of replays feels it".
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TRACE = ROOT / "gridweb" / "demo" / "DAS2-fs1-2003-1.swf.gz"
+
+SIMPY = f"""
+import sys
+sys.path.insert(0, {str(ROOT / "benchmarks")!r})
+from peers import read_swf_jobs, simpy_fcfs
+jobs = read_swf_jobs({str(TRACE)!r})
+keep = [i for i in range(len(jobs.submit)) if 0 < jobs.size[i] <= 128]
+simpy_fcfs([jobs.submit[i] for i in keep], [jobs.runtime[i] for i in keep], [jobs.size[i] for i in keep], 128)
+"""
+
+BREAKDOWN = f"""
+import sys
+import time
+t0 = time.perf_counter()
+import simengine
+from simengine.cli import main
+t1 = time.perf_counter()
+from simengine import kernel_model
+try:
+    kernel_model.warm_up_kernels(["fcfs"])
+except TypeError:  # (an engine before run-specific kernel loading: every kernel)
+    kernel_model.warm_up_kernels()
+t2 = time.perf_counter()
+import simengine.results as results
+written = {{}}
+original = results.Result.write
+def timed_write(self, *a, **k):
+    s = time.perf_counter(); out = original(self, *a, **k); written["s"] = time.perf_counter() - s; return out
+results.Result.write = timed_write
+main(["replay", {str(TRACE)!r}, "--scheduler", "fcfs", "--processors", "128", "--out", sys.argv[1], "--quiet"])
+t3 = time.perf_counter()
+print(f"{{t1 - t0:.2f}} {{t2 - t1:.2f}} {{t3 - t2 - written['s']:.2f}} {{written['s']:.2f}}")
+"""
+
+
+def wall(cmd: list[str], reps: int) -> float:
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        subprocess.run(cmd, check=True, cwd=ROOT, capture_output=True)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--reps", type=int, default=5)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        out = str(Path(tmp) / "out")
+        replay = [sys.executable, "-m", "simengine", "replay", str(TRACE), "--scheduler", "fcfs", "--processors",
+                  "128", "--out", out, "--quiet"]
+        subprocess.run(replay, check=True, cwd=ROOT, capture_output=True)  # numba's cache filled once
+        gridweb = wall(replay, args.reps)
+        simpy = wall([sys.executable, "-c", SIMPY], args.reps)
+        parts = subprocess.run([sys.executable, "-c", BREAKDOWN, out + "2"], check=True, cwd=ROOT,
+                               capture_output=True, text=True).stdout.split()
+    print(f"DAS2-fs1 replay (39,356 jobs, FCFS, 128 processors), fresh process each, median of {args.reps}")
+    print(f"  GridWeb CLI (simulation and six output files): {gridweb:.2f} s")
+    print(f"  SimPy (simulation only, no files):            {simpy:.2f} s")
+    print(f"  ratio GridWeb / SimPy: {gridweb / simpy:.2f}")
+    print(f"  GridWeb in one process: imports {parts[0]} s, kernels {parts[1]} s, read + simulate {parts[2]} s, "
+          f"outputs {parts[3]} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
