@@ -113,3 +113,28 @@ def stored_shaky(stored: dict, replications: int | None = None) -> str | None:
         replications = sum(v is not None and not (isinstance(v, float) and math.isnan(v))
                            for v in stored.get("values") or [])
     return shaky(replications, stored.get("mean"), stored.get("half_width"))
+
+
+def paired_difference(baseline, other) -> dict | None:
+    """The difference ``other - baseline`` of a metric between two runs that share their seeds
+    (replication r of both drew the same jobs: common random numbers), replication by
+    replication: its mean, the 95% t interval of the mean of the paired differences, and what it
+    shows -- ``lower`` / ``higher`` when the interval excludes 0, ``no difference shown`` when it
+    holds 0. None with fewer than two pairs (NaN values leave their pair out). Pairing removes
+    the workload's own variation from the comparison, so the interval is much narrower than the
+    two runs' intervals side by side."""
+    a = np.asarray([math.nan if v is None else v for v in baseline], dtype=float)
+    b = np.asarray([math.nan if v is None else v for v in other], dtype=float)
+    n = min(len(a), len(b))
+    d = b[:n] - a[:n]
+    d = d[~np.isnan(d)]
+    if len(d) < 2:
+        return None
+    mean = float(d.mean())
+    half = t_half_width(d)
+    low, high = mean - half, mean + half
+    verdict = "lower" if high < 0 else "higher" if low > 0 else "no difference shown"
+    rough = (f"only {len(d)} pairs (fewer than {MIN_REPLICATIONS}): the interval is rough"
+             if len(d) < MIN_REPLICATIONS else None)
+    return {"mean": mean, "ci_low": low, "ci_high": high, "half_width": half, "pairs": len(d), "verdict": verdict,
+            "shaky": rough}

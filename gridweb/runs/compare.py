@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from simengine.statistics import stored_shaky, within_domain
+from simengine.statistics import paired_difference, stored_shaky, within_domain
 
 #: Metrics in the order the table lists them, with a label and a unit (docs/output.md, "Metrics").
 METRICS: dict[str, tuple[str, str]] = {
@@ -55,6 +55,7 @@ class MetricCell:
     half_width: float | None = None
     replications: int = 0
     shaky: str | None = None  # why the interval should not be trusted (simengine.statistics)
+    verdict: str | None = None  # a paired difference: lower, higher, no difference shown
 
     @property
     def text(self) -> str:
@@ -120,6 +121,61 @@ def metrics_table(summaries: list[dict[str, Any]]) -> list[MetricRow]:
                                         stored_shaky(m, known)))
         rows.append(row)
     return rows
+
+
+# --- Paired differences (common random numbers) ---------------------------------------------------
+
+def pairing_problem(baseline: Any, other: Any) -> str | None:
+    """Why two runs cannot be compared replication by replication; None when they can: both
+    done, the same seed, the same workload (so replication r of each drew the same jobs) and
+    per-replication values of the same replications."""
+    if baseline.seed is None or other.seed != baseline.seed:
+        return f"its seed ({other.seed}) is not #{baseline.pk}'s ({baseline.seed})"
+    if (other.spec or {}).get("workload") != (baseline.spec or {}).get("workload"):
+        return f"its workload is not #{baseline.pk}'s"
+    a, b = (baseline.summary or {}).get("replications"), (other.summary or {}).get("replications")
+    if not a or a != b:
+        return f"its {b} replications are not #{baseline.pk}'s {a}"
+    if a < 2:
+        return "one replication: nothing to pair"
+    return None
+
+
+@dataclass
+class PairedColumn:
+    """One run against the first (the baseline), or why it cannot be paired."""
+
+    run: Any
+    problem: str | None = None
+
+
+def paired_table(runs: list[Any]) -> tuple[list[PairedColumn], list[MetricRow]]:
+    """For each run after the first: the difference of every metric from the first run's,
+    replication by replication (simengine.statistics.paired_difference), as cells whose mean is
+    the difference, whose interval is its 95% CI and whose ``verdict`` says what it shows."""
+    baseline = runs[0]
+    columns = [PairedColumn(run, pairing_problem(baseline, run)) for run in runs[1:]]
+    mine = (baseline.summary or {}).get("metrics") or {}
+    rows = []
+    if not any(c.problem is None for c in columns):
+        return columns, rows
+    for name in metric_order(set(mine)):
+        base_values = (mine.get(name) or {}).get("values")
+        if not base_values:
+            continue
+        label, unit = ((f"utilisation of {name.removeprefix('utilisation.')}", "") if name.startswith("utilisation.")
+                       else METRICS.get(name, (name.replace("_", " "), "")))
+        row = MetricRow(name, label, unit)
+        for column in columns:
+            other = (((column.run.summary or {}).get("metrics") or {}).get(name) or {}).get("values")
+            found = paired_difference(base_values, other) if column.problem is None and other else None
+            if found is None:
+                row.cells.append(MetricCell())
+                continue
+            row.cells.append(MetricCell(found["mean"], found["ci_low"], found["ci_high"], found["half_width"],
+                                        found["pairs"], found["shaky"], found["verdict"]))
+        rows.append(row)
+    return columns, rows
 
 
 # --- Scenario diff ---------------------------------------------------------------------------------

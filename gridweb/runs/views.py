@@ -371,6 +371,7 @@ def compare(request: HttpRequest) -> HttpResponse:
             [(label, result_arrays(run) if run.status == Status.DONE else None) for label, run in zip(labels, runs)]))
         context.update({
             "metrics": comparing.metrics_table([run.summary for run in runs]),
+            "paired": comparing.paired_table(runs),
             "shaky_help": SHAKY_RULE,
             "diff": comparing.scenario_diff([run.spec for run in runs]),
             "same_scenario": len({run.scenario_hash for run in runs}) == 1 and bool(runs[0].scenario_hash),

@@ -133,3 +133,33 @@ def test_every_examples_values_and_intervals_lie_in_their_metrics_domains(path):
         if m.ci_low is not None:
             assert lo <= m.ci_low <= m.mean <= m.ci_high <= hi, (name, m)
         assert m.shaky is not None  # 3 replications
+
+
+def test_a_paired_difference_covers_the_true_difference_and_is_narrower_than_side_by_side():
+    """Common random numbers: each replication's workload moves both runs alike (a shared
+    component); the paired interval holds the true difference at >= 93% over 1,000 simulated
+    pairs of runs and is far narrower than the two runs' own intervals."""
+    from simengine.statistics import paired_difference, t_half_width
+
+    rng = np.random.default_rng(17)
+    covered, narrower = 0, 0
+    for _ in range(1000):
+        workload = rng.lognormal(7, 0.6, 10)  # what each replication's jobs make of the wait
+        a = workload * 1.00 + rng.normal(0, 20, 10)
+        b = workload * 0.95 + rng.normal(0, 20, 10)
+        true = -0.05 * np.exp(7 + 0.6 ** 2 / 2)
+        p = paired_difference(a, b)
+        covered += p["ci_low"] <= true <= p["ci_high"]
+        narrower += p["half_width"] < 0.5 * (t_half_width(a) + t_half_width(b))
+    assert covered >= 930 and narrower >= 950
+
+
+def test_a_paired_difference_says_what_it_shows():
+    from simengine.statistics import paired_difference
+
+    assert paired_difference([10, 12, 11, 13, 12], [8, 10, 9, 11, 10])["verdict"] == "lower"
+    assert paired_difference([10, 12, 11, 13, 12], [12, 14, 13, 15, 14])["verdict"] == "higher"
+    same = paired_difference([10, 12, 11, 13, 12], [11, 11, 12, 12, 12])
+    assert same["verdict"] == "no difference shown" and same["ci_low"] < 0 < same["ci_high"]
+    assert paired_difference([1, 2, 3], [2, 3, 5])["shaky"].startswith("only 3 pairs")
+    assert paired_difference([1.0, None, 3.0], [2.0, 5.0, None]) is None  # one pair left

@@ -661,3 +661,33 @@ def test_a_run_page_gives_a_citation_with_what_reproduces_it(alice):
     import html
 
     assert html.escape(cite["text"], quote=False) in page.replace("&#x27;", "'")
+
+
+def test_compare_pairs_runs_that_share_their_seeds_replication_by_replication(alice):
+    """Issue: paired comparisons with common random numbers on the compare page. Two schedulers on
+    the same seed and workload: the difference of each metric with its 95% CI and what it shows;
+    a run with another seed is named as not paired, with the reason."""
+    from simengine.statistics import paired_difference
+
+    easy = finished_run(alice, name="easy", replications=5)
+    spec = small_spec(replications=5, name="fcfs, fewer processors")
+    spec["platform"]["clusters"][0].update(scheduler={"name": "fcfs"}, processors=12)
+    fcfs = create_run(alice, spec, visibility=Visibility.PRIVATE, dispatch_now=False)
+    assert execute_run(fcfs.pk) == Status.DONE
+    other_seed = finished_run(alice, name="seed 4", replications=5, seed=4)
+    for run in (easy, fcfs, other_seed):
+        run.refresh_from_db()
+
+    page = client_for(alice).get(reverse("runs:compare") + f"?runs={easy.pk}&runs={fcfs.pk}&runs={other_seed.pk}")
+    html = page.content.decode()
+    assert page.status_code == 200 and 'id="compare-paired-table"' in html
+    assert f'data-unpaired="{other_seed.pk}"' in html and "its seed (4) is not" in html
+    want = paired_difference(easy.summary["metrics"]["mean_wait"]["values"], fcfs.summary["metrics"]["mean_wait"]["values"])
+    row = re.search(r'<table[^>]*id="compare-paired-table".*?<tr data-metric="mean_wait">(.*?)</tr>', html, re.S).group(1)
+    assert f'data-verdict="{want["verdict"]}"' in row and want["verdict"] == "higher"  # fewer processors: longer waits
+    from gridweb.runs.compare import format_number
+
+    assert format_number(want["mean"]) in row and format_number(want["ci_low"]) in row
+    # pairing narrows the interval of the difference (unpaired: the two half-widths combined)
+    a, b = easy.summary["metrics"]["mean_wait"], fcfs.summary["metrics"]["mean_wait"]
+    assert want["half_width"] < math.hypot(a["half_width"], b["half_width"])
