@@ -92,11 +92,7 @@ def feed_live(live: LiveGantt, steppers: list[tuple[int, np.ndarray, ClusterStep
     submit = jobs.submit
     clusters = [_Cluster(c, idx, steps, submit[idx], runtime[idx], jobs.processors[idx].astype(np.int64),
                          processors[c]) for c, idx, steps in steppers]
-    begin = float(submit[0])
-    expected = float(submit[min(completions, n) - 1]) if completions else float(submit[-1])
-    if math.isfinite(horizon):
-        expected = min(expected, horizon)
-    live.expect(begin, expected)
+    begin, expected = _expect(live, submit, completions, horizon)
     stop = StopTime(completions, horizon)
 
     def advance(T: float) -> bool:
@@ -132,11 +128,7 @@ def feed_placed_live(live: LiveGantt, advance, jobs, start: np.ndarray, site: np
     if not n:
         return
     submit = jobs.submit
-    begin = float(submit[0])
-    expected = float(submit[min(completions, n) - 1]) if completions else float(submit[-1])
-    if math.isfinite(horizon):
-        expected = min(expected, horizon)
-    live.expect(begin, expected)
+    begin, expected = _expect(live, submit, completions, horizon)
     stop = StopTime(completions, horizon)
     state = {"arrived": 0, "waiting": np.zeros(0, np.int64), "active": empty_rows()}
 
@@ -166,6 +158,17 @@ def feed_placed_live(live: LiveGantt, advance, jobs, start: np.ndarray, site: np
 
     run_in_slices(begin, expected, advance, report)
     advance(math.inf)
+
+
+def _expect(live: LiveGantt, submit: np.ndarray, completions: int | None, horizon: float) -> tuple[float, float]:
+    """The replication's span for its progress: from the first submission to the submission of
+    the ``completions``-th job (or the last), the horizon at the latest."""
+    begin = float(submit[0])
+    expected = float(submit[min(completions, len(submit)) - 1]) if completions else float(submit[-1])
+    if math.isfinite(horizon):
+        expected = min(expected, horizon)
+    live.expect(begin, expected)
+    return begin, expected
 
 
 class StopTime:

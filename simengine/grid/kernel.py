@@ -61,6 +61,16 @@ def _worst_fit(avail, s, nc, out, off):
 
 
 @njit(cache=True, nogil=True)
+def _accumulate(acc, lbusy, claimed, gbusy, a, b):
+    """Add each cluster's processor-seconds in [a, b) busy with local jobs, claimed, busy with global jobs."""
+    if b > a:
+        for c in range(acc.shape[0]):
+            acc[c, 0] += lbusy[c] * (b - a)
+            acc[c, 1] += claimed[c] * (b - a)
+            acc[c, 2] += gbusy[c] * (b - a)
+
+
+@njit(cache=True, nogil=True)
 def _unlink(j, c, prv, nxt, rhead, rtail):
     """Take local job j out of cluster c's list of running jobs (in start order)."""
     if prv[j] >= 0:
@@ -218,12 +228,7 @@ def grid_advance(procs, l_submit, l_run, l_size, l_cluster, g_run, g_size, g_nco
             break
         if t >= until:  # paused: the next event is not before until
             break
-        a = t_last if t_last > t_warm else t_warm
-        if t > a:
-            for c in range(C):
-                acc[c, 0] += lbusy[c] * (t - a)
-                acc[c, 1] += claimed[c] * (t - a)
-                acc[c, 2] += gbusy[c] * (t - a)
+        _accumulate(acc, lbusy, claimed, gbusy, t_last if t_last > t_warm else t_warm, t)
         t_last = t
 
         if not from_heap:  # a local arrival joins its cluster's queue
@@ -399,10 +404,5 @@ def grid_advance(procs, l_submit, l_run, l_size, l_cluster, g_run, g_size, g_nco
         counters[4] = 1
         t_end = horizon if horizon < math.inf else t_last
         clock[1] = t_end
-        a = t_last if t_last > t_warm else t_warm
-        if t_end > a:
-            for c in range(C):
-                acc[c, 0] += lbusy[c] * (t_end - a)
-                acc[c, 1] += claimed[c] * (t_end - a)
-                acc[c, 2] += gbusy[c] * (t_end - a)
+        _accumulate(acc, lbusy, claimed, gbusy, t_last if t_last > t_warm else t_warm, t_end)
     return hk, hv, kl_job, kl_t0, kl_t1

@@ -95,6 +95,20 @@ def test_rows_of_a_repeated_attempt_are_not_sent_twice():
     assert sent == [0, 2, 11] and math.isfinite(chunks[-1]["window"][1])
 
 
+def fixed_slices(count):
+    """A run_in_slices of ``count`` equal slices: holds span slices, preemptions come later."""
+    def drive(begin, end, advance, report):
+        step = (end - begin) / count
+        T = begin
+        while True:
+            T += step
+            done = advance(T)
+            if report(T) or done:
+                advance(math.inf)
+                return
+    return drive
+
+
 GRID_VARIANTS = {
     "requeue, earliest first": {"killed_jobs": "requeue", "kill_order": "earliest_started_first"},
     "LP, local queue first": {"priority": "LP", "claims_bypass_local_queue": False},
@@ -110,18 +124,8 @@ def test_the_grid_layer_streams_exactly_its_gantt_under_every_kill_rule(monkeypa
 
     from simengine.grid import holdings
 
-    def fixed_slices(begin, end, advance, report):  # 300 slices: runs span slices, kills come later
-        step = (end - begin) / 300
-        T = begin
-        while True:
-            T += step
-            done = advance(T)
-            if report(T) or done:
-                advance(math.inf)
-                return
-
     monkeypatch.setattr(streaming, "LIVE_INTERVAL", 0.0)
-    monkeypatch.setattr(holdings, "run_in_slices", fixed_slices)
+    monkeypatch.setattr(holdings, "run_in_slices", fixed_slices(300))  # runs span slices, kills come later
     data = yaml.safe_load((ROOT / "examples" / "ballier-4x32.yaml").read_text())
     data["grid"]["deadline_policy"]["params"].update(GRID_VARIANTS[variant])
     data["run"].update({"replications": 1, "stop": {"horizon": 30000.5}, "warmup": {"time": 0}})
@@ -134,20 +138,6 @@ def test_the_grid_layer_streams_exactly_its_gantt_under_every_kill_rule(monkeypa
     params = GRID_VARIANTS[variant]
     assert (claimed > 0) == (params.get("mp") != 0) and (killed > 0) == (params.get("priority") != "LP")
     check_live_stream(chunks, result, during=True)
-
-
-def fixed_slices(count):
-    """A run_in_slices of ``count`` equal slices: holds span slices, preemptions come later."""
-    def drive(begin, end, advance, report):
-        step = (end - begin) / count
-        T = begin
-        while True:
-            T += step
-            done = advance(T)
-            if report(T) or done:
-                advance(math.inf)
-                return
-    return drive
 
 
 @pytest.mark.parametrize("preemption", ["requeue", "kill"])
