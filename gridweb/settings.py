@@ -18,6 +18,7 @@ builds on this module for a deployed server.
 """
 
 import os
+import secrets
 import sys
 import tempfile
 from pathlib import Path
@@ -61,8 +62,6 @@ def secret_key_file(path: Path) -> str:
     try:
         return path.read_text().strip()
     except FileNotFoundError:
-        import secrets
-
         path.parent.mkdir(parents=True, exist_ok=True)
         key = secrets.token_urlsafe(50)
         try:

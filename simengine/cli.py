@@ -88,6 +88,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def cmd_validate(args) -> int:
+    # (imported by the command that needs it, so --help answers at once)
     from simengine.scenario import load_scenario, scenario_hash
 
     scenario = load_scenario(args.scenario)
@@ -97,6 +98,7 @@ def cmd_validate(args) -> int:
 
 
 def cmd_run(args) -> int:
+    # (imported by the command that needs it, so --help answers at once)
     from simengine.scenario import load_scenario
 
     scenario = load_scenario(args.scenario)
@@ -113,6 +115,7 @@ def cmd_run(args) -> int:
 
 
 def cmd_replay(args) -> int:
+    # (imported by the command that needs it, so --help answers at once)
     from simengine.registry import LOCAL_SCHEDULERS
     from simengine.scenario import load_scenario
     from simengine.traces import read_trace
@@ -151,6 +154,7 @@ def cmd_replay(args) -> int:
 
 
 def cmd_reproduce(args) -> int:
+    # (the recipes import bokeh, ~0.5 s: only for reproduce)
     from simengine import reproductions
 
     try:
@@ -173,6 +177,7 @@ def _parse_values(text: str) -> list:
 
 
 def cmd_sweep(args) -> int:
+    # (imported by the command that needs it, so --help answers at once)
     from simengine.sweep import sweep
 
     parameters: dict[str, list] = {}
@@ -197,6 +202,7 @@ def cmd_sweep(args) -> int:
 
 
 def cmd_schedulers(args) -> int:
+    # (imported by the command that needs it, so --help answers at once)
     from simengine.registry import REGISTRIES
 
     for registry in REGISTRIES:
@@ -226,6 +232,7 @@ def _swf_precision(text: str) -> int | None:
 
 
 def _simulate(scenario, out: str, quiet: bool, workers: int | None = None, swf_precision: int | None = 0) -> int:
+    # (imported by the command that needs it, so --help answers at once)
     from simengine.runner import run
 
     bar = _ProgressBar(enabled=not quiet)
@@ -259,6 +266,7 @@ class _ProgressBar:
         if not self.enabled or chunk.get("kind") != "progress":
             return
         if self.bar is None and time.monotonic() - self.t0 > 1.0:
+            # (tqdm only with a progress bar)
             from tqdm import tqdm
 
             self.bar = tqdm(total=100, unit="%", file=sys.stderr, leave=False)

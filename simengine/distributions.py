@@ -25,6 +25,7 @@ from typing import Annotated, Any, Literal, Union
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator, model_validator
+from scipy.special import erfc
 
 __all__ = [
     "Exponential",
@@ -492,8 +493,6 @@ class LogNormal(_Dist):
         return math.inf
 
     def sf(self, x):
-        from scipy.special import erfc
-
         x = np.asarray(x, dtype=np.float64)
         with np.errstate(divide="ignore"):
             z = (np.log(np.maximum(x, 0.0)) - self.mu) / (self.sigma * math.sqrt(2.0))

@@ -24,6 +24,8 @@ from simengine.statistics import JOB_MEANS, batch_means_half_width, shaky, t_hal
 from simengine.version import ENGINE_VERSION
 from simengine.workload import (STATUS_COMPLETED, STATUS_KILLED, STATUS_NAMES, STATUS_REJECTED,
                                 STATUS_UNFINISHED)
+from simengine.traces import swf_status, write_swf
+from simengine.scenario import scenario_hash
 
 #: Version of the output contract; bump when a column or key changes meaning.
 OUTPUT_VERSION = 1
@@ -484,8 +486,6 @@ class Result:
         """The simulated schedule of replication 0 as an SWF file other tools can read: times
         in integer seconds by default, as the SWF standard has them (``precision``: decimals;
         None: exact, as simulated)."""
-        from simengine.traces import swf_status, write_swf
-
         j = self.jobs
         first = j["replication"] == 0
         header = ["Version: 2.2", f"Computer: GridWeb simulation of {self.scenario.get('name')}",
@@ -568,8 +568,6 @@ def assemble_result(scenario, kept_jobs: list[dict[str, np.ndarray]], metric_val
     notes : list of str
         Notes of every replication (repeats are dropped).
     """
-    from simengine.scenario import scenario_hash
-
     jobs = kept_jobs[0] if len(kept_jobs) == 1 else {k: np.concatenate([j[k] for j in kept_jobs])
                                                      for k in kept_jobs[0]}
     if "measured" not in jobs:

@@ -51,6 +51,7 @@ from simengine.grid.schema import CoallocatedJobs, KoalaJobs, grid_problems
 from simengine.presets import PLATFORMS
 from simengine.registry import (DEADLINE_POLICY, GRID_PLACEMENT, LOCAL_SCHEDULERS, PREEMPTION, SITE_ALLOCATION,
                                 WORKFLOW_SCHEDULING, Registry)
+from simengine.cao.scheduler import RARS_HEFT, SCOJO_PECT
 
 load_entry_points()  # installed packages' policies, after the built-in ones (simengine.policy)
 
@@ -912,8 +913,6 @@ def _cao_problems(s: Scenario) -> list[tuple[tuple, str]]:
     every one does, with the same processors, parameters and speed 1; its streams are synthetic,
     trace or lublin ones. rars-heft needs scojo-pect clusters. (Reservations, priorities and
     preemption are refused by _reservation_problems: scojo-pect is not a queue scheduler.)"""
-    from simengine.cao.scheduler import RARS_HEFT, SCOJO_PECT
-
     found: list[tuple[tuple, str]] = []
     clusters = s.platform.clusters
     cao = [i for i, c in enumerate(clusters) if c.scheduler.name == SCOJO_PECT]

@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 from simengine.errors import FieldError, ScenarioError
 from simengine.scenario import Scenario, load_scenario, scenario_hash, trace_base_dir
+from simengine.runner import run
 
 #: Metrics put in the sweep table (when the runs have them).
 TABLE_METRICS = ("mean_wait", "mean_response", "mean_slowdown", "mean_bounded_slowdown", "utilisation",
@@ -141,8 +142,6 @@ class SweepResult:
 
 
 def _run_point(scenario_json: str, base_dir: str | None) -> dict[str, Any]:
-    from simengine.runner import run
-
     return run(load_scenario(scenario_json, base_dir=base_dir), workers=1).summary()
 
 

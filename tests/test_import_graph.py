@@ -111,3 +111,34 @@ def test_replications_are_pooled_by_the_driver_only():
                if ("ProcessPoolExecutor" in path.read_text() or "ThreadPoolExecutor" in path.read_text())
                and not name.startswith("simengine.reproductions")}
     assert pooling <= allowed, pooling - allowed
+
+
+def function_level_imports(path: Path) -> list[tuple[int, list[int]]]:
+    """Groups of consecutive import statements inside functions: (first line, lines)."""
+    tree = ast.parse(path.read_text())
+    lines = sorted({sub.lineno for node in ast.walk(tree) if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+                    for sub in ast.walk(node) if isinstance(sub, ast.Import | ast.ImportFrom)})
+    groups: list[list[int]] = []
+    for line in lines:
+        if groups and line == groups[-1][-1] + 1:
+            groups[-1].append(line)
+        else:
+            groups.append([line])
+    return [(g[0], g) for g in groups]
+
+
+@pytest.mark.parametrize("package", ["simengine", "gridweb"])
+def test_every_function_level_import_says_why(package):
+    """Imports belong at the top of a module; one inside a function must break a real cost (an
+    import time, a cycle, Django's app loading) and say which in a comment on it or just above it.
+    (A group of consecutive ones needs one comment.)"""
+    silent = []
+    for name, path in modules(package).items():
+        if "migrations" in path.parts:
+            continue
+        text = path.read_text().splitlines()
+        for first, group in function_level_imports(path):
+            said = any("#" in text[k - 1] for k in group) or text[first - 2].strip().startswith("#")
+            if not said:
+                silent.append(f"{path.relative_to(ROOT)}:{first}: {text[first - 1].strip()}")
+    assert not silent, "function-level imports that do not say why:\n" + "\n".join(silent)

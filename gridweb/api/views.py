@@ -16,6 +16,7 @@ from django.db import connection, transaction
 from django.db.models import CharField, Q, QuerySet
 from django.db.models.functions import Cast
 from django.http import HttpResponse
+from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 from drf_spectacular.types import OpenApiTypes
@@ -46,6 +47,7 @@ from . import serializers as s
 from .parsers import SafeJSONParser
 from .errors import bad_input
 from .permissions import OwnerEditsViewersRead
+import simengine
 
 CHUNKS_PER_PAGE = 100
 MAX_CHUNKS_PER_PAGE = 1000
@@ -59,7 +61,7 @@ ERRORS_RESPONSE = OpenApiResponse(
 
 def _services():
     """gridweb.runs.services, imported when needed (it imports the execution machinery)."""
-    from gridweb.runs import services
+    from gridweb.runs import services  # (see the docstring)
 
     return services
 
@@ -234,7 +236,6 @@ class ScenarioViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.C
             engine_scenario = validate_spec(serializer.validated_data["spec"], request.user)
         except SpecInvalid as exc:
             raise ValidationError(s.spec_errors(exc)) from exc
-        import simengine
 
         return Response({"valid": True, "scenario_hash": simengine.scenario_hash(engine_scenario),
                          "scenario": engine_scenario.model_dump(mode="json")})
@@ -581,8 +582,6 @@ class RunExportView(APIView):
                               404: OpenApiResponse(description="no such run that you may view"),
                               409: OpenApiResponse(description="the run has no result (not done)")})
     def get(self, request: Request, pk: int, export: str) -> HttpResponse:
-        from django.shortcuts import get_object_or_404
-
         run = get_object_or_404(Run.objects.visible_to(request.user), pk=pk)
         write, content_type = self.EXPORTS[export]
         options = {}

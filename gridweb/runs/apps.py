@@ -9,10 +9,11 @@ class RunsConfig(AppConfig):
     def ready(self) -> None:
         # Embedded mode: the first request a server serves starts the worker thread, which picks
         # up the runs a stopped process left (see gridweb.runs.execution).
+        # (in ready(): models and signal handlers only once Django has loaded the apps)
         from django.core.signals import request_started
         from django.db.models.signals import post_delete
 
-        from . import gantt_tiles, result_store
+        from . import gantt_tiles, result_store  # (as above)
         from .execution import start_embedded_worker_on_first_request
         from .models import RunResult
 

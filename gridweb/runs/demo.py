@@ -31,14 +31,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.files import File
 from django.db import transaction
 
+from gridweb.scenarios.traces import store_trace
 from gridweb.sharing import Visibility
+from simengine import presets
+from simengine.reproductions import koala as koala_recipe
 
+from .execution import dispatch, execute_run
 from .models import FINISHED, Run, Status
+from .services import create_run
 
 DEMO_USER = "gridweb-demo"
 DEMO_DIR = Path(__file__).resolve().parents[1] / "demo"
@@ -91,9 +98,7 @@ def trace_spec(trace: DemoTrace, stored_name: str) -> dict[str, Any]:
 
 
 def zikos_spec() -> dict[str, Any]:
-    from simengine.presets import SCENARIOS
-
-    return copy.deepcopy(SCENARIOS["grid-4site-zikos"])
+    return copy.deepcopy(presets.SCENARIOS["grid-4site-zikos"])
 
 
 # --- Reproduction recipes ---------------------------------------------------------------------------
@@ -157,9 +162,7 @@ def zikos_recipe_spec(policy: str) -> dict[str, Any]:
 def ballier_recipe_spec(wait_x: float | None) -> dict[str, Any]:
     """The Ballier preset (``multicluster-4x32``: Wait-10, GP) with Wait-``wait_x`` (None = pure
     RPP, Wait-infinity) and 5 replications of its 200,000 s."""
-    from simengine.presets import scenario
-
-    spec = scenario("multicluster-4x32")
+    spec = presets.scenario("multicluster-4x32")
     spec["grid"]["deadline_policy"]["params"]["wait_x"] = wait_x
     spec["run"]["replications"] = 5
     return spec
@@ -168,9 +171,7 @@ def ballier_recipe_spec(wait_x: float | None) -> dict[str, Any]:
 def koala_recipe_spec() -> dict[str, Any]:
     """The reproduction's W30 scenario with Close-to-Files and one file replica (the setting of
     ``examples/koala-w30.yaml``), 5 replications: a run takes well under a second."""
-    from simengine.reproductions.koala import scenario
-
-    spec = scenario(0.3, "close-to-files", 1)
+    spec = koala_recipe.scenario(0.3, "close-to-files", 1)
     spec["run"]["replications"] = 5
     return spec
 
@@ -226,8 +227,6 @@ def reservations_demo_spec() -> dict[str, Any]:
     """The curated run :data:`RESERVATIONS_DEMO`: ``examples/reservations-preemption.yaml``
     (two clusters, a rigid, a relaxed and a rejected reservation, two priorities, suspend/resume
     with a 60 s overhead; well under a second of simulation) under the demo's name."""
-    import yaml
-
     spec = yaml.safe_load(RESERVATIONS_EXAMPLE.read_text())
     about = " ".join(str(spec.get("description", "")).split())
     spec["name"] = RESERVATIONS_DEMO
@@ -251,8 +250,6 @@ def cao_demo_spec() -> dict[str, Any]:
     """The curated run :data:`CAO_DEMO`: ``examples/cao-scojo-rars.yaml`` (4 x 128 SCOJO-PECT
     clusters, one Lublin stream each, 40 % of the eligible jobs as RARS-HEFT workflows; well
     under a second of simulation) under the demo's name."""
-    import yaml
-
     spec = yaml.safe_load(CAO_EXAMPLE.read_text())
     about = " ".join(str(spec.get("description", "")).split())
     spec["name"] = CAO_DEMO
@@ -278,8 +275,6 @@ def demo_user():
 
 def store_demo_trace(user, trace: DemoTrace):
     """The public TraceFile of a shipped trace (stored once; found again by its bytes)."""
-    from gridweb.scenarios.traces import store_trace
-
     path = DEMO_DIR / trace.file
     with open(path, "rb") as handle:
         stored = store_trace(user, File(handle, name=trace.file), name=trace.file, visibility=Visibility.PUBLIC,
@@ -325,9 +320,6 @@ def load_demo(*, run_now: bool = False, reset: bool = False,
     short-lived command would die with it, half-way through a run). ``reset`` deletes the demo
     runs first, so they are simulated again.
     """
-    from .execution import dispatch, execute_run
-    from .services import create_run
-
     user = demo_user()
     outcome = DemoOutcome()
     if reset:

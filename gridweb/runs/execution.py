@@ -49,6 +49,7 @@ import socket
 import threading
 import time
 import traceback
+import uuid
 from datetime import timedelta
 from typing import Any
 
@@ -504,7 +505,7 @@ def dispatch_sweep(sweep_id: int) -> None:
             worker.submit_run(run_id)
         worker.submit_sweep(sweep_id)
         return
-    from celery import chord, group
+    from celery import chord, group  # (full-stack mode only: the embedded worker never loads Celery)
 
     signatures = []
     for run_id in run_ids:
@@ -515,8 +516,6 @@ def dispatch_sweep(sweep_id: int) -> None:
 
 
 def _new_task_id() -> str:
-    import uuid
-
     return str(uuid.uuid4())
 
 

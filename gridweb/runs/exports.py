@@ -23,6 +23,9 @@ from simengine.results import Metric, Result
 
 from . import result_store
 from .models import Run, RunResult, Status
+from gridweb.scenarios.validation import SpecInvalid, validate_spec
+import csv
+import io
 
 _NPZ_GROUPS = ("jobs", "segments", "series")
 
@@ -43,8 +46,6 @@ def scenario_document(run: Run) -> dict[str, Any]:
     """The run's scenario as the engine validated it (defaults filled in, as in the engine's
     ``scenario.json``); the document as submitted when it no longer validates (e.g. its
     uploaded trace was deleted since)."""
-    from gridweb.scenarios.validation import SpecInvalid, validate_spec
-
     try:
         return validate_spec(run.spec).model_dump(mode="json")
     except SpecInvalid:
@@ -212,9 +213,6 @@ def sweep_table(sweep, points: list[dict[str, Any]]) -> tuple[list[str], list[li
 
 
 def sweep_csv(sweep, points: list[dict[str, Any]]) -> bytes:
-    import csv
-    import io
-
     header, rows = sweep_table(sweep, points)
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")

@@ -33,6 +33,7 @@ from simengine.streaming import LIVE_COLUMNS, LIVE_DTYPES
 
 from . import frames, result_store
 from .models import Run, RunChunk, RunResult, Status
+from simengine.presets import PLATFORMS
 
 #: at most this many segments in the shown window are sent as rows; more: a raster
 EXACT_ROWS = 12_000
@@ -72,8 +73,6 @@ def cluster_layout(run: Run) -> list[dict[str, Any]]:
     platform = (run.spec or {}).get("platform") or {}
     listed = platform.get("clusters")
     if not listed and platform.get("preset"):
-        from simengine.presets import PLATFORMS
-
         listed = (PLATFORMS.get(platform["preset"]) or {}).get("clusters")
     out = []
     for c in listed or []:

@@ -132,7 +132,7 @@ def jobs_page(run: Run, params: Mapping[str, str]) -> dict[str, Any]:
     """
     from simengine.results import STANDARD_JOB_COLUMNS  # numba and scipy: imported when used
 
-    from . import exports
+    from . import exports  # (the runs backend, as above)
 
     jobs, cluster_names = exports.job_arrays(run)
     offset = _int_parameter(params, "offset", 0, low=0)

@@ -26,6 +26,8 @@ from gridweb.sharing import Visibility, default_group
 from simengine.errors import ScenarioError
 
 from .models import FINISHED, Run, Status, Sweep
+from gridweb.scenarios.models import Scenario
+from .sweeps import finish_sweep
 
 #: Largest parameter grid a sweep may have (points = product of the value counts).
 MAX_SWEEP_POINTS = 256
@@ -87,7 +89,7 @@ def check_active_runs(user, adding: int = 1) -> None:
 
 def dispatch(run_id: int) -> None:
     """Hand a queued run to a worker (implemented in gridweb.runs.execution)."""
-    from .execution import dispatch as dispatch_run
+    from .execution import dispatch as dispatch_run  # (the execution machinery imports Celery and the channel layer: loaded when a run is dispatched)
 
     dispatch_run(run_id)
 
@@ -99,8 +101,6 @@ def trace_uses(trace, user) -> list[str]:
     """What would break if ``trace`` were deleted: saved scenarios whose trace streams name it, and
     runs still to simulate (queued or running) that read it. Each is named when ``user`` may view
     it, else counted (their names are not the trace owner's to see)."""
-    from gridweb.scenarios.models import Scenario
-
     def uses(spec) -> bool:
         return any(stream.get("path") == trace.stored_name for _, stream in trace_streams(spec))
 
@@ -154,10 +154,10 @@ def cancel_run(run: Run, user) -> Run:
 
 
 def _after_cancel(run: Run, task_id: str, was_queued: bool) -> None:
-    from . import execution
+    from . import execution  # (the execution machinery imports Celery and the channel layer: loaded when a run is dispatched)
 
     if task_id and not execution.embedded():
-        from gridweb.celery import app
+        from gridweb.celery import app  # (full-stack mode only: Celery is not loaded in the embedded one)
 
         # Queued: the worker drops the message. Running: the process running it is killed. SIGKILL,
         # not Celery's default SIGTERM: the worker process handles SIGTERM in Python, which waits
@@ -169,8 +169,6 @@ def _after_cancel(run: Run, task_id: str, was_queued: bool) -> None:
     if was_queued:
         execution.announce_status(run)
         if run.sweep_id is not None:
-            from .sweeps import finish_sweep
-
             finish_sweep(run.sweep_id)
 
 
@@ -266,6 +264,6 @@ def create_sweep(user, spec: dict[str, Any], parameters: dict[str, list], *, nam
 
 
 def _dispatch_sweep(sweep_id: int) -> None:
-    from .execution import dispatch_sweep
+    from .execution import dispatch_sweep  # (the execution machinery imports Celery and the channel layer: loaded when a run is dispatched)
 
     dispatch_sweep(sweep_id)

@@ -27,7 +27,7 @@ from django.views.decorators.http import require_http_methods, require_POST, req
 
 from gridweb.scenarios.forms import SharingForm
 from gridweb.scenarios.models import Scenario
-from gridweb.scenarios.validation import SpecInvalid
+from gridweb.scenarios.validation import SpecInvalid, validate_spec
 from gridweb.sharing import Visibility, default_group
 from simengine.gantt import KIND_NAMES
 from simengine.statistics import SHAKY_RULE
@@ -514,8 +514,6 @@ def _sweep_scenario(request: HttpRequest) -> Scenario | None:
 
 def _validated(scenario: Scenario, user):
     """The engine's scenario of a saved one (defaults filled in), or None if it no longer validates."""
-    from gridweb.scenarios.validation import validate_spec
-
     try:
         return validate_spec(scenario.spec, user)
     except SpecInvalid:

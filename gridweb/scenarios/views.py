@@ -504,7 +504,7 @@ def scenario_delete(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 def scenario_run(request: HttpRequest, pk: int) -> HttpResponse:
     """Start a run of the scenario (any viewer; the run is theirs) and open its page."""
-    from gridweb.runs.services import create_run
+    from gridweb.runs.services import create_run  # (the runs backend; imported when a run starts)
 
     scenario = _viewable_scenario(request, pk)
     owner = scenario.owner_id == request.user.pk  # a run of someone else's scenario starts private

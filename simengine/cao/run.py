@@ -49,6 +49,7 @@ from simengine.streaming import (LIVE_COLUMNS, LiveGantt, empty_rows, live_rows,
                                   run_in_slices)
 from simengine.workload import STATUS_COMPLETED, STATUS_KILLED, STATUS_REJECTED, STATUS_UNFINISHED, JobTable
 from simengine.workload_build import drawn_until, endless_streams, prepare_jobs, streams_cover, until_enough
+from simengine.kernel_feed import StopTime
 
 __all__ = ["is_cao", "MODEL", "replication_input", "CaoReplication"]
 
@@ -125,8 +126,6 @@ def _feed_live(scenario: Scenario, sim: Simulation, live: LiveGantt, jobs, local
     task's reservation frame [EST, LFT] once it is over (a task that starts after its LFT names
     its frame late); in progress: running pieces, current suspensions and frames still ahead. A job is named by its workload row's job id and stream, a
     task by its workflow's, with the task index as component."""
-    from simengine.kernel_feed import StopTime
-
     live.restart()
     run = scenario.run
     horizon = run.stop.horizon if run.stop.horizon is not None else math.inf

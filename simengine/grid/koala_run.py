@@ -31,6 +31,7 @@ import simengine.results as results
 from simengine.results import BOUNDED_SLOWDOWN_TAU, SERIES_POINTS, active_sum, order_job_rows, percentile_linear
 from simengine.workload import STATUS_COMPLETED, STATUS_FAILED, STATUS_KILLED, STATUS_UNFINISHED
 from simengine.workload_build import load_trace_stream, replication_rngs
+from simengine.results import JOB_DTYPES
 
 __all__ = ["KoalaWorkload", "build_koala_workload", "koala_policy", "koala_files", "simulate_koala_replication",
            "koala_metrics", "MODEL"]
@@ -393,7 +394,6 @@ def _rows(scenario, w: KoalaWorkload, o: KoalaOutcome, replication: int):
             # one row per measured KOALA job (its first component), so counts are jobs
             g["measured"].append(ci == 0 and k.state == "done" and k.job.submit >= t_w)
             owner.append((j, ci))
-    from simengine.results import JOB_DTYPES
 
     out = {}
     for key in list(cols) + list(extra):

@@ -46,6 +46,9 @@ from typing import Callable, NamedTuple
 
 from simengine.reproductions import Claim, default_workers, write_claims
 from simengine.results import Metric
+from simengine.grid.model import warm_up
+from simengine.grid.run import replication_metrics
+from simengine.scenario import load_scenario
 
 RATES = tuple(round(0.001 * k, 3) for k in range(1, 11))
 WAITS = (0.0, 10.0, 100.0, 1000.0, None)
@@ -152,10 +155,6 @@ def configurations(size: dict) -> list[Config]:
 # ---- running -------------------------------------------------------------------------------------------
 
 def _run_task(task) -> tuple[Config, int, dict[str, float]]:
-    from simengine.grid.model import warm_up
-    from simengine.grid.run import replication_metrics
-    from simengine.scenario import load_scenario
-
     cfg, reps, size = task
     warm_up()
     s = load_scenario(scenario(cfg, size))
@@ -258,6 +257,7 @@ _COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#
 
 
 def _write_html(fig: dict, path: Path) -> None:
+    # (bokeh takes ~0.5 s to import: only when the figures are drawn)
     from bokeh.embed import file_html
     from bokeh.layouts import column
     from bokeh.models import ColumnDataSource, Whisker

@@ -30,6 +30,14 @@ from typing import Callable
 import numpy as np
 
 from simengine.reproductions import Claim, default_workers, write_claims
+from simengine.cao.engine import CaoParams
+from simengine.cao.simulate import workflows_from_split
+from simengine.cao.workflows import split_workflows
+from simengine.lublin import cao_cluster_workloads
+from simengine.workload import JobTable
+from simengine.cao.simulate import simulate
+from simengine.lublin import CAO_TABLE3, combined_offered_load, workload_statistics
+from simengine.gantt import KIND_NAMES, SEGMENT_COLUMNS
 
 SEEDS = (71, 13, 3, 31)
 FRACTIONS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
@@ -69,17 +77,11 @@ GANTT = {"seed": 71, "fraction": PER_SEED_FRACTION, "propagation": True, "cluste
 
 def rules() -> dict:
     """The propagation rules every run uses: CaoParams' defaults (docs/cao.md, "Propagation")."""
-    from simengine.cao.engine import CaoParams
     d = CaoParams()
     return {"propagation_replan": d.propagation_replan, "late_task": d.late_task}
 
 
 def _workload(seed: int, fraction: float, jobs: int):
-    from simengine.cao.simulate import workflows_from_split
-    from simengine.cao.workflows import split_workflows
-    from simengine.lublin import cao_cluster_workloads
-    from simengine.workload import JobTable
-
     tabs = cao_cluster_workloads(seed, n=jobs)
     split = split_workflows(tabs[0], fraction, np.random.default_rng(np.random.SeedSequence([seed, 1])))
     local = JobTable.concat([split.local, *tabs[1:]]).sorted_by_submit()
@@ -88,9 +90,6 @@ def _workload(seed: int, fraction: float, jobs: int):
 
 def run_config(cfg: tuple) -> tuple[tuple, dict, float]:
     """Simulate one (seed, fraction, propagation, jobs); its metrics and the wall time."""
-    from simengine.cao.engine import CaoParams
-    from simengine.cao.simulate import simulate
-
     seed, fraction, propagation, jobs, slpa, maf = cfg
     t0 = time.perf_counter()
     local, wfs = _workload(seed, fraction, jobs)
@@ -209,6 +208,7 @@ _PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b")
 
 
 def _write_html(fig: dict, path: Path) -> None:
+    # (bokeh takes ~0.5 s to import: only when the figures are drawn)
     from bokeh.embed import file_html
     from bokeh.models import ColumnDataSource, FactorRange
     from bokeh.plotting import figure
@@ -240,12 +240,11 @@ def _write_html(fig: dict, path: Path) -> None:
 
 
 def _table3(out: Path, jobs: int) -> list[dict]:
+    # (bokeh takes ~0.5 s to import: only when the figures are drawn)
     from bokeh.embed import file_html
     from bokeh.layouts import column
     from bokeh.models import ColumnDataSource, DataTable, Div, TableColumn
     from bokeh.resources import INLINE
-
-    from simengine.lublin import CAO_TABLE3, cao_cluster_workloads, combined_offered_load, workload_statistics
 
     rows = []
     for s in SEEDS:
@@ -274,14 +273,11 @@ def _table3(out: Path, jobs: int) -> list[dict]:
 
 
 def _gantt(out: Path, jobs: int) -> None:
+    # (bokeh takes ~0.5 s to import: only when the figures are drawn)
     from bokeh.embed import file_html
     from bokeh.models import ColumnDataSource
     from bokeh.plotting import figure
     from bokeh.resources import INLINE
-
-    from simengine.cao.engine import CaoParams
-    from simengine.cao.simulate import simulate
-    from simengine.gantt import KIND_NAMES, SEGMENT_COLUMNS
 
     g = GANTT
     local, wfs = _workload(g["seed"], g["fraction"], jobs)

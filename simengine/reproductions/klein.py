@@ -24,6 +24,8 @@ from simengine.evolving.metrics import TABLE1, TABLE2, app_values, per_test_metr
 from simengine.evolving.models import ALGORITHMS
 from simengine.evolving.schedule import Schedule, schedule_flat
 from simengine.reproductions import Claim, write_claims
+from simengine.evolving.schedule import schedule
+from simengine.gantt import KIND_NAMES, SEGMENT_COLUMNS
 
 N_MAX = 100
 FULL = {"tests": 1000}
@@ -169,6 +171,7 @@ def _write_table(path: Path, table, paper: dict, summary: dict, ms: dict | None)
 
 
 def _write_table_html(path: Path, title: str, table, paper: dict, summary: dict) -> None:
+    # (bokeh takes ~0.5 s to import: only when the figures are drawn)
     from bokeh.embed import file_html
     from bokeh.layouts import column, gridplot
     from bokeh.models import ColumnDataSource, DataTable, Div, FactorRange, TableColumn, Whisker
@@ -207,19 +210,17 @@ def _write_table_html(path: Path, title: str, table, paper: dict, summary: dict)
 
 
 def _gantt(w) -> list[tuple[str, Schedule]]:
-    from simengine.evolving.schedule import schedule
     apps = [{"stages": [[d, n] for d, n in stages]} for stages in w.test(0)]
     return [(ALGORITHMS[a].name, schedule({"n_max": N_MAX, "algorithm": a, "applications": apps})) for a in ORDER]
 
 
 def _write_gantt(scheds: list[tuple[str, Schedule]], out: Path) -> None:
+    # (bokeh takes ~0.5 s to import: only when the figures are drawn)
     from bokeh.embed import file_html
     from bokeh.layouts import column
     from bokeh.models import ColumnDataSource, Div, NumeralTickFormatter, Range1d
     from bokeh.plotting import figure
     from bokeh.resources import INLINE
-
-    from simengine.gantt import KIND_NAMES, SEGMENT_COLUMNS
 
     x_range = Range1d(0, 1.02 * max(s.makespan for _, s in scheds))  # shared: the makespans compare by eye
     plots = [Div(text="<h2>Test 0: node mapping (Algorithm 1) under each algorithm</h2>"

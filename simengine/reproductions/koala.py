@@ -30,6 +30,8 @@ import numpy as np
 
 from simengine.reproductions import Claim, write_claims
 from simengine.results import Metric, percentile_linear
+from simengine.grid.koala_run import simulate_koala_replication
+from simengine.scenario import load_scenario
 
 SITES = ("vu", "leiden", "uva", "delft", "utrecht")
 #: Our decision (the thesis gives no bandwidths): MB/s between the DAS-2 sites, read both ways.
@@ -79,9 +81,6 @@ def spread_scenario(placement: str, replicas: int) -> dict:
 
 
 def measure_spread(replications: int) -> dict:
-    from simengine.grid.koala_run import simulate_koala_replication
-    from simengine.scenario import load_scenario
-
     res = {}
     for label, placement, replicas in CONFIGS:
         s = load_scenario(spread_scenario(placement, replicas))
@@ -111,9 +110,6 @@ LABEL = {"background_load": "background", "koala_load": "KOALA load", "pwt_utili
 
 def measure(load: float, replications: int, log) -> dict:
     """Per configuration: the replications' metrics and per-shape job statistics."""
-    from simengine.grid.koala_run import simulate_koala_replication
-    from simengine.scenario import load_scenario
-
     res = {}
     for label, placement, replicas in CONFIGS:
         s = load_scenario(scenario(load, placement, replicas))
@@ -193,6 +189,7 @@ _COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b")
 
 
 def _write_html(fig: dict, path: Path) -> None:
+    # (bokeh takes ~0.5 s to import: only when the figures are drawn)
     from bokeh.embed import file_html
     from bokeh.layouts import column
     from bokeh.models import ColumnDataSource, Whisker
@@ -248,6 +245,7 @@ def _spread_claims(spread: dict) -> list[Claim]:
 
 
 def _write_queue_html(res: dict, path: Path) -> None:
+    # (bokeh takes ~0.5 s to import: only when the figures are drawn)
     from bokeh.embed import file_html
     from bokeh.plotting import figure
     from bokeh.resources import INLINE

@@ -147,6 +147,7 @@ def _write_csv(fig: dict, path: Path) -> None:
 
 
 def _write_html(fig: dict, path: Path) -> None:
+    # (bokeh takes ~0.5 s to import: only when the figures are drawn)
     from bokeh.embed import file_html
     from bokeh.models import ColumnDataSource, FactorRange, Whisker
     from bokeh.plotting import figure

@@ -3,6 +3,8 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from gridweb.runs.demo import load_demo
+from gridweb.scenarios.traces import TraceInvalid
+from gridweb.scenarios.validation import SpecInvalid
 
 
 class Command(BaseCommand):
@@ -15,9 +17,6 @@ class Command(BaseCommand):
         parser.add_argument("--reset", action="store_true", help="delete the demo runs first and simulate them again")
 
     def handle(self, *args, run_now: bool = False, reset: bool = False, **options):
-        from gridweb.scenarios.traces import TraceInvalid
-        from gridweb.scenarios.validation import SpecInvalid
-
         try:
             outcome = load_demo(run_now=run_now, reset=reset, say=self.stdout.write)
         except (TraceInvalid, SpecInvalid) as exc:
