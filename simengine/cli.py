@@ -52,6 +52,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--workers", type=int, help="processes for replications (default: automatic)")
     r.add_argument("--quiet", action="store_true", help="no progress bar or summary")
     r.add_argument("--swf-precision", type=_swf_precision, default=0, metavar="N|exact", help=SWF_PRECISION_HELP)
+    r.add_argument("--batsim", action="store_true", help=BATSIM_HELP)
     r.set_defaults(func=cmd_run)
 
     t = sub.add_parser("replay", help="replay a workload trace (SWF/GWF) on one cluster")
@@ -64,6 +65,7 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("--out", required=True)
     t.add_argument("--quiet", action="store_true")
     t.add_argument("--swf-precision", type=_swf_precision, default=0, metavar="N|exact", help=SWF_PRECISION_HELP)
+    t.add_argument("--batsim", action="store_true", help=BATSIM_HELP)
     t.set_defaults(func=cmd_replay)
 
     z = sub.add_parser("reproduce", help="rerun a paper's experiments: figure data, plots and claims")
@@ -111,7 +113,8 @@ def cmd_run(args) -> int:
         data = scenario.model_dump(mode="json")
         data["run"] |= overrides
         scenario = load_scenario(data, base_dir=Path(args.scenario).resolve().parent)
-    return _simulate(scenario, args.out, args.quiet, workers=args.workers, swf_precision=args.swf_precision)
+    return _simulate(scenario, args.out, args.quiet, workers=args.workers, swf_precision=args.swf_precision,
+                     batsim=args.batsim)
 
 
 def cmd_replay(args) -> int:
@@ -150,7 +153,7 @@ def cmd_replay(args) -> int:
         "workload": {"streams": [stream]},
         "run": {"enforce_walltime": args.enforce_walltime},
     })
-    return _simulate(scenario, args.out, args.quiet, swf_precision=args.swf_precision)
+    return _simulate(scenario, args.out, args.quiet, swf_precision=args.swf_precision, batsim=args.batsim)
 
 
 def cmd_reproduce(args) -> int:
@@ -215,6 +218,7 @@ def cmd_schedulers(args) -> int:
     return 0
 
 
+BATSIM_HELP = "also write batsim_jobs.csv: the jobs as Batsim's _jobs.csv, which evalys reads"
 SWF_PRECISION_HELP = ("decimals of the times in schedule.swf: 0 (default) for the integer seconds SWF readers "
                       "expect, up to 9, or 'exact' for the simulated values")
 
@@ -231,14 +235,15 @@ def _swf_precision(text: str) -> int | None:
     return value
 
 
-def _simulate(scenario, out: str, quiet: bool, workers: int | None = None, swf_precision: int | None = 0) -> int:
+def _simulate(scenario, out: str, quiet: bool, workers: int | None = None, swf_precision: int | None = 0,
+              batsim: bool = False) -> int:
     # (imported by the command that needs it, so --help answers at once)
     from simengine.runner import run
 
     bar = _ProgressBar(enabled=not quiet)
     result = run(scenario, on_progress=bar.update, workers=workers)
     bar.close()
-    result.write(out, swf_precision=swf_precision)
+    result.write(out, swf_precision=swf_precision, batsim=batsim)
     if not quiet:
         s = result.summary()
         counts = ", ".join(f"{k} {v}" for k, v in s["job_counts"].items() if v)

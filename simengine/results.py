@@ -25,6 +25,7 @@ from simengine.version import ENGINE_VERSION
 from simengine.workload import (STATUS_COMPLETED, STATUS_KILLED, STATUS_NAMES, STATUS_REJECTED,
                                 STATUS_UNFINISHED)
 from simengine.traces import swf_status, write_swf
+from simengine.batsim import write_batsim_jobs
 from simengine.scenario import scenario_hash
 
 #: Version of the output contract; bump when a column or key changes meaning.
@@ -423,9 +424,11 @@ class Result:
         }
 
     # ---- writers -------------------------------------------------------------------------
-    def write(self, out_dir: str | os.PathLike, swf: bool = True, swf_precision: int | None = 0) -> Path:
+    def write(self, out_dir: str | os.PathLike, swf: bool = True, swf_precision: int | None = 0,
+              batsim: bool = False) -> Path:
         """Write jobs.csv, segments.csv, summary.json, scenario.json, result.npz and
-        schedule.swf (times at ``swf_precision`` decimals: :meth:`write_swf`) into ``out_dir``.
+        schedule.swf (times at ``swf_precision`` decimals: :meth:`write_swf`) and, with
+        ``batsim``, batsim_jobs.csv (:meth:`write_batsim_jobs`) into ``out_dir``.
         Files appear whole or not at all: everything is written into a temporary folder beside
         ``out_dir`` and moved in at the end."""
         out = Path(out_dir)
@@ -439,6 +442,8 @@ class Result:
             self.write_npz(tmp / "result.npz")
             if swf:
                 self.write_swf(tmp / "schedule.swf", swf_precision)
+            if batsim:
+                self.write_batsim_jobs(tmp / "batsim_jobs.csv")
             out.mkdir(exist_ok=True)
             for f in tmp.iterdir():
                 os.replace(f, out / f.name)
@@ -475,6 +480,10 @@ class Result:
         cols["job"] = self.jobs["job_id"][s["job"]] if len(s["job"]) else s["job"]
         cols["kind"] = np.asarray(KIND_NAMES, dtype=object)[s["kind"]]
         _write_csv(path, cols)
+
+    def write_batsim_jobs(self, path: Path) -> None:
+        """Replication 0's finished jobs as Batsim's ``_jobs.csv`` (evalys reads it: simengine.batsim)."""
+        write_batsim_jobs(self, path)
 
     def write_npz(self, path: Path) -> None:
         arrays = {f"jobs_{k}": v for k, v in self.jobs.items()}

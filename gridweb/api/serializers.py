@@ -217,7 +217,7 @@ class RunDetailSerializer(RunSerializer):
         if run.status != Status.DONE:
             return {}
         request = self.context["request"]
-        names = ("jobs.csv", "schedule.swf", "scenario.json", "metrics.json", "segments/")
+        names = ("jobs.csv", "schedule.swf", "batsim_jobs.csv", "scenario.json", "metrics.json", "segments/")
         return {name: request.build_absolute_uri(f"/api/runs/{run.pk}/{name}") for name in names}
 
 

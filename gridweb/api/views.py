@@ -570,6 +570,7 @@ class RunExportView(APIView):
     EXPORTS = {
         "jobs.csv": (exports.jobs_csv, "text/csv; charset=utf-8"),
         "schedule.swf": (exports.schedule_swf, "text/plain; charset=utf-8"),
+        "batsim_jobs.csv": (exports.batsim_jobs_csv, "text/csv; charset=utf-8"),
         "scenario.json": (exports.scenario_json, "application/json"),
         "metrics.json": (exports.metrics_json, "application/json"),
     }

@@ -141,6 +141,11 @@ def schedule_swf(run: Run, precision: int | None = 0) -> bytes:
     return _written(lambda path: result.write_swf(path, precision), "schedule.swf")
 
 
+def batsim_jobs_csv(run: Run) -> bytes:
+    """``batsim_jobs.csv``: replication 0's finished jobs as Batsim's ``_jobs.csv`` (evalys reads it)."""
+    return _written(result_of(run).write_batsim_jobs, "batsim_jobs.csv")
+
+
 def swf_precision(value: str | None) -> int | None:
     """The ``precision`` query parameter of schedule.swf: absent -> 0, ``exact`` -> None, else
     an integer 0..9 (ValueError with the reason otherwise)."""

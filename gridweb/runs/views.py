@@ -48,10 +48,12 @@ from .models import FINISHED, Comment, Run, Status, Sweep
 EXPORTS: dict[str, tuple[str, str, bool]] = {
     "jobs.csv": ("jobs_csv", "text/csv; charset=utf-8", True),
     "schedule.swf": ("schedule_swf", "text/plain; charset=utf-8", True),
+    "batsim_jobs.csv": ("batsim_jobs_csv", "text/csv; charset=utf-8", True),
     "scenario.json": ("scenario_json", "application/json", False),
     "metrics.json": ("metrics_json", "application/json", True),
 }
-EXPORT_LABELS = {"jobs.csv": "Jobs (CSV)", "schedule.swf": "Schedule (SWF)", "scenario.json": "Scenario (JSON)",
+EXPORT_LABELS = {"jobs.csv": "Jobs (CSV)", "schedule.swf": "Schedule (SWF)",
+                 "batsim_jobs.csv": "Jobs for Batsim / evalys (CSV)", "scenario.json": "Scenario (JSON)",
                  "metrics.json": "Metrics (JSON)"}
 GALLERY_PAGE_SIZE = 24
 

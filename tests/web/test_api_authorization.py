@@ -154,6 +154,7 @@ OBJECT_CASES = [
     Case("run-comments", "post", "run", "viewer_write", 201, {"text": "nice utilisation"}),
     Case("run-jobs.csv", "get", "run", "read", 200),
     Case("run-schedule.swf", "get", "run", "read", 200),
+    Case("run-batsim_jobs.csv", "get", "run", "read", 200),
     Case("run-scenario.json", "get", "run", "read", 200),
     Case("run-metrics.json", "get", "run", "read", 200),
     Case("sweep-detail", "get", "sweep", "read", 200),

@@ -63,7 +63,7 @@ def run_urls(run: Run) -> dict[str, str]:
         "plots": reverse("runs:plots", args=[run.pk]),
         "jobs": reverse("runs:jobs", args=[run.pk]),
         **{kind: reverse("runs:export", args=[run.pk, kind])
-           for kind in ("jobs.csv", "schedule.swf", "scenario.json", "metrics.json")},
+           for kind in ("jobs.csv", "schedule.swf", "batsim_jobs.csv", "scenario.json", "metrics.json")},
     }
 
 
