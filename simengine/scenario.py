@@ -399,8 +399,8 @@ class TraceStream(_Model):
     name: str = Field(min_length=1, description="Unique stream name")
     path: str = Field(min_length=1, description="The trace file (.swf or .gwf, optionally .gz/.bz2/.xz); "
                                                 "relative paths are resolved against the scenario's directory")
-    format: Literal["swf", "gwf"] | None = Field(
-        None, description="swf or gwf; leave empty to tell it from the file name")
+    format: Literal["swf", "gwf", "batsim"] | None = Field(
+        None, description="swf, gwf or batsim (a Batsim JSON workload); leave empty to tell it from the file name")
     target: str = Field(description="A cluster name, or grid: the site allocation (or site_map) picks each "
                                     "job's cluster")
     site_map: dict[str, str] | None = Field(
@@ -441,11 +441,11 @@ class TraceStream(_Model):
             for ext in (".gz", ".bz2", ".xz"):
                 stem = stem.removesuffix(ext)
             suffix = Path(stem).suffix.lstrip(".")
-            if suffix in ("swf", "gwf"):
-                self.format = suffix
+            if suffix in ("swf", "gwf", "json"):
+                self.format = "batsim" if suffix == "json" else suffix
             else:
                 found.append(
-                    (("format",), "cannot tell the trace format from the file name; set format to swf or gwf")
+                    (("format",), "cannot tell the trace format from the file name; set format to swf, gwf or batsim")
                 )
         if self.target_load is not None and self.time_scale != 1.0:
             found.append((("time_scale",), "give time_scale or target_load, not both"))

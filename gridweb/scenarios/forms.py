@@ -124,5 +124,6 @@ class TraceUploadForm(forms.Form):
 
     file = forms.FileField()
     name = forms.CharField(required=False, max_length=200)
-    format = forms.ChoiceField(choices=[("", "from the file name"), ("swf", "SWF"), ("gwf", "GWF")], required=False)
+    format = forms.ChoiceField(choices=[("", "from the file name"), ("swf", "SWF"), ("gwf", "GWF"),
+                                        ("batsim", "Batsim workload (JSON)")], required=False)
     visibility = forms.ChoiceField(choices=Visibility.choices, initial=Visibility.PRIVATE, required=False)

@@ -26,11 +26,11 @@ class TraceFile(SharedModel):
     ``path`` (resolved inside ``settings.GRIDWEB_TRACE_DIR``, never anywhere else).
     """
 
-    FORMATS = [("swf", "SWF"), ("gwf", "GWF")]
+    FORMATS = [("swf", "SWF"), ("gwf", "GWF"), ("batsim", "Batsim workload (JSON)")]
 
     stored_name = models.CharField(max_length=255, unique=True)
     original_name = models.CharField(max_length=255)
-    format = models.CharField(max_length=3, choices=FORMATS)
+    format = models.CharField(max_length=6, choices=FORMATS)
     content = models.BinaryField()  # the file as uploaded (plain or gzip)
     size = models.PositiveBigIntegerField()
     sha256 = models.CharField(max_length=64)

@@ -27,7 +27,9 @@ from simengine.traces import ReadCaps, read_trace
 
 from .models import TraceFile
 
-FORMATS = ("swf", "gwf")
+FORMATS = ("swf", "gwf", "batsim")
+#: the file suffix of each format, as the engine tells formats from names (simengine.traces.format_of)
+SUFFIX = {"swf": "swf", "gwf": "gwf", "batsim": "json"}
 # Header comment lines kept in the metadata (the rest is counted, not kept).
 MAX_COMMENT_LINES = 200
 # Line numbers of skipped jobs kept in the metadata.
@@ -52,23 +54,24 @@ def size_error(size: int) -> str:
 
 
 def format_from_name(name: str) -> str | None:
-    """``"swf"`` / ``"gwf"`` from a file name ending in .swf, .gwf, .swf.gz or .gwf.gz; else None."""
+    """``"swf"`` / ``"gwf"`` / ``"batsim"`` from a file name ending in .swf, .gwf or .json (optionally
+    .gz); else None."""
     lower = name.lower()
     if lower.endswith(".gz"):
         lower = lower[:-3]
     for fmt in FORMATS:
-        if lower.endswith("." + fmt):
+        if lower.endswith("." + SUFFIX[fmt]):
             return fmt
     return None
 
 
 def safe_file_name(name: str, fmt: str) -> str:
     """The base name of ``name`` with only letters, digits, ``.``, ``_``, ``-``; it ends in a
-    suffix the engine reads the format from (``.swf``/``.gwf``, optionally ``.gz``)."""
+    suffix the engine reads the format from (``.swf``/``.gwf``/``.json``, optionally ``.gz``)."""
     base = os.path.basename(name.replace("\\", "/")) or "trace"
     base = _UNSAFE.sub("_", base).lstrip(".") or "trace"
     if format_from_name(base) != fmt:
-        base += "." + fmt
+        base += "." + SUFFIX[fmt]
     if len(base) > 180:  # keep room for the hash prefix; keep the suffix
         base = base[-180:].lstrip(".")
     return base
@@ -176,10 +179,10 @@ def store_trace(user, uploaded_file, *, name: str | None = None, visibility: str
         errors["file"] = [f"the file name is longer than {ORIGINAL_NAME_MAX} characters; rename the file"]
     fmt = (format or "").lower() or format_from_name(original_name)
     if format and fmt not in FORMATS:
-        errors["format"] = [f"must be 'swf' or 'gwf', not {format!r}"]
+        errors["format"] = [f"must be 'swf', 'gwf' or 'batsim', not {format!r}"]
     elif fmt is None and original_name:
         errors["format"] = [f"cannot tell the format from the name {original_name!r}: "
-                            "name it .swf, .gwf (optionally .gz) or choose the format"]
+                            "name it .swf, .gwf or .json (optionally .gz) or choose the format"]
     group = group if group is not None else default_group(user)
     errors |= _check_sharing(user, visibility, group)
     if name is not None and len(name) > 200:

@@ -10,6 +10,7 @@ import os
 from collections.abc import Mapping
 
 from ..errors import TraceError
+from .batsim import read_batsim
 from .gwf import GWF_FIELDS, read_gwf
 from .swf import NO_CAPS, SWF_FIELDS, UNKNOWN_RUNTIME_KEY, ReadCaps, Trace, read_swf, swf_status, write_swf
 
@@ -19,6 +20,7 @@ __all__ = [
     "UNKNOWN_RUNTIME_KEY",
     "Trace",
     "format_of",
+    "read_batsim",
     "read_gwf",
     "read_swf",
     "read_trace",
@@ -26,11 +28,13 @@ __all__ = [
     "write_swf",
 ]
 
-_SUFFIXES = ((".swf", "swf"), (".swf.gz", "swf"), (".gwf", "gwf"), (".gwf.gz", "gwf"))
+_SUFFIXES = ((".swf", "swf"), (".swf.gz", "swf"), (".gwf", "gwf"), (".gwf.gz", "gwf"), (".json", "batsim"),
+             (".json.gz", "batsim"))
 
 
 def format_of(path: str | os.PathLike[str]) -> str:
-    """Trace format from the file name: ``.swf``/``.swf.gz`` -> ``"swf"``, ``.gwf``/``.gwf.gz`` -> ``"gwf"``.
+    """Trace format from the file name: ``.swf``/``.swf.gz`` -> ``"swf"``, ``.gwf``/``.gwf.gz`` -> ``"gwf"``,
+    ``.json``/``.json.gz`` -> ``"batsim"`` (a Batsim workload).
 
     Raises
     ------
@@ -42,7 +46,8 @@ def format_of(path: str | os.PathLike[str]) -> str:
         if name.endswith(suffix):
             return fmt
     raise TraceError(os.fspath(path), None, None,
-                     "cannot tell the trace format from the file name: expected .swf, .swf.gz, .gwf or .gwf.gz")
+                     "cannot tell the trace format from the file name: expected .swf, .swf.gz, .gwf, .gwf.gz, .json "
+                     "or .json.gz")
 
 
 def read_trace(
@@ -52,13 +57,13 @@ def read_trace(
     limit: int | None = None,
     caps: ReadCaps = NO_CAPS,
 ) -> Trace:
-    """Read a workload trace in SWF or GWF.
+    """Read a workload trace in SWF, GWF or Batsim's JSON.
 
     Parameters
     ----------
     path : str or path-like
         The trace file, plain or gzipped.
-    format : {"swf", "gwf"}, optional
+    format : {"swf", "gwf", "batsim"}, optional
         Defaults to :func:`format_of` the file name.
     site_map : mapping of str to int, optional
         GWF only: site name -> cluster index (see :func:`~simengine.traces.gwf.read_gwf`).
@@ -84,4 +89,8 @@ def read_trace(
         return read_swf(path, limit=limit, caps=caps)
     if fmt == "gwf":
         return read_gwf(path, site_map=site_map, limit=limit, caps=caps)
-    raise TraceError(os.fspath(path), None, None, f"unknown trace format {format!r}: expected 'swf' or 'gwf'")
+    if fmt == "batsim":
+        if site_map is not None:
+            raise TraceError(os.fspath(path), None, None, "a site map applies to GWF traces only, not Batsim workloads")
+        return read_batsim(path, limit=limit, caps=caps)
+    raise TraceError(os.fspath(path), None, None, f"unknown trace format {format!r}: expected 'swf', 'gwf' or 'batsim'")

@@ -542,7 +542,7 @@
   function tracePicker(index, path, value) {
     const traceSelect = select(path, "optional-text", traceOptions(), value);
     traceSelect.dataset.options = "traces";
-    const file = h("input", { type: "file", id: `trace-file-${index}`, accept: ".swf,.gwf,.gz", "data-action": "upload-trace", "data-index": index });
+    const file = h("input", { type: "file", id: `trace-file-${index}`, accept: ".swf,.gwf,.json,.gz", "data-action": "upload-trace", "data-index": index });
     const status = h("span", { class: "upload-status", id: `trace-upload-status-${index}`, "aria-live": "polite" });
     return h("div", { class: "trace-picker" },
       field("Trace", traceSelect, path, { help: "the trace's jobs are replayed as this stream" }),

@@ -235,3 +235,33 @@ def test_a_trace_in_use_cannot_be_deleted_and_the_answer_names_what_uses_it(alic
     Scenario.objects.filter(name__in=["my replay", "bob's private replay"]).delete()
     assert api.delete(url).status_code == 204
     assert not TraceFile.objects.filter(pk=trace.pk).exists()
+
+
+def test_a_batsim_workload_uploads_and_replays_like_an_swf_trace(alice):
+    """Batsim's JSON workloads (delay profiles) are traces too: named .json, or chosen as the format."""
+    import json as json_module
+
+    import numpy as np
+    from django.urls import reverse
+
+    import simengine
+    from tests.web.conftest import client_for
+
+    workload = {"nb_res": 8, "jobs": [{"id": i, "subtime": 10 * i, "walltime": 60, "res": 1 + i % 8, "profile": "d"}
+                                      for i in range(1, 41)],
+                "profiles": {"d": {"type": "delay", "delay": 45}}}
+    body = json_module.dumps(workload).encode()
+    client = client_for(alice)
+    uploaded = client.post(reverse("scenarios:trace_upload"), {"file": SimpleUploadedFile("exp1.json", body)})
+    assert uploaded.status_code == 201, uploaded.content
+    trace = uploaded.json()["trace"]
+    assert trace["format"] == "batsim" and trace["jobs"] == 40 and trace["stored_name"].endswith(".json")
+    spec = {"platform": {"clusters": [{"name": "c", "processors": 8}]},
+            "workload": {"streams": [{"kind": "trace", "name": "b", "target": "c", "path": trace["stored_name"]}]}}
+    result = simengine.run(validate_spec(spec, alice))
+    assert len(result.jobs["submit"]) == 40 and np.isfinite(result.jobs["end"]).all()
+    bad = dict(workload, profiles={"d": {"type": "parallel_homogeneous", "cpu": 1e9, "com": 0}})
+    refused = client.post(reverse("scenarios:trace_upload"),
+                          {"file": SimpleUploadedFile("w", json_module.dumps(bad).encode()), "format": "batsim"})
+    assert refused.status_code == 400
+    assert "only 'delay' profiles give a run time" in " ".join(refused.json()["errors"]["file"])
