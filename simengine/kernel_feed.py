@@ -103,6 +103,8 @@ def feed_live(live: LiveGantt, steppers: list[tuple[int, np.ndarray, ClusterStep
     def report(T: float) -> bool:
         stop.add_ends(np.concatenate([cl.feed(T) for cl in clusters]), T)
         F = min(T, stop.time, drawn_until)
+        if all(cl.steps.done for cl in clusters):  # the simulation is over: its time is its last end
+            F = min(F, max(float(np.nanmax(cl.end, initial=-math.inf)) for cl in clusters))
         closed, opened = zip(*(cl.report(F, jobs.job_id, jobs.stream) for cl in clusters))
         queued = [0] * len(processors)
         for cl in clusters:
@@ -130,7 +132,11 @@ def feed_placed_live(live: LiveGantt, advance, jobs, start: np.ndarray, site: np
     submit = jobs.submit
     begin, expected = _expect(live, submit, completions, horizon)
     stop = StopTime(completions, horizon)
-    state = {"arrived": 0, "waiting": np.zeros(0, np.int64), "active": empty_rows()}
+    state = {"arrived": 0, "waiting": np.zeros(0, np.int64), "active": empty_rows(), "done": False, "last": -math.inf}
+
+    def step(T: float) -> bool:
+        state["done"] = advance(T)
+        return state["done"]
 
     def report(T: float) -> bool:
         k = int(np.searchsorted(submit, T, side="left"))
@@ -142,12 +148,15 @@ def feed_placed_live(live: LiveGantt, advance, jobs, start: np.ndarray, site: np
         state["waiting"] = candidates[~began]
         end = start[new] + runtime_of(new)
         stop.add_ends(end, T)
+        state["last"] = max(state["last"], float(end.max(initial=-math.inf)))
         m = len(new)
         state["active"] = concat_rows([state["active"], {
             "cluster": site[new].astype(np.int16), "first_processor": proc[new].astype(np.int32),
             "processors": np.ones(m, np.int32), "t0": start[new], "t1": end, "kind": np.full(m, KIND_RUN, np.int8),
             "component": np.zeros(m, np.int16), "job_id": jobs.job_id[new], "stream": jobs.stream[new].astype(np.int32)}])
         F = min(T, stop.time, drawn_until)
+        if state["done"] and not len(state["waiting"]):  # the simulation is over: its time is its last end
+            F = min(F, state["last"])
         active = state["active"]
         closed = active["t1"] < F
         state["active"] = take_rows(active, ~closed)
@@ -156,7 +165,7 @@ def feed_placed_live(live: LiveGantt, advance, jobs, start: np.ndarray, site: np
         live.update(F, take_rows(active, closed), opened, np.bincount(site[placed], minlength=len(processors)).tolist())
         return T >= stop.time or T >= drawn_until
 
-    run_in_slices(begin, expected, advance, report)
+    run_in_slices(begin, expected, step, report)
     advance(math.inf)
 
 

@@ -146,6 +146,7 @@ def _feed_live(rep: _Replication, live: LiveGantt, horizon: float) -> None:
     taken = [0] * len(rep.sims)  # pieces of each simulator reported so far
     done = [0] * len(rep.sims)  # completions of each simulator counted so far
     held: list[tuple] = []  # closed pieces not reported yet (they end at or after the frontier)
+    last = [-math.inf]  # the latest end of a piece reported
 
     def named(c: int, idx: np.ndarray, pieces: list[tuple]) -> list[tuple]:
         out = []
@@ -173,12 +174,16 @@ def _feed_live(rep: _Replication, live: LiveGantt, horizon: float) -> None:
     def report(T: float) -> bool:
         ends = []
         for k, (c, idx, sim) in enumerate(rep.sims):
-            held.extend(named(c, idx, sim.pieces[taken[k]:]))
+            new = sim.pieces[taken[k]:]
+            held.extend(named(c, idx, new))
+            last[0] = max([last[0]] + [p[2] for p in new if p[2] == p[2]])
             taken[k] = len(sim.pieces)
             ends += [sim.end[j] for j in sim.completed[done[k]:]]
             done[k] = len(sim.completed)
         stop.add_ends(np.array(ends, np.float64), T)
         F = min(T, stop.time, settled)
+        if all(sim.finished for _, _, sim in rep.sims):  # the simulation is over: its time is its last end
+            F = min(F, last[0])
         closed = [row for row in held if row[4] < F]
         held[:] = [row for row in held if row[4] >= F]
         opened = []

@@ -42,6 +42,9 @@ def test_every_model_path_streams_exactly_its_gantt(monkeypatch, name):
     assert fractions == sorted(fractions)  # progress in simulated time never goes back
     sim_times = [c["sim_time"] for c in seg if "sim_time" in c]
     assert sim_times == sorted(sim_times)
+    # the simulated time reached never passes the replication's end (a finished simulation's time
+    # is its last event, not the slice it was advanced to)
+    assert sim_times[-1] <= float(np.max(result.segments["t1"])) + 1e-9
 
 
 def rows(t0, t1):
