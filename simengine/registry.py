@@ -10,7 +10,7 @@ one is tested by being registered.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
@@ -39,11 +39,24 @@ class Entry:
     capabilities: frozenset[str] = frozenset()
 
 
-class Registry:
-    """Name -> (parameter model, implementation) for one kind of policy."""
+@runtime_checkable
+class LocalScheduler(Protocol):
+    """What LOCAL_SCHEDULERS holds (but for entries flagged ``model``, which stand for a model
+    family): called with one cluster's jobs it returns their schedule
+    (simengine.schedulers.base.ClusterSchedule); ``steps`` gives the same schedule in slices of
+    simulated time (ClusterSteps), which the live Gantt drives."""
 
-    def __init__(self, kind: str):
-        self.kind = kind
+    def __call__(self, submit, runtime, estimate, size, processors, params, horizon=...): ...
+
+    steps: Callable[..., Any]
+
+
+class Registry:
+    """Name -> (parameter model, implementation) for one kind of policy. ``protocol``: what an
+    implementation must offer (checked when it registers, unless its entry is a ``model``)."""
+
+    def __init__(self, kind: str, protocol: type | None = None):
+        self.kind, self.protocol = kind, protocol
         self._entries: dict[str, Entry] = {}
 
     def register(self, name: str, params: type[BaseModel] = NoParams, summary: str = "",
@@ -56,6 +69,10 @@ class Registry:
         def decorate(implementation: Any) -> Any:
             if name in self._entries:
                 raise ValueError(f"{self.kind} {name!r} registered twice")
+            if self.protocol is not None and "model" not in capabilities \
+                    and not isinstance(implementation, self.protocol):
+                raise TypeError(f"{self.kind} {name!r}: its implementation must be callable and have .steps "
+                                f"({self.protocol.__module__}.{self.protocol.__name__})")
             doc = summary or (implementation.__doc__ or "").strip().split("\n")[0]
             self._entries[name] = Entry(name, params, implementation, doc, frozenset(capabilities))
             return implementation
@@ -82,7 +99,7 @@ class Registry:
         return name in self._entries
 
 
-LOCAL_SCHEDULERS = Registry("local scheduler")
+LOCAL_SCHEDULERS = Registry("local scheduler", LocalScheduler)
 SITE_ALLOCATION = Registry("site allocation policy")
 #: Co-allocation grid layer (simengine.grid): where a global job's components go, and how
 #: start deadlines are met (placement tries, claiming, Wait-X, GP/LP).

@@ -336,11 +336,11 @@ def steps(submit, runtime, estimate, size, processors, params, horizon=math.inf)
                                             float(params.overrun_step), cls, csize, cdlo, start, until), start, until)
 
 
-@LOCAL_SCHEDULERS.register("conservative", BackfillParams,
-                           "Conservative backfilling (a reservation for every queued job)",
-                           capabilities=("compiled", "event_driven"))
 def schedule(submit, runtime, estimate, size, processors, params, horizon=math.inf) -> ClusterSchedule:
     return steps(submit, runtime, estimate, size, processors, params, horizon).to_end()
 
 
 schedule.steps = steps
+LOCAL_SCHEDULERS.register("conservative", BackfillParams,
+                           "Conservative backfilling (a reservation for every queued job)",
+                           capabilities=("compiled", "event_driven"))(schedule)

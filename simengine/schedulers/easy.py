@@ -125,10 +125,10 @@ def steps(submit, runtime, estimate, size, processors, params, horizon=math.inf)
                                     hkeys, hvals, start, until), start, until)
 
 
-@LOCAL_SCHEDULERS.register("easy", BackfillParams, "EASY backfilling (one reservation, for the queue head)",
-                           capabilities=("compiled", "event_driven"))
 def schedule(submit, runtime, estimate, size, processors, params, horizon=math.inf) -> ClusterSchedule:
     return steps(submit, runtime, estimate, size, processors, params, horizon).to_end()
 
 
 schedule.steps = steps
+LOCAL_SCHEDULERS.register("easy", BackfillParams, "EASY backfilling (one reservation, for the queue head)",
+                           capabilities=("compiled", "event_driven"))(schedule)

@@ -49,10 +49,10 @@ def steps(submit, runtime, estimate, size, processors, params, horizon=math.inf)
                         start, until)
 
 
-@LOCAL_SCHEDULERS.register("fcfs", NoParams, "First-come first-served, no backfilling",
-                           capabilities=("compiled", "event_driven"))
 def schedule(submit, runtime, estimate, size, processors, params, horizon=math.inf) -> ClusterSchedule:
     return steps(submit, runtime, estimate, size, processors, params, horizon).to_end()
 
 
 schedule.steps = steps
+LOCAL_SCHEDULERS.register("fcfs", NoParams, "First-come first-served, no backfilling",
+                           capabilities=("compiled", "event_driven"))(schedule)

@@ -51,10 +51,10 @@ def steps(submit, runtime, estimate, size, processors, params, horizon=math.inf)
     return ClusterSteps(lwr_kernel(submit, runtime, processors, horizon, start, proc, until), start, until, proc)
 
 
-@LOCAL_SCHEDULERS.register("lwr", NoParams, "Least Work Remaining: per-processor FCFS queues (one-processor jobs)",
-                           capabilities=("compiled",))
 def schedule(submit, runtime, estimate, size, processors, params, horizon=math.inf) -> ClusterSchedule:
     return steps(submit, runtime, estimate, size, processors, params, horizon).to_end()
 
 
 schedule.steps = steps
+LOCAL_SCHEDULERS.register("lwr", NoParams, "Least Work Remaining: per-processor FCFS queues (one-processor jobs)",
+                           capabilities=("compiled",))(schedule)

@@ -239,3 +239,24 @@ def test_the_suite_fails_a_gantt_that_holds_a_processor_twice():
         check_result(SimpleNamespace(jobs=jobs, segments=seg), [8])
     seg["first_processor"] = np.array([0, 4])
     check_result(SimpleNamespace(jobs=jobs, segments=seg), [8])
+
+
+def test_a_local_scheduler_must_offer_the_protocol_to_register():
+    """LOCAL_SCHEDULERS is typed (registry.LocalScheduler): an implementation that cannot be called
+    for a schedule or has no ``steps`` for the live Gantt is refused when it registers; an entry
+    that stands for a model family (capability ``model``) is not a scheduler of the kernel path."""
+    from simengine.registry import LocalScheduler, Registry
+
+    registry = Registry("local scheduler", LocalScheduler)
+
+    def no_steps(submit, runtime, estimate, size, processors, params, horizon=None):
+        return None
+
+    with pytest.raises(TypeError, match="'bare': its implementation must be callable and have .steps"):
+        registry.register("bare")(no_steps)
+    no_steps.steps = lambda *a, **k: None
+    registry.register("with-steps")(no_steps)
+    registry.register("family", capabilities=("model",))(object())
+    assert registry.names() == ["family", "with-steps"]
+    assert all(isinstance(LOCAL_SCHEDULERS.get(n).implementation, LocalScheduler)
+               for n in LOCAL_SCHEDULERS.names() if "model" not in LOCAL_SCHEDULERS.get(n).capabilities)
