@@ -211,10 +211,13 @@ def cmd_schedulers(args) -> int:
     for registry in REGISTRIES:
         plural = registry.kind[:-1] + "ies" if registry.kind.endswith("y") else registry.kind + "s"
         print(f"{plural}:")
+        width = max(map(len, registry.names()), default=0)
         for name in registry.names():
             entry = registry.get(name)
             params = ", ".join(f"{k}={f.default!r}" for k, f in entry.params.model_fields.items())
-            print(f"  {name:14s} {entry.summary}" + (f"  [{params}]" if params else ""))
+            capabilities = ", ".join(sorted(entry.capabilities))
+            print(f"  {name:{width}s}  {entry.summary}" + (f"  [{params}]" if params else "")
+                  + (f"  ({capabilities})" if capabilities else ""))
     return 0
 
 

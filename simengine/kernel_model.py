@@ -172,8 +172,8 @@ def _dispatch_one(scenario: Scenario, replication: int, counts: list[int] | None
 
 def stateful_policy(scenario: Scenario):
     """The site-allocation implementation if it is stateful (Deferred, SB-Deferred), else None."""
-    impl = SITE_ALLOCATION.get(scenario.grid.site_allocation.name).implementation
-    return impl if getattr(impl, "stateful", False) else None
+    entry = SITE_ALLOCATION.get(scenario.grid.site_allocation.name)
+    return entry.implementation if "stateful" in entry.capabilities else None
 
 
 def _stateful_one(scenario: Scenario, r: int, counts: list[int] | None, live: LiveGantt | None = None) -> Simulated:

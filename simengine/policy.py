@@ -1,4 +1,5 @@
-"""Local schedulers written in plain Python (docs/write-a-policy.md).
+"""Policies written in plain Python (docs/write-a-policy.md): local schedulers, grid placement
+policies and site-allocation policies.
 
 A researcher's scheduler is a subclass of :class:`LocalScheduler` with a ``name`` and a
 ``schedule`` method; :func:`register` puts it in ``LOCAL_SCHEDULERS`` beside the compiled
@@ -15,7 +16,13 @@ known to a scheduler, only its ``estimate`` (the time requested). The policy run
 kernel path's event loop (:func:`_events`), paused and resumed in slices of simulated time
 like the compiled schedulers, so runs with it stream their Gantt live.
 
-Installed packages register their schedulers through the ``simengine.policies`` entry point
+A grid placement policy subclasses :class:`PlacementPolicy` (``place(job, idle)``: a cluster
+per component of a KOALA job, or None), a site-allocation policy :class:`SiteAllocationPolicy`
+(``choose(job)``: the cluster of a grid-target job); :func:`register` puts them in
+``GRID_PLACEMENT`` and ``SITE_ALLOCATION``. The built-in placement policies are written the same
+way (simengine.grid.placement).
+
+Installed packages register their policies through the ``simengine.policies`` entry point
 group (:func:`load_entry_points`); nothing is ever uploaded through the web.
 """
 from __future__ import annotations
@@ -24,15 +31,16 @@ import heapq
 import math
 import warnings
 from importlib.metadata import entry_points
-from typing import ClassVar, Collection, Iterable
+from typing import ClassVar, Collection, Iterable, Sequence
 
 import numpy as np
 from pydantic import BaseModel
 
-from simengine.registry import LOCAL_SCHEDULERS, NoParams
+from simengine.registry import GRID_PLACEMENT, LOCAL_SCHEDULERS, SITE_ALLOCATION, NoParams
 from simengine.schedulers.base import ClusterSchedule, ClusterSteps, check_inputs
 
-__all__ = ["Job", "LocalScheduler", "PolicyError", "register", "load_entry_points", "ENTRY_POINT_GROUP"]
+__all__ = ["Job", "LocalScheduler", "GridJob", "Grid", "PlacementPolicy", "SiteAllocationPolicy", "PolicyError",
+           "register", "load_entry_points", "ENTRY_POINT_GROUP"]
 
 #: the entry point group installed packages register their policies under
 ENTRY_POINT_GROUP = "simengine.policies"
@@ -105,16 +113,122 @@ class PythonScheduler:
         return self.steps(submit, runtime, estimate, size, processors, params, horizon).to_end()
 
 
-def register(policy: type[LocalScheduler]) -> type[LocalScheduler]:
-    """Class decorator: put ``policy`` into LOCAL_SCHEDULERS under its ``name``."""
-    if not (isinstance(policy, type) and issubclass(policy, LocalScheduler)):
-        raise TypeError(f"{policy!r} is not a LocalScheduler subclass")
+class GridJob:
+    """A grid job as a placement policy sees it: ``sizes`` (the processors of each component to
+    place, largest first), ``submit``, ``priority`` (0 super-high .. 3 super-low), ``file_size``
+    (MB of input, 0: none) and ``file_sites`` (indices into ``grid.files`` holding the file)."""
+
+    __slots__ = ("sizes", "submit", "priority", "file_size", "file_sites")
+
+    def __init__(self, sizes: tuple[int, ...], submit: float, priority: int = 1, file_size: float = 0.0,
+                 file_sites: tuple[int, ...] = ()):
+        self.sizes, self.submit, self.priority = sizes, submit, priority
+        self.file_size, self.file_sites = file_size, file_sites
+
+    def __repr__(self) -> str:
+        return f"GridJob(sizes={self.sizes}, submit={self.submit}, priority={self.priority})"
+
+
+class Grid:
+    """What a placement policy knows of the grid: ``processors`` per cluster and ``files`` (None
+    without file sites; else ``files.site_cluster[f]``, the cluster file site f is at,
+    ``files.names``, and ``files.time(megabytes, f, cluster)``, the transfer time)."""
+
+    __slots__ = ("processors", "files")
+
+    def __init__(self, processors: np.ndarray, files=None):
+        self.processors, self.files = processors, files
+
+
+class PlacementPolicy:
+    """Subclass this, set ``name`` (``Params``, ``summary`` as for a LocalScheduler) and write
+    :meth:`place`. One instance places the jobs of one simulation: it may keep state (e.g.
+    Close-to-Files' history table)."""
+
+    name: ClassVar[str] = ""
+    Params: ClassVar[type[BaseModel]] = NoParams
+    summary: ClassVar[str] = ""
+    #: registry capabilities; "compiled" only with a ``code`` of the co-allocation kernel
+    capabilities: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, params: BaseModel, grid: Grid):
+        self.params, self.grid = params, grid
+
+    def place(self, job: GridJob, idle: np.ndarray) -> Sequence[int | tuple[int, int]] | None:
+        """Where each of ``job.sizes`` goes, given ``idle`` processors per cluster (a copy: the
+        policy may change it): a cluster index per component (the engine takes the file site
+        with the shortest transfer), or a (cluster, file site) pair; None: the job does not
+        fit now (it stays queued). Several components may share a cluster; together they must
+        fit."""
+        raise NotImplementedError
+
+
+class SiteAllocationPolicy:
+    """Subclass this, set ``name`` (``Params``, ``summary``) and write :meth:`choose`: the
+    cluster each grid-target job (``target: grid``) goes to, from the job alone -- a static
+    policy, decided when the job is generated, before the simulation (state-aware policies,
+    like Deferred, are compiled with the sites, simengine.grid_lwr). ``rng`` is the run's
+    generator for this stream: draw from it, never from a global one, so runs reproduce."""
+
+    name: ClassVar[str] = ""
+    Params: ClassVar[type[BaseModel]] = NoParams
+    summary: ClassVar[str] = ""
+
+    def __init__(self, params: BaseModel, processors: np.ndarray, rng: np.random.Generator):
+        self.params, self.processors, self.rng = params, processors, rng
+
+    def choose(self, job: Job) -> int:
+        """The index of the cluster ``job`` goes to (it must have at least ``job.size`` processors)."""
+        raise NotImplementedError
+
+
+class PythonSiteAllocation:
+    """The registry's implementation of a :class:`SiteAllocationPolicy` subclass: the static
+    policies' interface ``(jobs, processors, params, rng) -> cluster per job``."""
+
+    def __init__(self, policy: type[SiteAllocationPolicy]):
+        self.policy = policy
+        self.__doc__ = policy.__doc__
+
+    def __call__(self, jobs, processors, params, rng) -> np.ndarray:
+        if not isinstance(params, self.policy.Params):
+            params = self.policy.Params.model_validate(params or {})
+        procs = np.asarray(processors, np.int64)
+        policy = self.policy(params, procs, rng)
+        out = np.empty(len(jobs), np.int32)
+        for i, (submit, size, estimate) in enumerate(zip(jobs.submit.tolist(), jobs.processors.tolist(),
+                                                         jobs.estimate.tolist())):
+            c = policy.choose(Job(i, submit, size, estimate))
+            if not (isinstance(c, (int, np.integer)) and 0 <= c < len(procs)):
+                raise PolicyError(f"{self.policy.name}: job {i} was sent to {c!r}, not a cluster index "
+                                  f"0..{len(procs) - 1}")
+            if procs[c] < size:
+                raise PolicyError(f"{self.policy.name}: job {i} needs {size} processors; it was sent to cluster "
+                                  f"{c}, which has {procs[c]}")
+            out[i] = c
+        return out
+
+
+def register(policy: type) -> type:
+    """Class decorator: put ``policy`` into its registry under its ``name`` (LOCAL_SCHEDULERS for
+    a LocalScheduler, GRID_PLACEMENT for a PlacementPolicy, SITE_ALLOCATION for a
+    SiteAllocationPolicy)."""
+    kinds = {LocalScheduler: "schedule", PlacementPolicy: "place", SiteAllocationPolicy: "choose"}
+    base = next((b for b in kinds if isinstance(policy, type) and issubclass(policy, b)), None)
+    if base is None:
+        raise TypeError(f"{policy!r} is not a LocalScheduler, PlacementPolicy or SiteAllocationPolicy subclass")
     if not policy.name:
         raise ValueError(f"{policy.__name__} has no name")
-    if policy.schedule is LocalScheduler.schedule:
-        raise TypeError(f"{policy.__name__} does not define schedule()")
+    method = kinds[base]
+    if getattr(policy, method) is getattr(base, method):
+        raise TypeError(f"{policy.__name__} does not define {method}()")
     summary = policy.summary or (policy.__doc__ or "").strip().split("\n")[0]
-    LOCAL_SCHEDULERS.register(policy.name, policy.Params, summary)(PythonScheduler(policy))
+    if base is LocalScheduler:
+        LOCAL_SCHEDULERS.register(policy.name, policy.Params, summary)(PythonScheduler(policy))
+    elif base is PlacementPolicy:
+        GRID_PLACEMENT.register(policy.name, policy.Params, summary, policy.capabilities)(policy)
+    else:
+        SITE_ALLOCATION.register(policy.name, policy.Params, summary)(PythonSiteAllocation(policy))
     return policy
 
 

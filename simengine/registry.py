@@ -26,7 +26,10 @@ CAPABILITIES = {
     "compiled": "a numba kernel (it releases the GIL)",
     "event_driven": "also simulated by the event-driven cluster (simengine/local), so it runs with advance "
                     "reservations, job priorities and preemption",
-    "model": "stands for a model family of its own (simengine.models), not a scheduler of the kernel path",
+    "model": "stands for a model family of its own (simengine.models) or a part of one, not a policy "
+             "object the engine calls",
+    "stateful": "a site-allocation policy that looks at the sites' state at each decision: simulated "
+                "together with the sites in one compiled pass (simengine.grid_lwr)",
 }
 
 
@@ -41,8 +44,7 @@ class Entry:
 
 @runtime_checkable
 class LocalScheduler(Protocol):
-    """What LOCAL_SCHEDULERS holds (but for entries flagged ``model``, which stand for a model
-    family): called with one cluster's jobs it returns their schedule
+    """What LOCAL_SCHEDULERS holds: called with one cluster's jobs it returns their schedule
     (simengine.schedulers.base.ClusterSchedule); ``steps`` gives the same schedule in slices of
     simulated time (ClusterSteps), which the live Gantt drives."""
 
@@ -51,9 +53,47 @@ class LocalScheduler(Protocol):
     steps: Callable[..., Any]
 
 
+@runtime_checkable
+class SiteAllocation(Protocol):
+    """What SITE_ALLOCATION holds: called as ``(jobs, processors, params, rng)`` it returns a
+    cluster index per job (a static policy); a ``stateful`` one instead gives the compiled
+    pass its arguments (``kernel_args``)."""
+
+    def __call__(self, jobs, processors, params, rng): ...
+
+
+@runtime_checkable
+class GridPlacement(Protocol):
+    """What GRID_PLACEMENT holds: a class (simengine.policy.PlacementPolicy) instantiated as
+    ``(params, grid)`` once per simulation, whose ``place(job, idle)`` returns a cluster per
+    component (or a (cluster, file site) pair), or None when the job does not fit now. A
+    ``compiled`` one also has the ``code`` the co-allocation kernel switches on."""
+
+    def __call__(self, params, grid): ...
+
+    place: Callable[..., Any]
+
+
+@runtime_checkable
+class Preemption(Protocol):
+    """What PREEMPTION holds: called with its validated parameters it returns the
+    simengine.preemption.PreemptionMode the engines apply to a victim."""
+
+    def __call__(self, params): ...
+
+
+def _members(protocol: type) -> list[str]:
+    """What ``protocol`` requires: its methods (a call included) and annotated attributes."""
+    own = vars(protocol)
+    return [m for m, v in own.items() if callable(v) and (m == "__call__" or not m.startswith("_"))] \
+        + list(own.get("__annotations__", {}))
+
+
 class Registry:
     """Name -> (parameter model, implementation) for one kind of policy. ``protocol``: what an
-    implementation must offer (checked when it registers, unless its entry is a ``model``)."""
+    implementation must offer (checked when it registers, unless its entry is a ``model``);
+    without one, every entry must be a ``model``: such a policy is a part of a model family
+    (simengine.models), and a new one is a new model, not a new entry."""
 
     def __init__(self, kind: str, protocol: type | None = None):
         self.kind, self.protocol = kind, protocol
@@ -69,10 +109,15 @@ class Registry:
         def decorate(implementation: Any) -> Any:
             if name in self._entries:
                 raise ValueError(f"{self.kind} {name!r} registered twice")
-            if self.protocol is not None and "model" not in capabilities \
-                    and not isinstance(implementation, self.protocol):
-                raise TypeError(f"{self.kind} {name!r}: its implementation must be callable and have .steps "
-                                f"({self.protocol.__module__}.{self.protocol.__name__})")
+            if "model" not in capabilities:
+                if self.protocol is None:
+                    raise TypeError(f"{self.kind} {name!r}: a {self.kind} is part of a model family; register "
+                                    f"it with capabilities=('model',) beside its model (simengine.models)")
+                if not isinstance(implementation, self.protocol):
+                    lacks = ", ".join("a call" if m == "__call__" else f".{m}" for m in _members(self.protocol)
+                                      if not hasattr(implementation, m))
+                    raise TypeError(f"{self.kind} {name!r}: its implementation lacks {lacks} "
+                                    f"({self.protocol.__module__}.{self.protocol.__name__})")
             doc = summary or (implementation.__doc__ or "").strip().split("\n")[0]
             self._entries[name] = Entry(name, params, implementation, doc, frozenset(capabilities))
             return implementation
@@ -100,14 +145,14 @@ class Registry:
 
 
 LOCAL_SCHEDULERS = Registry("local scheduler", LocalScheduler)
-SITE_ALLOCATION = Registry("site allocation policy")
-#: Co-allocation grid layer (simengine.grid): where a global job's components go, and how
-#: start deadlines are met (placement tries, claiming, Wait-X, GP/LP).
-GRID_PLACEMENT = Registry("placement policy")
+SITE_ALLOCATION = Registry("site allocation policy", SiteAllocation)
+#: Grid layer (simengine.grid): where a global job's components go (placement), and how start
+#: deadlines are met (placement tries, claiming, Wait-X, GP/LP: the deadline policy, a model part).
+GRID_PLACEMENT = Registry("placement policy", GridPlacement)
 DEADLINE_POLICY = Registry("deadline policy")
 #: What happens to a running job another job (or an advance reservation) preempts:
 #: none, kill, requeue, suspend (simengine.preemption, docs/reservations.md).
-PREEMPTION = Registry("preemption policy")
+PREEMPTION = Registry("preemption policy", Preemption)
 #: How workflow grid jobs are made and placed with reservations: none, rars-heft (Cao's
 #: relaxed reservations, simengine.cao.scheduler, docs/cao.md).
 WORKFLOW_SCHEDULING = Registry("workflow scheduling policy")

@@ -2,11 +2,12 @@
 
 Registered in :data:`simengine.registry.SITE_ALLOCATION`. A *static* policy is a
 function ``allocate(jobs, processors, params, rng) -> int32 array`` that picks a
-cluster index for every job of ``jobs`` at once, independently of the system state.
+cluster index for every job of ``jobs`` at once, independently of the system state
+(one written in plain Python subclasses simengine.policy.SiteAllocationPolicy).
 
 A *stateful* policy (``deferred``, ``sb_deferred``) looks at the sites' remaining work,
-so it cannot route jobs up front: its implementation is a :class:`StatefulPolicy`
-(``stateful = True``) and the runner simulates the grid scheduler and the LWR sites
+so it cannot route jobs up front: its entry has the ``stateful`` capability, its
+implementation is a :class:`StatefulPolicy` and the runner simulates the grid scheduler and the LWR sites
 together in one compiled pass (:mod:`simengine.grid_lwr`).
 """
 
@@ -144,8 +145,6 @@ class SBDeferredParams(DeferredParams):
 class StatefulPolicy:
     """A site-allocation policy that needs the sites' state; run by :mod:`simengine.grid_lwr`."""
 
-    stateful = True
-
     def __init__(self, code: int, params: type[BaseModel], doc: str):
         self.code, self.params, self.__doc__ = code, params, doc
 
@@ -165,14 +164,16 @@ class StatefulPolicy:
 deferred = SITE_ALLOCATION.register(
     "deferred", DeferredParams,
     summary="Deferred: every A_I, queued jobs go FCFS to the site with least remaining work per processor",
+    capabilities=("stateful", "compiled"),
 )(StatefulPolicy(POLICY_DEFERRED, DeferredParams, "Deferred site allocation (Zikos & Karatza)."))
 
 sb_deferred = SITE_ALLOCATION.register(
     "sb_deferred", SBDeferredParams,
     summary="SB-Deferred: demand > SDT -> Deferred, else Random (Zikos & Karatza)",
+    capabilities=("stateful", "compiled"),
 )(StatefulPolicy(POLICY_SB_DEFERRED, SBDeferredParams, "Size-based Deferred site allocation (Zikos & Karatza)."))
 
 
 def is_stateful(name: str) -> bool:
     """Does the site-allocation policy ``name`` need the combined grid + LWR simulation?"""
-    return name in SITE_ALLOCATION and getattr(SITE_ALLOCATION.get(name).implementation, "stateful", False)
+    return name in SITE_ALLOCATION and "stateful" in SITE_ALLOCATION.get(name).capabilities

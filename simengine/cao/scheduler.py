@@ -105,14 +105,14 @@ def schedule(submit, runtime, estimate, size, processors, params, horizon=math.i
     return cbf.implementation(submit, runtime, estimate, size, processors, cbf.params(), horizon)
 
 
-@WORKFLOW_SCHEDULING.register("none", NoParams, "No workflow grid jobs")
+@WORKFLOW_SCHEDULING.register("none", NoParams, "No workflow grid jobs", capabilities=("model",))
 def no_workflows():
     return None
 
 
 @WORKFLOW_SCHEDULING.register(RARS_HEFT, RarsHeftParams,
                               "Cao's workflows (5 tasks from eligible jobs) with relaxed reservations "
-                              "placed by RARS-HEFT; needs scojo-pect clusters")
+                              "placed by RARS-HEFT; needs scojo-pect clusters", capabilities=("model",))
 def rars_heft():
     return None
 

@@ -39,7 +39,7 @@ G_WAITING, G_CLAIMED, G_RUNNING, G_DONE, G_FAILED = 0, 1, 2, 3, 4
 #: positions in the state tuple of grid_state / grid_advance (read by simengine.grid.model.GridRun)
 ST_QPOS, ST_QARR, ST_RQ_N, ST_HEAP, ST_KILLS, ST_COUNTERS, ST_CLOCK = 6, 7, 9, 15, 17, 20, 21
 
-#: placement codes (simengine.grid.schema.PLACEMENT_CODES)
+#: placement codes (``code`` of the compiled GRID_PLACEMENT entries, simengine.grid.placement)
 PLACE_WORST_FIT = 0
 
 

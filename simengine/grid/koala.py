@@ -31,13 +31,12 @@ from typing import Callable
 
 import numpy as np
 
+from simengine.grid.placement import best_site, place, placement_policy
 from simengine.preemption import PreemptionMode, choose_victims, preemption_mode
 
-__all__ = ["KoalaJob", "KoalaPolicy", "Band", "Files", "KoalaOutcome", "simulate_koala",
-           "PRIORITIES", "PLACEMENTS"]
+__all__ = ["KoalaJob", "KoalaPolicy", "Band", "Files", "KoalaOutcome", "simulate_koala", "PRIORITIES"]
 
 PRIORITIES = ("super-high", "high", "low", "super-low")
-PLACEMENTS = ("worst-fit", "close-to-files", "cluster-minimization", "flexible-cluster-minimization")
 
 # event order within one instant
 _END, _START, _CLAIM, _SCAN, _ARRIVE, _LOCAL, _BAND = range(7)
@@ -90,8 +89,8 @@ class Band:
 
 @dataclass
 class KoalaPolicy:
-    placement: str = "worst-fit"
-    history: str = "all_pairs"          # Close-to-Files history table H at the start: all_pairs | empty
+    placement: str = "worst-fit"        # a GRID_PLACEMENT entry (simengine.grid.placement)
+    placement_params: dict = field(default_factory=dict)
     min_component: int = 1              # FCM: smallest component it splits off
     scan_interval: float = 60.0
     first_scan: float = 0.0
@@ -112,80 +111,6 @@ def wrr_sequence(weights) -> list[int]:
     """The queue scanned at each scan of one round of the weighted round-robin (§4.2)."""
     nh, nl, n1, n2, n3, n4 = weights
     return ([0] * n1 + [1] * n2) * nh + ([2] * n3 + [3] * n4) * nl
-
-
-# ---- placement policies ---------------------------------------------------------------------------
-
-def _best_site(files: Files | None, job: KoalaJob, cluster: int) -> tuple[int, float]:
-    if files is None or job.file_size <= 0 or not job.file_sites:
-        return -1, 0.0
-    best = min(job.file_sites, key=lambda f: (files.time(job.file_size, f, cluster), f))
-    return best, files.time(job.file_size, best, cluster)
-
-
-def place(job: KoalaJob, avail: np.ndarray, policy: KoalaPolicy, files: Files | None, history: set | None,
-          only: list[int] | None = None) -> list[tuple[int, int, int, float]] | None:
-    """Place ``job`` (or its components ``only``) atomically on ``avail`` idle processors.
-
-    Returns (size, cluster, file site, transfer time) per component, in component order, or
-    None. ``avail`` is not modified. Flexible jobs are split by FCM whatever the policy."""
-    a = avail.astype(np.int64).copy()
-    C = len(a)
-    if job.flexible and only is None:
-        order = sorted(range(C), key=lambda c: (-a[c], c))
-        rem, out = job.sizes[0], []
-        for c in order:
-            chunk = min(rem, int(a[c]))
-            if chunk <= 0 or (chunk < policy.min_component and chunk < rem):
-                continue
-            site, t = _best_site(files, job, c)
-            out.append((chunk, c, site, t))
-            a[c] -= chunk
-            rem -= chunk
-            if rem == 0:
-                return out
-        return None
-    idx = list(range(len(job.sizes))) if only is None else list(only)
-    fixed = [k for k in idx if job.clusters is not None and job.clusters[k] >= 0 and not job.flexible]
-    free = sorted((k for k in idx if k not in fixed), key=lambda k: -job.sizes[k])
-    res: dict[int, tuple[int, int, int, float]] = {}
-    for k in fixed:  # fixed components first, then the others in decreasing size
-        c, s = job.clusters[k], job.sizes[k]
-        if a[c] < s:
-            return None
-        a[c] -= s
-        res[k] = (s, c, *_best_site(files, job, c))
-    name = policy.placement
-    cm_order = sorted(range(C), key=lambda c: (-a[c], c))
-    for k in free:
-        s = job.sizes[k]
-        site, t = -1, 0.0
-        if name == "close-to-files" and files is not None and job.file_size > 0 and job.file_sites:
-            here = [f for f in job.file_sites if files.site_cluster[f] >= 0 and a[files.site_cluster[f]] >= s]
-            if here:
-                site = min(here, key=lambda f: files.names[f])
-                c, t = files.site_cluster[site], 0.0
-            else:
-                pairs = [(files.time(job.file_size, f, e), e, f) for (e, f) in (history or ())
-                         if f in job.file_sites and a[e] >= s]
-                if not pairs:
-                    return None
-                t, c, site = min(pairs)
-                for f in job.file_sites:
-                    history.add((c, f))
-        elif name in ("cluster-minimization", "flexible-cluster-minimization"):
-            c = next((e for e in cm_order if a[e] >= s), -1)
-            if c < 0:
-                return None
-            site, t = _best_site(files, job, c)
-        else:  # worst-fit (and close-to-files for a job without files)
-            c = int(np.argmax(a))
-            if a[c] < s:
-                return None
-            site, t = _best_site(files, job, c)
-        a[c] -= s
-        res[k] = (s, c, site, t)
-    return [res[k] for k in idx]
 
 
 # ---- the simulation -------------------------------------------------------------------------------
@@ -243,6 +168,8 @@ class KoalaOutcome:
     # a claimed component whose files were still coming shows them from ``transfer from`` to t0
     starts: list = field(default_factory=list)
     hold_end: list = field(default_factory=list)  # when each hold ended
+    #: KOALA jobs that failed at arrival: their placement policy cannot place them even on the idle grid
+    unplaceable: list = field(default_factory=list)
 
 
 def simulate_koala(processors, jobs: list[KoalaJob], policy: KoalaPolicy, files: Files | None = None,
@@ -302,8 +229,10 @@ def _koala_steps(processors, jobs, policy, files, local, band, horizon, warmup, 
     hold_end: list = []  # when each hold ended (NaN: held)
     queues_local: list[list[int]] = [[] for _ in range(C)]
     running_local: list[list[int]] = [[] for _ in range(C)]  # in start order
-    history = {(e, f) for e in range(C) for f in range(len(files.site_cluster))} \
-        if files is not None and policy.history == "all_pairs" else set()
+    placer = placement_policy(policy.placement, policy.placement_params, P, files)
+    # a second instance (its state apart) tells at arrival whether a job fits even the idle grid
+    probe = placement_policy(policy.placement, policy.placement_params, P, files)
+    unplaceable: list[int] = []
     K = [_K(j, j.priority, policy.L) for j in jobs]
     pq: list[list[int]] = [[], [], [], []]
     holdings: list = []
@@ -389,7 +318,7 @@ def _koala_steps(processors, jobs, policy, files, local, band, horizon, warmup, 
 
     def try_place(j, t, avail) -> bool:
         k = K[j]
-        got = place(k.job, avail, policy, files, history)
+        got = place(k.job, avail, placer, files, policy.min_component)
         if got is None:
             return False
         k.placement_time += t - k.enqueued
@@ -441,7 +370,7 @@ def _koala_steps(processors, jobs, policy, files, local, band, horizon, warmup, 
                 if not fixed:
                     one = KoalaJob(k.job.submit, k.job.runtime, [s], None, k.prio, False, k.job.file_size,
                                    k.job.file_sites)
-                    got = place(one, av, policy, files, history)
+                    got = place(one, av, placer, files, policy.min_component)
                 target = cp[1]
                 if got is not None:
                     _, e, site, ftt = got[0]
@@ -485,7 +414,7 @@ def _koala_steps(processors, jobs, policy, files, local, band, horizon, warmup, 
                         if idle[e] >= s:
                             placed[cp[1]] -= s
                             cp[1] = e
-                            cp[2], cp[3] = _best_site(files, k.job, e)
+                            cp[2], cp[3] = best_site(files, k.job, e)
                             placed[e] += s
                             idle[e] -= s
                             now.append(ci)
@@ -642,7 +571,12 @@ def _koala_steps(processors, jobs, policy, files, local, band, horizon, warmup, 
             if undecided[0] > 0:
                 push(t + policy.scan_interval, _SCAN, None)
         elif kind == _ARRIVE:
-            enqueue(payload, t)
+            if place(K[payload].job, P, probe, files, policy.min_component) is None:
+                K[payload].state = "failed"  # it could never be placed: queued, it would keep the run going forever
+                undecided[0] -= 1
+                unplaceable.append(payload)
+            else:
+                enqueue(payload, t)
         elif kind == _LOCAL:
             queues_local[l_cl[payload]].append(payload)
         elif kind == _BAND:
@@ -677,4 +611,4 @@ def _koala_steps(processors, jobs, policy, files, local, band, horizon, warmup, 
     arr = np.asarray
     return KoalaOutcome(K, arr(l_sub, float), arr(l_start, float), arr(l_end, float), arr(l_size, np.int64),
                         arr(l_cl, np.int64), arr(l_rt, float), arr(l_state, np.int8), arr(l_bg, bool),
-                        holdings, transfers, busy, t_end, max_q[0], qtrace, starts, hold_end)
+                        holdings, transfers, busy, t_end, max_q[0], qtrace, starts, hold_end, unplaceable)

@@ -56,7 +56,7 @@ def koala_policy(scenario) -> KoalaPolicy:
     g = scenario.grid
     p, d = g.placement.params, g.deadline_policy.params
     w = d["weights"]
-    return KoalaPolicy(placement=g.placement.name, history=p.get("history", "all_pairs"),
+    return KoalaPolicy(placement=g.placement.name, placement_params=p,
                        min_component=p.get("min_component", 1), scan_interval=d["scan_interval"],
                        first_scan=d["first_scan"], weights=(w["N_h"], w["N_l"], w["n1"], w["n2"], w["n3"], w["n4"]),
                        promote_after=d["promote_after"], max_place_tries=d["max_place_tries"], L=d["L"],
@@ -516,7 +516,12 @@ def simulate_koala_replication(scenario, replication: int, with_rows: bool = Tru
         if with_segments:
             seg = _segments(scenario, o, row_of)
             series = _series(scenario, w, o)
-    return KoalaReplication(m, jobs, seg, series, w.notes, o)
+    notes = list(w.notes)
+    if o.unplaceable:
+        notes.append(f"replication {replication}: {len(o.unplaceable)} KOALA jobs failed at their arrival: "
+                     f"placement '{scenario.grid.placement.name}' cannot place them even on the idle grid "
+                     f"(e.g. job {int(w.job_id[o.unplaceable[0]])})")
+    return KoalaReplication(m, jobs, seg, series, notes, o)
 
 
 def replicate(scenario, r: int, with_segments: bool, on_step=None, live=None, place=None) -> Replication:

@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 
 from simengine.grid import kernel as K
-from simengine.grid.schema import PLACEMENT_CODES, RPPParams, WorstFitParams
+from simengine.grid.placement import compiled_code, placement_policy
+from simengine.grid.schema import RPPParams
 
 __all__ = ["LocalJobs", "GlobalJobs", "GridPolicy", "GridOutcome", "GridRun", "simulate", "warm_up"]
 
@@ -83,7 +84,7 @@ class GridPolicy:
     @classmethod
     def from_params(cls, placement: str = "worst-fit", placement_params: dict[str, Any] | None = None,
                     deadline_params: dict[str, Any] | None = None) -> "GridPolicy":
-        WorstFitParams.model_validate(placement_params or {})
+        placement_policy(placement, placement_params, [1])  # (validates the parameters)
         p = RPPParams.model_validate(deadline_params or {})
         return cls(placement=placement, lp=p.lp, mp=p.mp, final_attempt=p.final_attempt, wait_x=p.wait_x,
                    priority=p.priority, kill_order=p.kill_order, killed_jobs=p.killed_jobs,
@@ -150,8 +151,7 @@ class GridRun:
             raise ValueError("a local job is larger than its cluster")
         if len(gj) and ((gj.deadline < gj.submit).any() or (gj.components < 1).any() or (gj.size < 1).any()):
             raise ValueError("global jobs need deadline >= submit, at least one component and size >= 1")
-        if pol.placement not in PLACEMENT_CODES:
-            raise ValueError(f"unknown placement policy {pol.placement!r}; known: {', '.join(PLACEMENT_CODES)}")
+        code = compiled_code(pol.placement)
         self.given_local, self.given_global = local, gj
         self.local_order, self.global_order = _order(local.submit), _order(gj.submit)
         lo, go = self.local_order, self.global_order
@@ -172,7 +172,7 @@ class GridRun:
         self.comp_cluster = np.full(int(self.comp_off[-1]), -1, np.int64)
         self.acc = np.zeros((C, 3))
         wait_x = math.inf if pol.wait_x is None else float(pol.wait_x)
-        self.policy = (PLACEMENT_CODES[pol.placement], float(pol.lp), int(pol.mp), wait_x, pol.priority == "GP",
+        self.policy = (code, float(pol.lp), int(pol.mp), wait_x, pol.priority == "GP",
                        bool(pol.final_attempt), pol.kill_order == "latest_started_first",
                        pol.killed_jobs == "requeue", bool(pol.claims_bypass_local_queue), float(horizon),
                        float(warmup))

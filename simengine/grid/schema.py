@@ -32,17 +32,16 @@ from simengine.distributions import (
     processor_count_max,
     processor_count_mean,
 )
+import simengine.grid.placement  # noqa: F401  (registers the built-in placement policies)
 import simengine.preemption  # noqa: F401  (registers the preemption policies KOALA names)
 from simengine.registry import DEADLINE_POLICY, GRID_PLACEMENT, PREEMPTION
 
 __all__ = [
     "StartDeadline",
     "CoallocatedJobs",
-    "WorstFitParams",
     "RPPParams",
     "grid_problems",
     "is_coallocation",
-    "PLACEMENT_CODES",
     "KoalaJobs",
     "KoalaShape",
     "KoalaFile",
@@ -122,29 +121,6 @@ class CoallocatedJobs(BaseModel):
 
 # ---- policies ------------------------------------------------------------------------------------
 
-#: placement policy name -> the code the kernel switches on (a new policy adds a code and a branch)
-PLACEMENT_CODES = {"worst-fit": 0}
-
-
-class WorstFitParams(BaseModel):
-    """Parameters of Worst-Fit placement."""
-
-    model_config = ConfigDict(strict=True, extra="forbid")
-
-    tie_break: Literal["lowest_index"] = Field(
-        "lowest_index", description="clusters with equally many idle processors: the lowest index wins")
-
-
-@GRID_PLACEMENT.register(
-    "worst-fit", WorstFitParams,
-    "Worst-Fit: each component in turn to the cluster with the most idle processors (all or nothing)")
-class WorstFit:
-    """Components one at a time to the cluster with the most idle processors, the counts
-    updated after each; several components may share a cluster; all or nothing."""
-
-    code = PLACEMENT_CODES["worst-fit"]
-
-
 class RPPParams(BaseModel):
     """Parameters of the Repeated Placement Policy with Wait-X and GP/LP (MODELS.md §3)."""
 
@@ -177,7 +153,8 @@ class RPPParams(BaseModel):
 
 @DEADLINE_POLICY.register(
     "rpp", RPPParams,
-    "Repeated Placement Policy: tries at PT_m before the start deadline, Wait-X, GP/LP (Ballier et al.)")
+    "Repeated Placement Policy: tries at PT_m before the start deadline, Wait-X, GP/LP (Ballier et al.)",
+    capabilities=("model",))
 class RepeatedPlacement:
     """Placement tries at PT_0, PT_1, ... (at most M_p), claiming at a successful try, then one
     final attempt at D; Wait-X ignores the job until D - X; GP kills local jobs at D, LP fails."""
@@ -376,56 +353,10 @@ class KoalaParams(BaseModel):
 
 @DEADLINE_POLICY.register(
     "koala", KoalaParams,
-    "KOALA: weighted round-robin placement queues, claiming at JCT with the Incremental Claiming Policy")
+    "KOALA: weighted round-robin placement queues, claiming at JCT with the Incremental Claiming Policy",
+    capabilities=("model",))
 class KoalaClaiming:
     """Placement queues scanned at an interval, claiming at JCT_n (L), ICP with threshold T."""
-
-
-class CloseToFilesParams(BaseModel):
-    """Parameters of Close-to-Files (Algorithm 1)."""
-
-    model_config = ConfigDict(strict=True, extra="forbid")
-
-    history: Literal["all_pairs", "empty"] = Field(
-        "all_pairs", description="the history table H at the start: every (cluster, file site) pair (the thesis's "
-                                 "experiments) or empty (then only clusters holding the file are used)")
-    pick: Literal["alphabetical"] = Field("alphabetical", description="among file sites with enough idle "
-                                                                      "processors, the first by name")
-
-
-class ClusterMinParams(BaseModel):
-    model_config = ConfigDict(strict=True, extra="forbid")
-
-    tie_break: Literal["lowest_index"] = "lowest_index"
-
-
-class FlexibleClusterMinParams(BaseModel):
-    model_config = ConfigDict(strict=True, extra="forbid")
-
-    min_component: int = Field(1, ge=1, description="FCM does not split off components smaller than this "
-                                                    "(unless it is the rest of the job)")
-
-
-@GRID_PLACEMENT.register(
-    "close-to-files", CloseToFilesParams,
-    "Close-to-Files (KOALA): components on a file site with room, else the (cluster, file site) pair of the "
-    "history table with the least transfer time")
-class CloseToFiles:
-    """KOALA's Algorithm 1."""
-
-
-@GRID_PLACEMENT.register(
-    "cluster-minimization", ClusterMinParams,
-    "Cluster Minimization (KOALA): components fill the clusters with the most idle processors first")
-class ClusterMinimization:
-    """Components (decreasing size) to the first cluster, in decreasing idle order, where they fit."""
-
-
-@GRID_PLACEMENT.register(
-    "flexible-cluster-minimization", FlexibleClusterMinParams,
-    "Flexible Cluster Minimization (KOALA): a flexible job's total size split greedily over the emptiest clusters")
-class FlexibleClusterMinimization:
-    """CM for flexible jobs: the total size is split over the clusters in decreasing idle order."""
 
 
 def is_koala(scenario: Any) -> bool:
@@ -661,8 +592,13 @@ def grid_problems(s: Any, check_policy) -> list[tuple[tuple, str]]:
             ref = type(g.site_allocation)(name=default)
             found += check_policy(ref, registry, ("grid", field))
             setattr(g, field, ref)
-        elif ref.name not in PLACEMENT_CODES and ref.name != "rpp":
-            found.append(((("grid", field, "name")), f"co-allocated jobs with start deadlines support "
-                                                     f"{'worst-fit' if field == 'placement' else 'rpp'} only "
-                                                     f"(got '{ref.name}'; the others are KOALA's)"))
+        elif field == "placement" and ref.name in GRID_PLACEMENT \
+                and "compiled" not in GRID_PLACEMENT.get(ref.name).capabilities:
+            compiled = ", ".join(GRID_PLACEMENT.with_capability("compiled"))
+            found.append((("grid", field, "name"), f"co-allocated jobs with start deadlines run in the compiled "
+                                                   f"co-allocation kernel, which has {compiled} (got '{ref.name}', "
+                                                   f"which runs with KOALA jobs)"))
+        elif field == "deadline_policy" and ref.name != "rpp":
+            found.append((("grid", field, "name"), f"co-allocated jobs with start deadlines support rpp only "
+                                                   f"(got '{ref.name}', KOALA's)"))
     return found

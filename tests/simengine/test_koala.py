@@ -9,15 +9,18 @@ import math
 
 import numpy as np
 import pytest
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import simengine
 from simengine.errors import ScenarioError
-from simengine.grid.koala import Band, Files, KoalaJob, KoalaPolicy, place, simulate_koala, wrr_sequence
+from simengine.grid.koala import Band, Files, KoalaJob, KoalaPolicy, simulate_koala, wrr_sequence
+from simengine.grid.placement import place, placement_policy
 from simengine.grid.koala_run import koala_files
 from simengine.preemption import preemption_mode
 from simengine.scenario import load_scenario
+from tests.conftest import ROOT
 
 # ---- placement policies ---------------------------------------------------------------------------
 
@@ -25,10 +28,11 @@ from simengine.scenario import load_scenario
 def test_worst_fit_places_components_in_decreasing_size_on_the_emptiest_cluster():
     # sizes 8, 4, 6 on idle [10, 20, 15]: 8 -> c1 (20 -> 12); 6 -> c2 (15 > 12; -> 9); 4 -> c1 (12 > 10, 9)
     job = KoalaJob(0.0, 10.0, [8, 4, 6])
-    got = place(job, np.array([10, 20, 15]), KoalaPolicy(placement="worst-fit"), None, None)
+    wf = placement_policy("worst-fit", {}, [10, 20, 15])
+    got = place(job, np.array([10, 20, 15]), wf, None)
     assert [(s, c) for s, c, _, _ in got] == [(8, 1), (4, 1), (6, 2)]
     # atomic: a component of 21 fits nowhere, so nothing is placed
-    assert place(KoalaJob(0.0, 10.0, [8, 21]), np.array([10, 20, 15]), KoalaPolicy(), None, None) is None
+    assert place(KoalaJob(0.0, 10.0, [8, 21]), np.array([10, 20, 15]), wf, None) is None
 
 
 def _files():
@@ -41,39 +45,40 @@ def _files():
 def test_close_to_files_uses_file_sites_alphabetically_then_the_history_table():
     files = _files()
     job = KoalaJob(0.0, 10.0, [8, 8, 8], file_size=1000.0, file_sites=[0, 1])  # file at 'zz' (c0) and 'aa' (c2)
-    pol = KoalaPolicy(placement="close-to-files")
-    H = {(1, 0)}  # only (cluster 1, site 'zz')
-    got = place(job, np.array([10, 10, 10]), pol, files, H)
+    pol = placement_policy("close-to-files", {}, [10, 10, 10], files)
+    assert pol.history == {(e, f) for e in range(3) for f in range(3)}  # all pairs at the start (the default)
+    pol.history = H = {(1, 0)}  # only (cluster 1, site 'zz')
+    got = place(job, np.array([10, 10, 10]), pol, files)
     # 1st: both file sites have room -> 'aa' (alphabetical) = c2, no transfer; 2nd: 'aa' has 2 left -> 'zz' = c0;
     # 3rd: no file site has room -> the pair (c1, 'zz') of H: 1000 MB / 25 MB/s = 40 s
     assert [(c, site, t) for _, c, site, t in got] == [(2, 1, 0.0), (0, 0, 0.0), (1, 0, 40.0)]
     assert H == {(1, 0), (1, 1)}  # (E, F') inserted for every file site F' of the job
     # an empty history table never grows: the third component cannot be placed
-    assert place(job, np.array([10, 10, 10]), pol, files, set()) is None
+    empty = placement_policy("close-to-files", {"history": "empty"}, [10, 10, 10], files)
+    assert place(job, np.array([10, 10, 10]), empty, files) is None and empty.history == set()
 
 
 def test_cluster_minimization_fills_the_emptiest_cluster_first_worst_fit_spreads():
     job = KoalaJob(0.0, 10.0, [8, 8, 8])
     idle = np.array([10, 30, 20])
-    cm = place(job, idle, KoalaPolicy(placement="cluster-minimization"), None, None)
+    cm = place(job, idle, placement_policy("cluster-minimization", {}, idle), None)
     assert [c for _, c, _, _ in cm] == [1, 1, 1]  # 30 -> 22 -> 14 -> 6: one cluster
-    wf = place(job, idle, KoalaPolicy(placement="worst-fit"), None, None)
+    wf = place(job, idle, placement_policy("worst-fit", {}, idle), None)
     assert [c for _, c, _, _ in wf] == [1, 1, 2]  # 30 -> 22; 22 > 20 -> 14; 20 > 14
 
 
 def test_flexible_cluster_minimization_splits_the_total_over_the_emptiest_clusters():
-    pol = KoalaPolicy(placement="flexible-cluster-minimization")
     idle = np.array([5, 30, 20])
-    got = place(KoalaJob(0.0, 1.0, [40], flexible=True), idle, pol, None, None)
+    pol = placement_policy("flexible-cluster-minimization", {}, idle)
+    got = place(KoalaJob(0.0, 1.0, [40], flexible=True), idle, pol, None)
     assert [(s, c) for s, c, _, _ in got] == [(30, 1), (10, 2)]
-    got = place(KoalaJob(0.0, 1.0, [53], flexible=True), idle, pol, None, None)
+    got = place(KoalaJob(0.0, 1.0, [53], flexible=True), idle, pol, None)
     assert [(s, c) for s, c, _, _ in got] == [(30, 1), (20, 2), (3, 0)]
-    assert place(KoalaJob(0.0, 1.0, [56], flexible=True), idle, pol, None, None) is None  # only 55 idle
+    assert place(KoalaJob(0.0, 1.0, [56], flexible=True), idle, pol, None) is None  # only 55 idle
     # no component smaller than 8 unless it is the rest of the job: 30 + 20 leaves 4 of 54 -> c0 gives 4
-    pol4 = KoalaPolicy(placement="flexible-cluster-minimization", min_component=8)
-    assert [s for s, _, _, _ in place(KoalaJob(0.0, 1.0, [54], flexible=True), idle, pol4, None, None)] == [30, 20, 4]
-    assert place(KoalaJob(0.0, 1.0, [56], flexible=True), np.array([5, 30, 30]), pol4, None, None) is not None
-    assert place(KoalaJob(0.0, 1.0, [66], flexible=True), np.array([5, 30, 30]), pol4, None, None) is None
+    assert [s for s, _, _, _ in place(KoalaJob(0.0, 1.0, [54], flexible=True), idle, pol, None, 8)] == [30, 20, 4]
+    assert place(KoalaJob(0.0, 1.0, [56], flexible=True), np.array([5, 30, 30]), pol, None, 8) is not None
+    assert place(KoalaJob(0.0, 1.0, [66], flexible=True), np.array([5, 30, 30]), pol, None, 8) is None
 
 
 def test_weighted_round_robin_sequence():
@@ -378,3 +383,29 @@ def test_validated_scenario_loads_again_with_the_same_hash():
     d["workload"]["streams"][0]["shapes"] = [{"components": 2, "size": 4, "runtime": 50.0}]
     s = load_scenario(d)
     assert scenario_hash(load_scenario(s.model_dump(mode="json"))) == scenario_hash(s)
+
+
+def test_a_job_its_placement_can_never_place_fails_at_arrival_and_the_run_ends():
+    # 16 processors on clusters of 8: no placement can ever work. Queued, it was retried at every scan
+    # for ever (a KOALA W30 run with an empty history table grew past 6 GB before it was stopped).
+    never, fits = KoalaJob(0.0, 10.0, [16]), KoalaJob(5.0, 10.0, [8])
+    o = simulate_koala([8, 8], [never, fits], KoalaPolicy())
+    assert [k.state for k in o.jobs] == ["failed", "done"] and o.unplaceable == [0]
+    assert o.jobs[1].end == pytest.approx(o.jobs[1].start + 10.0) and o.t_end < 1000.0
+    # Close-to-Files with an empty history table: a 2 x 8 job whose file site holds 8 processors can
+    # only go where the file is, so it never fits; with every pair in the history table it does
+    files = Files([0, 1], np.full((2, 2), 50.0), ["a", "b"])
+    job = KoalaJob(0.0, 10.0, [8, 8], file_size=100.0, file_sites=[0])
+    empty = simulate_koala([8, 8], [job], KoalaPolicy(placement="close-to-files",
+                                                      placement_params={"history": "empty"}), files)
+    assert empty.unplaceable == [0]
+    full = simulate_koala([8, 8], [job], KoalaPolicy(placement="close-to-files"), files)
+    assert full.unplaceable == [] and full.jobs[0].state == "done"
+
+
+def test_the_koala_run_says_which_jobs_failed_at_arrival():
+    data = yaml.safe_load((ROOT / "examples" / "koala-w30.yaml").read_text())
+    data["grid"]["placement"] = {"name": "close-to-files", "params": {"history": "empty"}}
+    result = simengine.run(data)
+    failed = result.metrics["koala_jobs_failed"].mean
+    assert failed > 0 and any(f"{failed:.0f} KOALA jobs failed at their arrival" in n for n in result.notes)

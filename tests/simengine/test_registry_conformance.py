@@ -28,7 +28,7 @@ import simengine
 from simengine.gantt import KIND_NAMES
 from simengine.local.cluster import POLICIES as EVENT_DRIVEN_POLICIES, ClusterSim
 from simengine.models import model_of
-from simengine.registry import LOCAL_SCHEDULERS, REGISTRIES, Entry
+from simengine.registry import GRID_PLACEMENT, LOCAL_SCHEDULERS, PREEMPTION, REGISTRIES, SITE_ALLOCATION, Entry
 from simengine.schedulers.base import ClusterSchedule
 from tests.conftest import ROOT
 
@@ -79,9 +79,7 @@ def scenario_for(registry, entry: Entry) -> dict:
         data["grid"]["site_allocation"] = ref
         return data
     if kind in ("placement policy", "deadline policy"):
-        from simengine.grid.schema import PLACEMENT_CODES
-
-        koala = entry.name == "koala" or (kind == "placement policy" and entry.name not in PLACEMENT_CODES)
+        koala = entry.name == "koala" or (kind == "placement policy" and "compiled" not in entry.capabilities)
         data = example("koala-w30.yaml") if koala else example("ballier-4x32.yaml", stop={"horizon": 30000},
                                                                  warmup={"time": 1000})
         data["grid"]["placement" if kind == "placement policy" else "deadline_policy"] = ref
@@ -252,7 +250,7 @@ def test_a_local_scheduler_must_offer_the_protocol_to_register():
     def no_steps(submit, runtime, estimate, size, processors, params, horizon=None):
         return None
 
-    with pytest.raises(TypeError, match="'bare': its implementation must be callable and have .steps"):
+    with pytest.raises(TypeError, match="'bare': its implementation lacks .steps"):
         registry.register("bare")(no_steps)
     no_steps.steps = lambda *a, **k: None
     registry.register("with-steps")(no_steps)
@@ -260,3 +258,98 @@ def test_a_local_scheduler_must_offer_the_protocol_to_register():
     assert registry.names() == ["family", "with-steps"]
     assert all(isinstance(LOCAL_SCHEDULERS.get(n).implementation, LocalScheduler)
                for n in LOCAL_SCHEDULERS.names() if "model" not in LOCAL_SCHEDULERS.get(n).capabilities)
+
+
+# ---- every registry kind: its protocol and its capabilities ---------------------------------------
+
+@pytest.mark.parametrize("registry,name", ENTRIES, ids=IDS)
+def test_an_entry_follows_its_registrys_protocol_or_is_a_model(registry, name):
+    entry = registry.get(name)
+    if registry.protocol is None:
+        assert "model" in entry.capabilities, f"{registry.kind} {name} is not a model part"
+    elif "model" not in entry.capabilities:
+        assert isinstance(entry.implementation, registry.protocol)
+
+
+@pytest.mark.parametrize("name", GRID_PLACEMENT.names())
+def test_a_placement_is_compiled_iff_the_coallocation_kernel_runs_it(name):
+    check_placement(GRID_PLACEMENT.get(name))
+
+
+def check_placement(entry: Entry) -> None:
+    from simengine.grid.kernel import PLACE_WORST_FIT
+    from simengine.grid.koala import KoalaJob
+    from simengine.grid.placement import place
+    from simengine.policy import Grid
+
+    compiled = "compiled" in entry.capabilities
+    code = getattr(entry.implementation, "code", None)
+    assert compiled == (code in (PLACE_WORST_FIT,)), \
+        f"{entry.name}: capability 'compiled' is {compiled}, its kernel code is {code!r}"
+    idle = np.array([16, 40, 24])
+    policy = entry.implementation(entry.params(), Grid(idle.copy()))
+    got = place(KoalaJob(0.0, 1.0, [8, 16, 4]), idle, policy, None)
+    assert got is not None and sum(s for s, *_ in got) == 28
+    used = np.bincount([c for _, c, *_ in got], weights=[s for s, *_ in got], minlength=3)
+    assert (used <= idle).all(), f"{entry.name} over-commits"
+    assert place(KoalaJob(0.0, 1.0, [41]), idle, policy, None) is None, f"{entry.name} placed what cannot fit"
+
+
+@pytest.mark.parametrize("name", SITE_ALLOCATION.names())
+def test_a_site_allocation_is_stateful_iff_it_cannot_route_up_front(name):
+    check_site_allocation(SITE_ALLOCATION.get(name))
+
+
+def check_site_allocation(entry: Entry) -> None:
+    from simengine.workload import JobTable
+
+    n = 50
+    jobs = JobTable(job_id=np.arange(1, n + 1), submit=np.arange(float(n)), runtime=np.ones(n), estimate=np.ones(n),
+                    processors=np.tile([1, 12], n // 2), cluster=np.full(n, -1), stream=np.zeros(n))
+    processors = np.array([8, 16, 24])
+    if "stateful" in entry.capabilities:
+        assert hasattr(entry.implementation, "kernel_args"), f"{entry.name}: stateful without kernel_args"
+        with pytest.raises(TypeError):
+            entry.implementation(jobs, processors, entry.params(), np.random.default_rng(0))
+        return
+    got = entry.implementation(jobs, processors, entry.params(), np.random.default_rng(0))
+    assert isinstance(got, np.ndarray) and got.dtype.kind == "i" and got.shape == (n,), \
+        f"{entry.name} returned {type(got).__name__}, not an integer array of a cluster per job"
+    assert ((got >= 0) & (got < 3)).all() and (processors[got] >= jobs.processors).all()
+
+
+@pytest.mark.parametrize("name", PREEMPTION.names())
+def test_a_preemption_policy_gives_a_preemption_mode(name):
+    from simengine.preemption import PreemptionMode
+
+    entry = PREEMPTION.get(name)
+    mode = entry.implementation(entry.params())
+    assert isinstance(mode, PreemptionMode) and mode.name == name
+    assert mode.preempts == (name != "none") and not (mode.restarts and mode.resumes)
+
+
+def test_the_suite_fails_a_placement_or_site_allocation_that_lies_or_answers_wrong():
+    best = GRID_PLACEMENT.get("worst-fit")
+    with pytest.raises(AssertionError, match="capability 'compiled' is False"):
+        check_placement(Entry("worst-fit", best.params, best.implementation, best.summary, frozenset()))
+    random = SITE_ALLOCATION.get("random")
+
+    def as_list(*args):
+        return list(random.implementation(*args))
+
+    with pytest.raises(AssertionError, match="returned list, not an integer array"):
+        check_site_allocation(Entry("random", random.params, as_list, random.summary, frozenset()))
+    deferred = SITE_ALLOCATION.get("deferred")
+    with pytest.raises(TypeError, match="cannot route jobs up front"):  # stateful, flag removed
+        check_site_allocation(Entry("deferred", deferred.params, deferred.implementation, deferred.summary,
+                                    frozenset()))
+
+
+def test_a_registry_without_a_protocol_takes_model_parts_only():
+    from simengine.registry import Registry
+
+    registry = Registry("deadline policy")
+    with pytest.raises(TypeError, match="'mine': a deadline policy is part of a model family"):
+        registry.register("mine")(object())
+    registry.register("part", capabilities=("model",))(object())
+    assert registry.names() == ["part"]

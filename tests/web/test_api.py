@@ -432,4 +432,6 @@ def test_the_api_schema_names_the_policies_this_server_offers():
     cluster = spec["properties"]["platform"]["properties"]["clusters"]["items"]["properties"]
     names = cluster["scheduler"]["properties"]["name"]["enum"]
     assert {"fcfs", "easy", "conservative", "sjf-backfill"} <= set(names)
-    assert "worst-fit" in spec["properties"]["grid"]["properties"]["placement"]["properties"]["name"]["enum"]
+    grid = spec["properties"]["grid"]["properties"]
+    assert {"worst-fit", "best-fit"} <= set(grid["placement"]["properties"]["name"]["enum"])
+    assert {"random", "round-robin"} <= set(grid["site_allocation"]["properties"]["name"]["enum"])

@@ -293,6 +293,33 @@ def test_an_installed_policy_package_is_offered_by_the_builder_and_runs(live_ser
     assert page.js_errors == []
 
 
+def test_an_installed_packages_placement_and_site_allocation_are_offered_with_their_forms(
+        live_server, builder, user):
+    """examples/policies' Best-Fit placement and round-robin site allocation (simengine.policy's
+    PlacementPolicy and SiteAllocationPolicy) are in the grid's selects, with forms from their
+    parameter models, and are saved into the scenario."""
+    page = builder
+    open_builder(page, f"{live_server.url}/scenarios/new/?preset=das2")
+    seen = wait_validated(page, None)
+    field(page, "grid.placement.name").select_option("best-fit")
+    expect_text(page.locator('[data-group="grid.placement"]'), "fills most tightly")
+    field(page, "grid.placement.params.headroom").fill("-2")
+    expect_text(error_beside(page, "grid.placement.params.headroom"), "greater than or equal to 0")
+    field(page, "grid.placement.params.headroom").fill("4")
+    field(page, "grid.site_allocation.name").select_option("round-robin")
+    options = field(page, "grid.site_allocation.params.start").locator("option").all_inner_texts()
+    assert options == ["default (first)", "first", "random"]
+    field(page, "grid.site_allocation.params.start").select_option("random")
+    seen = wait_validated(page, seen)
+    page.wait_for_function("() => document.getElementById('builder').dataset.errorCount === '0'")
+    page.click("#btn-save")
+    expect_text(page.locator("#save-status"), "Saved")
+    grid = Scenario.objects.get().spec["grid"]
+    assert grid["placement"] == {"name": "best-fit", "params": {"headroom": 4}}
+    assert grid["site_allocation"] == {"name": "round-robin", "params": {"start": "random"}}
+    assert page.js_errors == []
+
+
 def test_an_optional_grid_policy_can_be_chosen_and_taken_out_again(live_server, builder, user):
     """The grid's placement has no default: once a policy was picked there was no way back to
     'not set' (the select offered only the policies)."""
