@@ -12,9 +12,9 @@ then sends ``{"kind": "restart", "attempt": n}`` and the new attempt's chunks fr
 Chunks go out as stored (no decoding and re-encoding): ``segments`` chunks as binary frames
 (gridweb.runs.frames), the others as JSON text. A page holds at most ``LIVE_ROWS_LIMIT`` streamed
 rows: a segments chunk whose rows would take the run past it goes
-out as a summary frame without rows (the same for every client, since it depends only on the
-chunk's place in the stream), and the page draws from level-of-detail tiles instead
-(gridweb.runs.gantt_tiles).
+out as a summary frame without rows, and the page draws from level-of-detail tiles instead
+(gridweb.runs.gantt_tiles); a client that joins when more rows than that are stored gets summary
+frames only (it would take rows in only to switch to tiles at the limit).
 
 Refusals are sent after accepting the handshake, so that browsers see the close code:
 4404 when the run does not exist *or* the user may not view it (the same answer, as the API's
@@ -119,6 +119,9 @@ class RunStreamConsumer(AsyncWebsocketConsumer):
         if attempt is not None:  # a reconnecting client says whose chunks it holds
             self.attempt = attempt
         self.sent = after
+        # A page that joins once more rows are stored than it may hold would take them in only to
+        # switch to tiles at the limit: it gets the summaries at once and draws from tiles at once.
+        self.summaries_only = await self._stored_rows() > LIVE_ROWS_LIMIT
         register_stream_loop(asyncio.get_running_loop())
         # Join before reading: a chunk stored meanwhile is then announced to us, never missed.
         await self.channel_layer.group_add(group_name(self.run_id), self.channel_name)
@@ -157,6 +160,7 @@ class RunStreamConsumer(AsyncWebsocketConsumer):
             if attempt is not None and attempt != self.attempt:
                 restarted = self.sent >= 0  # (a client that holds nothing just takes the new attempt)
                 self.attempt, self.sent = attempt, -1
+                self.summaries_only = False  # the new attempt's rows start from none
                 if restarted:
                     await self.send(text_data=json.dumps({"kind": "restart", "attempt": attempt}))
                 continue
@@ -167,7 +171,7 @@ class RunStreamConsumer(AsyncWebsocketConsumer):
                     continue
                 if not binary:
                     await self.send(text_data=text)
-                elif rows_before + count <= LIVE_ROWS_LIMIT:
+                elif not self.summaries_only and rows_before + count <= LIVE_ROWS_LIMIT:
                     await self.send(bytes_data=await CHUNK_ROWS.get(pk, stored))
                 else:
                     await self.send(bytes_data=summary_frame(json.loads(text)))
@@ -189,6 +193,13 @@ class RunStreamConsumer(AsyncWebsocketConsumer):
         if run is None or not run.can_view(self.scope.get("user")):
             return CLOSE_NOT_FOUND, 0
         return None, run.attempt
+
+    @in_pool
+    def _stored_rows(self) -> int:
+        """Segment rows the run's stored chunks hold so far (this attempt's: a new one deletes them)."""
+        last = (RunChunk.objects.filter(run_id=self.run_id, data__isnull=False).order_by("-seq")
+                .values_list("rows_before", "rows").first())
+        return sum(last) if last else 0
 
     @in_pool
     def _attempt(self) -> int | None:

@@ -406,3 +406,30 @@ def test_real_clients_are_refused_with_close_codes(full_stack_site):
             codes[who] = closed.value.rcvd.code
 
     assert codes == {"stranger": 4404, "streamer": 4404}  # hidden answers as missing does
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_client_joining_past_the_row_limit_gets_summaries_and_one_below_it_the_rows(people, monkeypatch):
+    """A page holds at most LIVE_ROWS_LIMIT streamed rows. One that joins a run with more stored
+    rows than that gets summary frames only (counts, no rows: it draws from tiles at once); one
+    that joins below the limit gets the rows."""
+    from gridweb.runs import consumers
+
+    run = finished_run(people["alice"])
+    chunks = list(RunChunk.objects.filter(run=run, data__isnull=False).order_by("seq"))
+    assert len(chunks) >= 2
+    headers = session_cookie(people["alice"])
+
+    def segments(watched):
+        return [m for m in watched["messages"] if m["kind"] == "segments"]
+
+    # the limit just below what is stored: summaries from the first chunk on, counting every row
+    monkeypatch.setattr(consumers, "LIVE_ROWS_LIMIT", run.segments_count - 1)
+    late = segments(async_to_sync(watch)(f"/ws/runs/{run.pk}/", headers))
+    assert [m["seq"] for m in late] == [c.seq for c in chunks]
+    assert all(m["n"] == 0 and m["segments"]["t0"] == [] for m in late)
+    assert sum(m["omitted"] for m in late) == run.segments_count
+    # a limit above what is stored: every row
+    monkeypatch.setattr(consumers, "LIVE_ROWS_LIMIT", run.segments_count)
+    full = segments(async_to_sync(watch)(f"/ws/runs/{run.pk}/", headers))
+    assert "omitted" not in full[0] and sum(m["n"] for m in full) == run.segments_count
