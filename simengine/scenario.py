@@ -26,7 +26,6 @@ import numpy as np
 import yaml
 from pydantic import (
     BaseModel,
-    ConfigDict,
     Field,
     PrivateAttr,
     ValidationError,
@@ -36,24 +35,19 @@ from pydantic import (
     model_validator,
 )
 from pydantic.fields import FieldInfo
-from pydantic_core import PydanticCustomError
 
-import simengine.schedulers  # noqa: F401  (registers the local schedulers)
-import simengine.site_allocation  # noqa: F401  (registers the site-allocation policies)
-import simengine.preemption  # noqa: F401  (registers the preemption policies)
-import simengine.cao.scheduler  # noqa: F401  (registers scojo-pect and the workflow scheduling policies)
-from simengine.policy import load_entry_points
-from simengine.evolving.models import Application
-from simengine.evolving.scheduler import EVOLVING_SCHEDULER
+import simengine.parts  # noqa: F401  (fills the policy registries and the schema parts' checks first)
 from simengine.distributions import Distribution, processor_count_max, processor_count_mean
 from simengine.errors import FieldError, ScenarioError
-from simengine.grid.schema import CoallocatedJobs, KoalaJobs, grid_problems
+from simengine.evolving.schema import EvolvingGenerate, EvolvingStream
+from simengine.grid.schema import CoallocatedJobs, KoalaJobs
+from simengine.local.schema import RelaxedFrame, Reservation, ReservationJob
 from simengine.presets import PLATFORMS
 from simengine.registry import (DEADLINE_POLICY, GRID_PLACEMENT, LOCAL_SCHEDULERS, PREEMPTION, SITE_ALLOCATION,
                                 WORKFLOW_SCHEDULING, Registry)
-from simengine.cao.scheduler import RARS_HEFT, SCOJO_PECT
-
-load_entry_points()  # installed packages' policies, after the built-in ones (simengine.policy)
+from simengine.schema_base import GRID_TARGET, PROBLEMS as _PROBLEMS, SCENARIO_CHECKS, scenario_check
+from simengine.schema_base import StrictModel as _Model, problems as _problems
+from simengine.site_allocation import is_stateful
 
 __all__ = [
     "Scenario",
@@ -72,6 +66,7 @@ __all__ = [
     "CoallocatedStream",
     "KoalaStream",
     "EvolvingStream",
+    "EvolvingGenerate",
     "LublinStream",
     "Workload",
     "Grid",
@@ -82,26 +77,6 @@ __all__ = [
     "load_scenario",
     "scenario_hash",
 ]
-
-#: The stream target meaning "the grid's site-allocation policy chooses the cluster".
-GRID_TARGET = "grid"
-
-_PROBLEMS = "scenario_problems"
-
-
-def _problems(items: list[tuple[tuple, str]]) -> PydanticCustomError:
-    """An error carrying several (sub-path, message) problems below the validator's location.
-
-    Pydantic only lets a validator report at its own location; :func:`load_scenario`
-    unpacks these so each problem gets its full dotted path.
-    """
-    message = "; ".join(f"{'.'.join(map(str, p))}: {m}" if p else m for p, m in items)
-    return PydanticCustomError(_PROBLEMS, "{message}", {"message": message, "problems": items})
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(strict=True, extra="forbid", allow_inf_nan=False)
-
 
 # --- platform -----------------------------------------------------------------------------------
 
@@ -467,51 +442,6 @@ class KoalaStream(KoalaJobs, SyntheticStream):
     """KOALA jobs placed and claimed by KOALA's policies (fields: simengine.grid.schema)."""
 
 
-_Range = Annotated[list[Annotated[int, Field(ge=1)]], Field(min_length=2, max_length=2)]
-
-
-class EvolvingGenerate(_Model):
-    """Klein & Perez's generator: inclusive [low, high] integer ranges (docs/evolving.md)."""
-
-    applications: _Range = Field([15, 20], description="Number of applications: [low, high], inclusive")
-    stages: _Range = Field([1, 10], description="Stages per application: [low, high], inclusive")
-    duration: _Range = Field([500, 3600], description="Stage duration in seconds: [low, high], inclusive")
-    nodes: _Range = Field([1, 75], description="Nodes per stage: [low, high], inclusive; high at most the "
-                                               "target's processors")
-
-    @model_validator(mode="after")
-    def _ordered(self):
-        found = [((k,), f"low must not exceed high (got {v[0]} > {v[1]})")
-                 for k in ("applications", "stages", "duration", "nodes") if (v := getattr(self, k))[0] > v[1]]
-        if found:
-            raise _problems(found)
-        return self
-
-
-class EvolvingStream(_Model):
-    """Rigid and evolving applications (Klein & Perez), all given at time 0 to one cluster whose
-    scheduler is ``evolving``: the ``applications`` themselves, or ``generate`` ranges drawn per
-    replication (docs/evolving.md)."""
-
-    kind: Literal["evolving"] = Field("evolving", description="Stream kind: evolving (rigid and evolving "
-                                                              "applications, Klein & Pérez)")
-    name: str = Field(min_length=1, description="Unique stream name")
-    target: str = Field(description="One cluster (not grid) whose scheduler is evolving; its processors are n_max")
-    applications: list[Application] | None = Field(
-        None, description="The applications, each {name, stages} or a bare list of stages; give this or generate")
-    generate: EvolvingGenerate | None = Field(
-        None, description="Ranges the applications are drawn from, per replication; give this or applications")
-
-    @model_validator(mode="after")
-    def _exactly_one(self):
-        if (self.applications is None) == (self.generate is None):
-            got = "both" if self.applications is not None else "neither"
-            raise _problems([(("applications",), f"give exactly one of applications or generate (got {got})")])
-        if self.applications is not None and not self.applications:
-            raise _problems([(("applications",), "must have at least one application")])
-        return self
-
-
 class LublinStream(_Model):
     """Rigid jobs from the Lublin-Feitelson model: sizes, runtimes and daily-cycle arrivals with
     lublin99.c's parameters (simengine/lublin.py, docs/workloads-lublin.md)."""
@@ -579,68 +509,6 @@ class Workload(_Model):
         if found:
             raise _problems(found)
         return self
-
-
-# --- advance reservations (docs/reservations.md) -------------------------------------------------
-
-
-class RelaxedFrame(_Model):
-    """The frame [earliest_start, latest_finish] a relaxed reservation may move in."""
-
-    earliest_start: float = Field(ge=0, description="EST: the window never starts before this (s)")
-    latest_finish: float = Field(gt=0, description="LFT: the window never ends after this (s)")
-
-
-class ReservationJob(_Model):
-    """The job that uses a reservation: it runs from the window's start on the reserved processors."""
-
-    runtime: float = Field(ge=0, description="Run time (s), at most the window's length")
-
-
-class Reservation(_Model):
-    """An advance reservation: ``processors`` processors of ``cluster`` over [start, end),
-    asked for at ``request_time`` and accepted or rejected then by the cluster's profile."""
-
-    name: str = Field(min_length=1, description="Unique name, shown in the job table and notes")
-    cluster: str = Field(description="Name of the cluster (its scheduler must be fcfs, easy or conservative)")
-    processors: int = Field(gt=0, description="Processors held over the whole window")
-    start: float = Field(ge=0, description="Window start (s)")
-    end: float = Field(description="Window end (s), after start; held until then even if the job ends sooner")
-    request_time: float = Field(0.0, ge=0, description="When the reservation is asked for (s), at most start")
-    relaxed: RelaxedFrame | None = Field(
-        None, description="Make it relaxed: if the window does not fit at start it takes the earliest start "
-                          "in [start, latest_finish - length] that fits; once accepted it slides earlier "
-                          "(never before earliest_start or now) whenever processors free up")
-    job: ReservationJob | None = Field(
-        None, description="The job using the reservation (a job row in the 'reservations' stream)")
-
-    @model_validator(mode="after")
-    def _window(self):
-        found: list[tuple[tuple, str]] = []
-        if self.end <= self.start:
-            found.append((("end",), f"must be after start ({self.start:g}); got {self.end:g}"))
-        if self.start < self.request_time:
-            found.append((("start",), f"must not be before request_time ({self.request_time:g}); "
-                                      f"got {self.start:g}"))
-        if self.relaxed is not None:
-            if self.relaxed.earliest_start > self.start:
-                found.append((("relaxed", "earliest_start"), f"must be at most start ({self.start:g}): the "
-                                                             f"frame must contain the window; got "
-                                                             f"{self.relaxed.earliest_start:g}"))
-            if self.relaxed.latest_finish < self.end:
-                found.append((("relaxed", "latest_finish"), f"must be at least end ({self.end:g}): the frame "
-                                                            f"must contain the window; got "
-                                                            f"{self.relaxed.latest_finish:g}"))
-        if self.job is not None and self.end > self.start and self.job.runtime > self.end - self.start:
-            found.append((("job", "runtime"), f"must fit in the window ({self.end - self.start:g} s); "
-                                              f"got {self.job.runtime:g}"))
-        if found:
-            raise _problems(found)
-        return self
-
-    @property
-    def length(self) -> float:
-        return self.end - self.start
 
 
 # --- grid and run control -----------------------------------------------------------------------
@@ -751,7 +619,7 @@ class Scenario(_Model):
 
     @model_validator(mode="after")
     def _cross_checks(self):
-        found = _cross_check(self)
+        found = [problem for _, check in SCENARIO_CHECKS for problem in check(self, _check_policy)]
         if found:
             raise _problems(found)
         return self
@@ -761,24 +629,24 @@ class Scenario(_Model):
         return self.model_dump_json(indent=indent)
 
 
-def _cross_check(s: Scenario) -> list[tuple[tuple, str]]:
+@scenario_check(order=50)
+def _core_problems(s: Scenario, check_policy=None) -> list[tuple[tuple, str]]:
+    """The core streams (targets, sizes, loads) and the run's stop rule; the model packages'
+    parts check the rest (simengine.schema_base)."""
     found: list[tuple[tuple, str]] = []
     clusters = s.platform.clusters
     by_name = {c.name: c for c in clusters}
     largest = max(c.processors for c in clusters)
     known = ", ".join([GRID_TARGET, *by_name])
     endless = []
-    found += _evolving_problems(s)
-    found += _reservation_problems(s)
-    found += _cao_problems(s)
     for i, st in enumerate(s.workload.streams):
         pre = ("workload", "streams", i)
         if st.target != GRID_TARGET and st.target not in by_name:
             found.append(((*pre, "target"), f"unknown cluster '{st.target}'; known: {known}"))
             continue
-        if isinstance(st, EvolvingStream):  # checked by _evolving_problems
+        if isinstance(st, EvolvingStream):  # checked by simengine.evolving.schema
             continue
-        if isinstance(st, (CoallocatedStream, KoalaStream)):  # checked by grid_problems below
+        if isinstance(st, (CoallocatedStream, KoalaStream)):  # checked by simengine.grid.schema
             continue
         if isinstance(st, LublinStream):
             found += _lublin_problems(st, pre, clusters, by_name)
@@ -835,7 +703,7 @@ def _cross_check(s: Scenario) -> list[tuple[tuple, str]]:
                     ((*pre, "arrival", "target_load"), "needs a runtime distribution with a positive mean")
                 )
     alloc = s.grid.site_allocation.name
-    if simengine.site_allocation.is_stateful(alloc):
+    if is_stateful(alloc):
         others = [f"'{c.name}' ({c.scheduler.name})" for c in clusters if c.scheduler.name != "lwr"]
         if others:
             found.append(
@@ -860,97 +728,6 @@ def _cross_check(s: Scenario) -> list[tuple[tuple, str]]:
         )
     if stop.horizon is not None and warm.time >= stop.horizon:
         found.append((("run", "warmup", "time"), f"must be less than run.stop.horizon ({stop.horizon:g})"))
-    return found + grid_problems(s, _check_policy)
-
-
-def _reservation_problems(s: Scenario) -> list[tuple[tuple, str]]:
-    """Reservations name a cluster whose scheduler the event-driven simulator runs (capability
-    ``event_driven``: fcfs, easy, conservative) and fit in it; priorities and preemption need
-    those schedulers too; none of them goes with the grid layer's streams."""
-    QUEUE_SCHEDULERS = LOCAL_SCHEDULERS.with_capability("event_driven")
-    found: list[tuple[tuple, str]] = []
-    by_name = {c.name: c for c in s.platform.clusters}
-    grid_kinds = [st.kind for st in s.workload.streams if st.kind in ("coallocated", "koala", "evolving")]
-    seen: dict[str, int] = {}
-    for i, r in enumerate(s.reservations):
-        pre = ("reservations", i)
-        if r.name in seen:
-            found.append(((*pre, "name"), f"duplicate reservation name '{r.name}' (also reservations.{seen[r.name]})"))
-        else:
-            seen[r.name] = i
-        cluster = by_name.get(r.cluster)
-        if cluster is None:
-            found.append(((*pre, "cluster"), f"unknown cluster '{r.cluster}'; known: {', '.join(by_name)}"))
-            continue
-        if r.processors > cluster.processors:
-            found.append(((*pre, "processors"), f"must be at most the {cluster.processors} processors of cluster "
-                                                f"'{cluster.name}'; got {r.processors}"))
-        if cluster.scheduler.name not in QUEUE_SCHEDULERS:
-            found.append(((*pre, "cluster"), f"cluster '{cluster.name}' uses the {cluster.scheduler.name} "
-                                             f"scheduler; reservations need {', '.join(QUEUE_SCHEDULERS)}"))
-    if s.reservations and grid_kinds:
-        found.append((("reservations",), f"reservations are not simulated with {grid_kinds[0]} streams "
-                                         "(only with synthetic and trace streams)"))
-    for i, st in enumerate(s.workload.streams):
-        if getattr(st, "priority", 0) == 0 or st.kind in ("coallocated", "koala"):
-            continue
-        targets = s.platform.clusters if st.target == GRID_TARGET else [by_name.get(st.target)]
-        other = [c for c in targets if c is not None and c.scheduler.name not in QUEUE_SCHEDULERS]
-        if other:
-            found.append((("workload", "streams", i, "priority"),
-                          f"cluster '{other[0].name}' uses the {other[0].scheduler.name} scheduler; priorities "
-                          f"need {', '.join(QUEUE_SCHEDULERS)}"))
-    for i, c in enumerate(s.platform.clusters):
-        if c.preemption.name != "none" and c.scheduler.name not in QUEUE_SCHEDULERS:
-            found.append((("platform", "clusters", i, "preemption", "name"),
-                          f"cluster '{c.name}' uses the {c.scheduler.name} scheduler; preemption needs "
-                          f"{', '.join(QUEUE_SCHEDULERS)}"))
-    return found
-
-
-def _cao_problems(s: Scenario) -> list[tuple[tuple, str]]:
-    """Cao's system (simengine.cao.run) runs all clusters together: when one uses scojo-pect,
-    every one does, with the same processors, parameters and speed 1; its streams are synthetic,
-    trace or lublin ones. rars-heft needs scojo-pect clusters. (Reservations, priorities and
-    preemption are refused by _reservation_problems: scojo-pect is not a queue scheduler.)"""
-    found: list[tuple[tuple, str]] = []
-    clusters = s.platform.clusters
-    cao = [i for i, c in enumerate(clusters) if c.scheduler.name == SCOJO_PECT]
-    wf = s.grid.workflow_scheduling
-    if wf.name == RARS_HEFT and len(cao) < len(clusters):
-        other = next(c for c in clusters if c.scheduler.name != SCOJO_PECT)
-        found.append((("grid", "workflow_scheduling", "name"),
-                      f"{RARS_HEFT} needs every cluster to use the {SCOJO_PECT} scheduler; cluster '{other.name}' "
-                      f"uses {other.scheduler.name}"))
-    if wf.name == RARS_HEFT and wf.params.get("streams") is not None:
-        names = [st.name for st in s.workload.streams]
-        for k, name in enumerate(wf.params["streams"]):
-            if name not in names:
-                found.append((("grid", "workflow_scheduling", "params", "streams", k),
-                              f"unknown stream '{name}'; known: {', '.join(names)}"))
-    if not cao:
-        return found
-    ref = clusters[cao[0]]
-    for i, c in enumerate(clusters):
-        pre = ("platform", "clusters", i)
-        if c.scheduler.name != SCOJO_PECT:
-            found.append(((*pre, "scheduler", "name"),
-                          f"cluster '{ref.name}' uses {SCOJO_PECT}, so every cluster must (Cao's system simulates "
-                          f"the clusters together); got '{c.scheduler.name}'"))
-            continue
-        if c.processors != ref.processors:
-            found.append(((*pre, "processors"), f"{SCOJO_PECT} clusters must all have the same processors "
-                                                f"(cluster '{ref.name}': {ref.processors}); got {c.processors}"))
-        if c.scheduler.params != ref.scheduler.params:
-            found.append(((*pre, "scheduler", "params"), f"{SCOJO_PECT} clusters share one calendar: their "
-                                                         f"params must equal cluster '{ref.name}''s"))
-        if c.speed != 1.0:
-            found.append(((*pre, "speed"), f"must be 1 on {SCOJO_PECT} clusters (a workflow task may run on "
-                                           f"any of them); got {c.speed:g}"))
-    for i, st in enumerate(s.workload.streams):
-        if st.kind not in ("synthetic", "trace", "lublin"):
-            found.append((("workload", "streams", i, "kind"), f"{SCOJO_PECT} clusters take synthetic, trace and "
-                                                              f"lublin streams; got '{st.kind}'"))
     return found
 
 
@@ -967,51 +744,6 @@ def _lublin_problems(st: LublinStream, pre: tuple, clusters, by_name) -> list[tu
         return [((*pre, "target"), f"{', '.join(lwr)} use the lwr scheduler, which runs one-processor jobs "
                                    "only; Lublin-Feitelson jobs are parallel")]
     return []
-
-
-def _evolving_problems(s: Scenario) -> list[tuple[tuple, str]]:
-    """An evolving stream is alone in its scenario and targets one cluster scheduled by
-    ``evolving``, whose processors (n_max) bound every stage; an evolving cluster takes
-    only evolving streams."""
-    found: list[tuple[tuple, str]] = []
-    by_name = {c.name: c for c in s.platform.clusters}
-    evolving = [c.name for c in s.platform.clusters if c.scheduler.name == EVOLVING_SCHEDULER]
-    streams = s.workload.streams
-    first = next((i for i, st in enumerate(streams) if isinstance(st, EvolvingStream)), None)
-    for i, st in enumerate(streams):
-        pre = ("workload", "streams", i)
-        if not isinstance(st, EvolvingStream):
-            if first is not None:
-                found.append(((*pre, "kind"), f"a scenario with an evolving stream (streams.{first}) takes no "
-                                              "other stream"))
-            elif st.target in evolving or (st.target == GRID_TARGET and evolving):
-                where = st.target if st.target in evolving else evolving[0]
-                found.append(((*pre, "target"), f"cluster '{where}' uses the evolving scheduler, which takes "
-                                                "only evolving streams"))
-            continue
-        if i != first:
-            found.append(((*pre, "kind"), f"a scenario takes one evolving stream (another: streams.{first})"))
-            continue
-        if st.target == GRID_TARGET:
-            found.append(((*pre, "target"), "an evolving stream targets one cluster (by name), not the grid"))
-            continue
-        cluster = by_name.get(st.target)
-        if cluster is None:
-            continue  # reported as an unknown cluster
-        if cluster.scheduler.name != EVOLVING_SCHEDULER:
-            found.append(((*pre, "target"), f"cluster '{cluster.name}' uses the {cluster.scheduler.name} "
-                                            f"scheduler; evolving streams need scheduler '{EVOLVING_SCHEDULER}'"))
-        n_max = cluster.processors
-        for a, app in enumerate(st.applications or []):
-            for k, stage in enumerate(app.stages):
-                if stage.nodes > n_max:
-                    found.append(((*pre, "applications", a, "stages", k, "nodes"),
-                                  f"must be at most n_max ({n_max}, the processors of cluster "
-                                  f"'{cluster.name}'); got {stage.nodes}"))
-        if st.generate is not None and st.generate.nodes[1] > n_max:
-            found.append(((*pre, "generate", "nodes"), f"must be at most n_max ({n_max}, the processors of "
-                                                       f"cluster '{cluster.name}'); got {st.generate.nodes[1]}"))
-    return found
 
 
 # --- errors: pydantic locations -> dotted field paths ---------------------------------------------
@@ -1234,7 +966,7 @@ def load_scenario(source: Any, *, base_dir: str | os.PathLike | None = None) -> 
         raise ScenarioError(
             f"a scenario must be a mapping of fields, not {type(data).__name__}", source=label
         )
-    # n_max: evolving stages are bounded by their target cluster's processors in _cross_check
+    # n_max: evolving stages are bounded by their target cluster's processors (simengine.evolving.schema)
     context = {"base_dir": str(base_dir) if base_dir is not None else os.getcwd(), "n_max": math.inf}
     try:
         return Scenario.model_validate(data, context=context)

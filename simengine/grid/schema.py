@@ -23,7 +23,6 @@ import math
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
-from pydantic_core import PydanticCustomError
 
 from simengine.distributions import (
     Distribution,
@@ -35,6 +34,7 @@ from simengine.distributions import (
 import simengine.grid.placement  # noqa: F401  (registers the built-in placement policies)
 import simengine.preemption  # noqa: F401  (registers the preemption policies KOALA names)
 from simengine.registry import DEADLINE_POLICY, GRID_PLACEMENT, PREEMPTION
+from simengine.schema_base import problems as _problems, scenario_check
 
 __all__ = [
     "StartDeadline",
@@ -49,16 +49,6 @@ __all__ = [
     "KoalaParams",
     "is_koala",
 ]
-
-#: The error type :func:`simengine.scenario.load_scenario` unpacks into one error per
-#: (sub-path, message) problem (``simengine.scenario._PROBLEMS``).
-_PROBLEMS = "scenario_problems"
-
-
-def _problems(items: list[tuple[tuple, str]]) -> PydanticCustomError:
-    message = "; ".join(f"{'.'.join(map(str, p))}: {m}" if p else m for p, m in items)
-    return PydanticCustomError(_PROBLEMS, "{message}", {"message": message, "problems": items})
-
 
 class StartDeadline(BaseModel):
     """Relative start deadline D - S (seconds after submission), uniform on [min, max]."""
@@ -524,6 +514,7 @@ def is_coallocation(scenario: Any) -> bool:
     return any(isinstance(s, (CoallocatedJobs, KoalaJobs)) for s in scenario.workload.streams)
 
 
+@scenario_check(order=90)
 def grid_problems(s: Any, check_policy) -> list[tuple[tuple, str]]:
     """Problems of a scenario with co-allocated streams, as (path, message); fills in
     ``components`` (uniform 2..C) and the grid's default placement and deadline policy.

@@ -1,0 +1,117 @@
+"""The event-driven local model's part of the scenario schema (docs/reservations.md): advance
+reservations, and the check that reservations, stream priorities and preemption go to clusters
+whose scheduler this model simulates (capability ``event_driven``), registered with
+simengine.schema_base."""
+from __future__ import annotations
+
+from pydantic import Field, model_validator
+
+from simengine.registry import LOCAL_SCHEDULERS
+from simengine.schema_base import GRID_TARGET, Problems, StrictModel, problems, scenario_check
+
+__all__ = ["RelaxedFrame", "ReservationJob", "Reservation", "reservation_problems"]
+
+
+class RelaxedFrame(StrictModel):
+    """The frame [earliest_start, latest_finish] a relaxed reservation may move in."""
+
+    earliest_start: float = Field(ge=0, description="EST: the window never starts before this (s)")
+    latest_finish: float = Field(gt=0, description="LFT: the window never ends after this (s)")
+
+
+class ReservationJob(StrictModel):
+    """The job that uses a reservation: it runs from the window's start on the reserved processors."""
+
+    runtime: float = Field(ge=0, description="Run time (s), at most the window's length")
+
+
+class Reservation(StrictModel):
+    """An advance reservation: ``processors`` processors of ``cluster`` over [start, end),
+    asked for at ``request_time`` and accepted or rejected then by the cluster's profile."""
+
+    name: str = Field(min_length=1, description="Unique name, shown in the job table and notes")
+    cluster: str = Field(description="Name of the cluster (its scheduler must be fcfs, easy or conservative)")
+    processors: int = Field(gt=0, description="Processors held over the whole window")
+    start: float = Field(ge=0, description="Window start (s)")
+    end: float = Field(description="Window end (s), after start; held until then even if the job ends sooner")
+    request_time: float = Field(0.0, ge=0, description="When the reservation is asked for (s), at most start")
+    relaxed: RelaxedFrame | None = Field(
+        None, description="Make it relaxed: if the window does not fit at start it takes the earliest start "
+                          "in [start, latest_finish - length] that fits; once accepted it slides earlier "
+                          "(never before earliest_start or now) whenever processors free up")
+    job: ReservationJob | None = Field(
+        None, description="The job using the reservation (a job row in the 'reservations' stream)")
+
+    @model_validator(mode="after")
+    def _window(self):
+        found: list[tuple[tuple, str]] = []
+        if self.end <= self.start:
+            found.append((("end",), f"must be after start ({self.start:g}); got {self.end:g}"))
+        if self.start < self.request_time:
+            found.append((("start",), f"must not be before request_time ({self.request_time:g}); "
+                                      f"got {self.start:g}"))
+        if self.relaxed is not None:
+            if self.relaxed.earliest_start > self.start:
+                found.append((("relaxed", "earliest_start"), f"must be at most start ({self.start:g}): the "
+                                                             f"frame must contain the window; got "
+                                                             f"{self.relaxed.earliest_start:g}"))
+            if self.relaxed.latest_finish < self.end:
+                found.append((("relaxed", "latest_finish"), f"must be at least end ({self.end:g}): the frame "
+                                                            f"must contain the window; got "
+                                                            f"{self.relaxed.latest_finish:g}"))
+        if self.job is not None and self.end > self.start and self.job.runtime > self.end - self.start:
+            found.append((("job", "runtime"), f"must fit in the window ({self.end - self.start:g} s); "
+                                              f"got {self.job.runtime:g}"))
+        if found:
+            raise problems(found)
+        return self
+
+    @property
+    def length(self) -> float:
+        return self.end - self.start
+
+
+@scenario_check(order=20)
+def reservation_problems(s, check_policy=None) -> Problems:
+    """Reservations name a cluster whose scheduler the event-driven simulator runs (capability
+    ``event_driven``: fcfs, easy, conservative) and fit in it; priorities and preemption need
+    those schedulers too; none of them goes with the grid layer's streams."""
+    QUEUE_SCHEDULERS = LOCAL_SCHEDULERS.with_capability("event_driven")
+    found: list[tuple[tuple, str]] = []
+    by_name = {c.name: c for c in s.platform.clusters}
+    grid_kinds = [st.kind for st in s.workload.streams if st.kind in ("coallocated", "koala", "evolving")]
+    seen: dict[str, int] = {}
+    for i, r in enumerate(s.reservations):
+        pre = ("reservations", i)
+        if r.name in seen:
+            found.append(((*pre, "name"), f"duplicate reservation name '{r.name}' (also reservations.{seen[r.name]})"))
+        else:
+            seen[r.name] = i
+        cluster = by_name.get(r.cluster)
+        if cluster is None:
+            found.append(((*pre, "cluster"), f"unknown cluster '{r.cluster}'; known: {', '.join(by_name)}"))
+            continue
+        if r.processors > cluster.processors:
+            found.append(((*pre, "processors"), f"must be at most the {cluster.processors} processors of cluster "
+                                                f"'{cluster.name}'; got {r.processors}"))
+        if cluster.scheduler.name not in QUEUE_SCHEDULERS:
+            found.append(((*pre, "cluster"), f"cluster '{cluster.name}' uses the {cluster.scheduler.name} "
+                                             f"scheduler; reservations need {', '.join(QUEUE_SCHEDULERS)}"))
+    if s.reservations and grid_kinds:
+        found.append((("reservations",), f"reservations are not simulated with {grid_kinds[0]} streams "
+                                         "(only with synthetic and trace streams)"))
+    for i, st in enumerate(s.workload.streams):
+        if getattr(st, "priority", 0) == 0 or st.kind in ("coallocated", "koala"):
+            continue
+        targets = s.platform.clusters if st.target == GRID_TARGET else [by_name.get(st.target)]
+        other = [c for c in targets if c is not None and c.scheduler.name not in QUEUE_SCHEDULERS]
+        if other:
+            found.append((("workload", "streams", i, "priority"),
+                          f"cluster '{other[0].name}' uses the {other[0].scheduler.name} scheduler; priorities "
+                          f"need {', '.join(QUEUE_SCHEDULERS)}"))
+    for i, c in enumerate(s.platform.clusters):
+        if c.preemption.name != "none" and c.scheduler.name not in QUEUE_SCHEDULERS:
+            found.append((("platform", "clusters", i, "preemption", "name"),
+                          f"cluster '{c.name}' uses the {c.scheduler.name} scheduler; preemption needs "
+                          f"{', '.join(QUEUE_SCHEDULERS)}"))
+    return found
