@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -262,21 +263,20 @@ def _wait_until(check, timeout: float, what: str, site: FullStackSite) -> None:
     raise AssertionError(f"timed out waiting for {what} ({last!r})")
 
 
-@pytest.fixture(scope="session")
-def full_stack_site(test_database_url: str, test_redis_url: str, tmp_path_factory) -> Iterator[FullStackSite]:
-    """The site in full-stack mode: a fresh PostgreSQL database, a Redis database of its own,
-    ``E2E_WORKERS`` Celery worker processes and the ASGI server (HTTP + websockets) on a free port.
-
-    Logs of every process are in the fixture's ``logs`` folder (printed when a process dies).
-    """
+@contextmanager
+def full_stack(test_database_url: str, redis_url: str, tmp_path_factory, name: str = E2E_DATABASE
+               ) -> Iterator[FullStackSite]:
+    """A GridWeb site in full-stack mode: a fresh PostgreSQL database (``name`` and this process's
+    id), the Redis database ``redis_url`` (flushed), ``E2E_WORKERS`` Celery worker processes and
+    the ASGI server (HTTP + websockets) on a free port. Logs of every process are in the site's
+    ``logs`` folder (printed when a process dies)."""
     import urllib.request
 
     import redis
 
     # One database per test process: two test sessions on one machine never drop each other's.
-    database_name = f"{E2E_DATABASE}_{os.getpid()}"
+    database_name = f"{name}_{os.getpid()}"
     database_url = _recreate_database(test_database_url, database_name)
-    redis_url = test_redis_url.rsplit("/", 1)[0] + f"/{E2E_REDIS_DB}"
     redis.Redis.from_url(redis_url).flushdb()
     data_dir = tmp_path_factory.mktemp("e2e-data")
     logs = tmp_path_factory.mktemp("e2e-logs")
@@ -307,6 +307,14 @@ def full_stack_site(test_database_url: str, test_redis_url: str, tmp_path_factor
     finally:
         site.stop()
         _drop_database(test_database_url, database_name)
+
+
+@pytest.fixture(scope="session")
+def full_stack_site(test_database_url: str, test_redis_url: str, tmp_path_factory) -> Iterator[FullStackSite]:
+    """The site in full-stack mode (:func:`full_stack`) with a Redis database of its own."""
+    with full_stack(test_database_url, test_redis_url.rsplit("/", 1)[0] + f"/{E2E_REDIS_DB}",
+                    tmp_path_factory) as site:
+        yield site
 
 
 @pytest.fixture(scope="session", autouse=True)
