@@ -25,27 +25,82 @@ RECIPES: dict[str, str] = {
 }
 
 
+PASS, FAIL, NOT_REPRODUCIBLE = "PASS", "FAIL", "NOT REPRODUCIBLE"
+#: what a NOT REPRODUCIBLE row's reason must begin with: why the paper's outcome cannot be checked
+NOT_REPRODUCIBLE_REASONS = ("paper-internal conflict", "unstated parameter", "not from the paper's equations")
+
+
 @dataclass
 class Claim:
-    """One stated outcome of a paper beside what GridWeb measured."""
+    """One stated outcome of a paper beside what GridWeb measured.
+
+    ``passed``: True (PASS), False (FAIL) or None (NOT REPRODUCIBLE: ``reason`` says why, starting
+    with one of NOT_REPRODUCIBLE_REASONS, and with the values tried or the measurements that show
+    it). The marks say how much a verdict rests on the project's own choices: ``fit`` -- a
+    parameter behind it was chosen by fit to the paper; ``reading`` -- the threshold is the
+    project's reading of the paper's words (e.g. "about the same" as "within 2 points");
+    ``construction`` -- it holds by construction of a model decision (which one)."""
 
     claim: str
     paper: str
     measured: str
-    passed: bool
+    passed: bool | None
+    reason: str = ""
+    fit: str = ""
+    reading: str = ""
+    construction: str = ""
+
+    def __post_init__(self):
+        if self.passed is None and not self.reason.startswith(NOT_REPRODUCIBLE_REASONS):
+            raise ValueError(f"claim {self.claim!r}: NOT REPRODUCIBLE needs a reason beginning with one of "
+                             f"{', '.join(NOT_REPRODUCIBLE_REASONS)}; got {self.reason!r}")
 
     @property
     def verdict(self) -> str:
-        return "PASS" if self.passed else "FAIL"
+        return NOT_REPRODUCIBLE if self.passed is None else PASS if self.passed else FAIL
+
+    @property
+    def marks(self) -> str:
+        """The marks, as the tables print them."""
+        return "; ".join(m for m in (self.reason,
+                                     f"parameter chosen by fit: {self.fit}" if self.fit else "",
+                                     f"threshold is our reading: {self.reading}" if self.reading else "",
+                                     f"holds by construction: {self.construction}" if self.construction else "")
+                         if m)
+
+
+COLUMNS = ("claim", "paper", "measured", "verdict", "reason", "fit", "reading", "construction")
 
 
 def write_claims(claims: list[Claim], path: Path) -> None:
-    """The claims as CSV (claim, paper, measured, verdict): every recipe's ``claims.csv``."""
+    """The claims as CSV (COLUMNS): every recipe's ``claims.csv``."""
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["claim", "paper", "measured", "verdict"])
+        w.writerow(COLUMNS)
         for c in claims:
-            w.writerow([c.claim, c.paper, c.measured, c.verdict])
+            w.writerow([c.claim, c.paper, c.measured, c.verdict, c.reason, c.fit, c.reading, c.construction])
+
+
+def read_claims(path: Path) -> list[Claim]:
+    """A ``claims.csv`` back as claims (also those written before the verdict columns)."""
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    passed = {PASS: True, FAIL: False, NOT_REPRODUCIBLE: None}
+    return [Claim(r["claim"], r["paper"], r["measured"], passed[r["verdict"]],
+                  *(r.get(k) or "" for k in COLUMNS[4:])) for r in rows]
+
+
+def summary(claims: list[Claim]) -> str:
+    """"n passed, n failed, n not reproducible (of N)", and how many carry a mark."""
+    n = {v: sum(c.verdict == v for c in claims) for v in (PASS, FAIL, NOT_REPRODUCIBLE)}
+    marked = {k: sum(bool(getattr(c, k)) for c in claims) for k in ("fit", "reading", "construction")}
+    text = (f"{n[PASS]} passed, {n[FAIL]} failed, {n[NOT_REPRODUCIBLE]} not reproducible "
+            f"(of {len(claims)} claims)")
+    notes = [f"{marked['fit']} rest on a parameter chosen by fit" if marked["fit"] else "",
+             f"{marked['reading']} on a threshold that is our reading" if marked["reading"] else "",
+             f"{marked['construction']} hold by construction" if marked["construction"] else ""]
+    notes = [x for x in notes if x]
+    return text + (f"; {', '.join(notes)}" if notes else "")
 
 
 def default_workers(quick: bool) -> int:
@@ -61,10 +116,16 @@ def get(name: str) -> Callable:
 
 
 def format_claims(claims: list[Claim]) -> str:
-    """The claims as a fixed-width text table."""
+    """The claims as a fixed-width text table (marks under their row), then the summary."""
     rows = [("claim", "paper", "measured", "verdict")] + [(c.claim, c.paper, c.measured, c.verdict)
                                                            for c in claims]
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(rows[0], widths)).rstrip(),
+             "  ".join("-" * w for w in widths)]
+    for c, r in zip(claims, rows[1:]):
+        lines.append("  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip())
+        if c.marks:
+            lines.append(f"    ({c.marks})")
+    lines.append("")
+    lines.append(summary(claims))
     return "\n".join(lines)

@@ -74,7 +74,7 @@ def test_claims_are_evaluated(quick):
     assert any(name.startswith("fig 4 (LP), sensitivity, NOT the MODELS.md model") for name in by_name)
 
 
-def test_fig4_points_in_order_but_unresolved_are_measured_again():
+def test_fig4_points_unresolved_either_way_are_measured_again():
     from simengine.reproductions.ballier import WAITS, Config, fig4_to_refine
     from simengine.results import Metric
 
@@ -93,9 +93,10 @@ def test_fig4_points_in_order_but_unresolved_are_measured_again():
             1000.0: [0.975, 0.965, 0.985], None: [0.975, 0.965, 0.985]}   # in order, CIs overlap
     apart = {0.0: [0.98, 0.98, 0.98], 10.0: [0.98, 0.98, 0.98], 100.0: [0.98, 0.98, 0.98],
              1000.0: [0.90, 0.90, 0.90], None: [0.90, 0.90, 0.90]}        # resolved already
-    reversed_ = {**near, 1000.0: [0.99, 0.98, 1.0]}                        # Wait-1000 above: not refined
+    reversed_ = {**near, 1000.0: [0.99, 0.98, 1.0]}                        # Wait-1000 above, CIs overlap
     got = fig4_to_refine(res_with({0.001: near, 0.002: apart}), size)
     assert sorted({(c.priority, c.global_value) for c in got}) == [("GP", 0.001), ("LP", 0.001)]
     assert len(got) == 2 * len(WAITS)
-    assert fig4_to_refine(res_with({0.001: reversed_, 0.002: apart}), size) == []
+    # out of the paper's order but unresolved: measured again too (the rule is symmetric)
+    assert len(fig4_to_refine(res_with({0.001: reversed_, 0.002: apart}), size)) == 2 * len(WAITS)
     assert fig4_to_refine(res_with({0.001: near, 0.002: apart}), {**size, "refine": 0}) == []

@@ -1,0 +1,80 @@
+"""Verdicts of the reproductions' claims (simengine.reproductions): PASS, FAIL and NOT REPRODUCIBLE
+with its reason, the marks that say how much a verdict rests on the project's choices, the
+per-paper summary, claims.csv both ways, and Ballier's symmetric re-measurement rule."""
+from __future__ import annotations
+
+import pytest
+
+from simengine.reproductions import (FAIL, NOT_REPRODUCIBLE, PASS, Claim, format_claims, read_claims, summary,
+                                     write_claims)
+from simengine.reproductions.ballier import WAITS, Config, fig4_to_refine
+from simengine.results import Metric
+
+
+def test_pass_and_fail():
+    assert Claim("c", "p", "m", True).verdict == PASS
+    assert Claim("c", "p", "m", False).verdict == FAIL
+
+
+@pytest.mark.parametrize("reason", [
+    "paper-internal conflict: Figure 3's dip contradicts Figure 7",
+    "unstated parameter: the bandwidths; tried 50, 100 and 150 MB/s",
+    "not from the paper's equations: the RR stays flat; no cause found",
+])
+def test_not_reproducible_carries_its_reason(reason):
+    claim = Claim("c", "p", "m", None, reason=reason)
+    assert claim.verdict == NOT_REPRODUCIBLE and claim.marks.startswith(reason)
+
+
+def test_not_reproducible_without_a_reason_of_a_known_kind_is_refused():
+    with pytest.raises(ValueError, match="NOT REPRODUCIBLE needs a reason"):
+        Claim("c", "p", "m", None)
+    with pytest.raises(ValueError, match="NOT REPRODUCIBLE needs a reason"):
+        Claim("c", "p", "m", None, reason="it did not work")
+
+
+def test_marks_are_shown_under_the_row_and_counted_in_the_summary():
+    claims = [Claim("about the same", "within 2 points", "1.5", True, reading="'about the same' as within 2 points"),
+              Claim("20 % cut", "15-25", "26.5", False, fit="the propagation rules"),
+              Claim("flat", "falls", "flat", None, reason="not from the paper's equations: no cause found"),
+              Claim("fig 7", "within 5 points", "0.1", True, construction="MODELS.md's GP")]
+    text = format_claims(claims)
+    assert "(threshold is our reading: 'about the same' as within 2 points)" in text
+    assert "(parameter chosen by fit: the propagation rules)" in text
+    assert "(holds by construction: MODELS.md's GP)" in text
+    assert summary(claims) == ("2 passed, 1 failed, 1 not reproducible (of 4 claims); 1 rest on a parameter "
+                               "chosen by fit, 1 on a threshold that is our reading, 1 hold by construction")
+    assert text.endswith(summary(claims))
+
+
+def test_claims_csv_round_trips_every_verdict_and_mark(tmp_path):
+    claims = [Claim("a", "p", "m", True, reading="r"), Claim("b", "p", "m", False, fit="f"),
+              Claim("c", "p", "m", None, reason="paper-internal conflict: x", construction="k")]
+    write_claims(claims, tmp_path / "claims.csv")
+    assert read_claims(tmp_path / "claims.csv") == claims
+    (tmp_path / "old.csv").write_text("claim,paper,measured,verdict\nx,y,z,FAIL\n")  # before the marks
+    assert read_claims(tmp_path / "old.csv") == [Claim("x", "y", "z", False)]
+
+
+# ---- Ballier: every figure-4 rate whose CIs overlap is re-measured, whichever order its means are in
+
+def metric(mean: float, half: float) -> Metric:
+    return Metric("global_success_rate", mean, mean - half, mean + half, [mean])
+
+
+def fig4_results(trio: float, others: float, half: float) -> dict:
+    """Every figure-4 configuration at one rate: Wait-0/10/100 at ``trio``, Wait-1000/inf at ``others``."""
+    return {Config(0.3, "rate", 0.001, wait_x=w, priority=p): {"global_success_rate": metric(
+        trio if w in (0.0, 10.0, 100.0) else others, half)} for p in ("LP", "GP") for w in WAITS}
+
+
+@pytest.mark.parametrize("trio,others,half,refined", [
+    (0.90, 0.89, 0.02, True),   # the paper's order, CIs overlap: re-measured
+    (0.89, 0.90, 0.02, True),   # the other order, CIs overlap: re-measured too (the rule is symmetric)
+    (0.95, 0.85, 0.02, False),  # the paper's order, resolved: nothing to re-measure
+    (0.85, 0.95, 0.02, False),  # the other order, resolved: a clear FAIL, nothing to re-measure
+])
+def test_the_re_measurement_rule_is_symmetric(trio, others, half, refined):
+    size = {"rates": (0.001,), "refine": 50}
+    got = fig4_to_refine(fig4_results(trio, others, half), size)
+    assert (len(got) == 2 * len(WAITS)) if refined else got == []
