@@ -36,7 +36,7 @@ STEP_REPORT_SECONDS = 0.5
 POOL_MIN_SECONDS = 4.0
 
 #: ``place(n, size_hint)``: n rows of every job column for a replication to write its rows into
-Place = Callable[[int, int], dict[str, np.ndarray]]
+Place = Callable[..., dict[str, np.ndarray]]  # (n rows, size hint, optional columns) -> columns
 
 
 @dataclass
@@ -95,8 +95,8 @@ def run_model(model: Model, scenario: Scenario, on_progress: ProgressCallback | 
         if rows is not None and (keep_all or r == 0):
             index = r if keep_all else 0
 
-            def place(n: int, size_hint: int) -> dict[str, np.ndarray]:
-                return rows.take(index, n, size_hint)
+            def place(n: int, size_hint: int, optional: tuple[str, ...] = ()) -> dict[str, np.ndarray]:
+                return rows.take(index, n, size_hint, optional)
         try:
             return model.replicate(scenario, r, place=place, **asked)
         except BaseException:
@@ -207,11 +207,12 @@ class SharedRows:
         self.failed = False
         self._cond = threading.Condition()
 
-    def take(self, i: int, n: int, size_hint: int) -> dict[str, np.ndarray]:
+    def take(self, i: int, n: int, size_hint: int, optional: tuple[str, ...] = ()) -> dict[str, np.ndarray]:
+        """Replication i's n rows (JOB_COLUMNS and the ``optional`` ones, the same for every replication)."""
         with self._cond:
             if self.columns is None:
                 per = size_hint + size_hint // 16 + 1024
-                self.columns = empty_job_rows(per * self.R)
+                self.columns = empty_job_rows(per * self.R, optional)
             self.counts[i] = n
             while len(self.offsets) <= self.R and self.counts[len(self.offsets) - 1] is not None:
                 self.offsets.append(self.offsets[-1] + self.counts[len(self.offsets) - 1])
@@ -223,7 +224,7 @@ class SharedRows:
             capacity = len(self.columns["submit"])
             if a + n <= capacity:
                 return {k: v[a:a + n] for k, v in self.columns.items()}
-            self.spilled[i] = empty_job_rows(n)
+            self.spilled[i] = empty_job_rows(n, optional)
             return self.spilled[i]
 
     def abandon(self) -> None:

@@ -19,7 +19,8 @@ from simengine.gantt import KIND_RUN, SEGMENT_COLUMNS, assign_processors, ordere
 from simengine.grid_lwr import grid_lwr_advance, grid_lwr_kernel, grid_lwr_state, lwr_sites
 from simengine.kernel_feed import feed_live, feed_placed_live
 from simengine.registry import LOCAL_SCHEDULERS, SITE_ALLOCATION
-from simengine.results import empty_job_rows, finish_rows, kth_smallest_end, time_series
+from simengine.results import (empty_job_rows, finish_rows, kth_smallest_end, measured_rows, time_series,
+                               user_metrics)
 from simengine.scenario import Scenario, TraceStream
 from simengine.site_allocation import choose
 from simengine.streaming import LiveGantt
@@ -102,14 +103,24 @@ def finish_replication(scenario: Scenario, sim: Simulated, replication: int, wit
     if not math.isfinite(t_stop):
         t_stop = float(largest) if finished else 0.0
     cols = None
-    if run.keep_jobs == "all" or replication == 0 or with_segments:
-        cols = place(keep, n) if place is not None else empty_job_rows(keep)
+    kept = run.keep_jobs == "all" or replication == 0 or with_segments
+    users = jobs.extra.get("user")
+    optional = ("user",) if users is not None else ()
+    if kept or users is not None:  # (the per-user metrics need every replication's rows)
+        cols = place(keep, n, optional) if place is not None and kept else empty_job_rows(keep, optional)
     held = np.empty(keep) if with_segments else None
     clusters = scenario.platform.clusters
     metrics = finish_rows(jobs.submit, sim.runtime, sim.killed, sim.cluster, sim.start, jobs.job_id, jobs.stream,
                           jobs.processors, jobs.estimate, replication, keep, t_stop, run.warmup.time,
                           run.warmup.completions, [c.name for c in clusters], [c.processors for c in clusters],
                           cols, held)
+    if users is not None:
+        cols["user"][:] = users[:keep]
+        measured = measured_rows(cols)
+        metrics.update(user_metrics(cols["user"][measured], cols["wait"][measured],
+                                    cols["bounded_slowdown"][measured]))
+        if not kept:
+            cols = None
     series = segments = None
     if with_segments:
         capacity = sum(c.processors for c in clusters)

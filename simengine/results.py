@@ -112,9 +112,13 @@ JOB_DTYPES = {"job_id": np.int64, "replication": np.int32, "stream": np.int32, "
               "slowdown": np.float64, "bounded_slowdown": np.float64, "status": np.int8, "warmup": np.bool_}
 
 
-def empty_job_rows(n: int) -> dict[str, np.ndarray]:
-    """Uninitialised job columns for ``n`` rows."""
-    return {k: np.empty(n, JOB_DTYPES[k]) for k in JOB_COLUMNS}
+#: columns a model's rows may carry beside JOB_COLUMNS when its workload has them (the kernel path)
+OPTIONAL_JOB_DTYPES = {"user": np.int64}
+
+
+def empty_job_rows(n: int, optional: tuple[str, ...] = ()) -> dict[str, np.ndarray]:
+    """Uninitialised job columns for ``n`` rows (JOB_COLUMNS, then the ``optional`` ones)."""
+    return {k: np.empty(n, JOB_DTYPES.get(k) or OPTIONAL_JOB_DTYPES[k]) for k in (*JOB_COLUMNS, *optional)}
 
 
 @njit(cache=True, nogil=True)
@@ -297,6 +301,47 @@ def job_metrics(wait: np.ndarray, response: np.ndarray, slowdown: np.ndarray, bo
             "p95_wait": percentile_linear(wait, 95)}
 
 
+#: per-user metrics (user_metrics), present when every job of the workload carries a user (SWF)
+USER_METRICS = ("users_measured", "jain_wait", "jain_bounded_slowdown", "worst_user_mean_wait",
+                "worst_user_mean_bounded_slowdown")
+
+
+def jain_index(x: np.ndarray) -> float:
+    """Jain's fairness index (sum x)^2 / (n sum x^2) of non-negative values: 1 when all are equal,
+    1/n when one takes everything; 1 for all zeros (everyone equal)."""
+    x = np.asarray(x, float)
+    if not len(x):
+        return math.nan
+    square = float((x * x).sum())
+    return 1.0 if square == 0 else float(x.sum()) ** 2 / (len(x) * square)
+
+
+def per_user(user: np.ndarray, wait: np.ndarray, bounded: np.ndarray) -> dict[str, np.ndarray]:
+    """Per user (id >= 0; SWF's -1, unknown, is left out) of the given measured jobs: ``user``,
+    ``jobs``, ``mean_wait``, ``mean_bounded_slowdown``, users in increasing id."""
+    known = np.asarray(user) >= 0
+    ids, index = np.unique(np.asarray(user)[known], return_inverse=True)
+    jobs = np.bincount(index, minlength=len(ids))
+    total = np.maximum(jobs, 1)
+    return {"user": ids.astype(np.int64), "jobs": jobs.astype(np.int64),
+            "mean_wait": np.bincount(index, weights=np.asarray(wait, float)[known], minlength=len(ids)) / total,
+            "mean_bounded_slowdown": np.bincount(index, weights=np.asarray(bounded, float)[known],
+                                                 minlength=len(ids)) / total}
+
+
+def user_metrics(user: np.ndarray, wait: np.ndarray, bounded: np.ndarray) -> dict[str, float]:
+    """The per-user metrics (USER_METRICS) of the measured jobs -- computed here only: how many
+    users, Jain's index over the users' mean waits and mean bounded slowdowns, and the worst
+    user's means (docs/output.md)."""
+    users = per_user(user, wait, bounded)
+    if not len(users["user"]):
+        return {k: math.nan for k in USER_METRICS}
+    return {"users_measured": float(len(users["user"])), "jain_wait": jain_index(users["mean_wait"]),
+            "jain_bounded_slowdown": jain_index(users["mean_bounded_slowdown"]),
+            "worst_user_mean_wait": float(users["mean_wait"].max()),
+            "worst_user_mean_bounded_slowdown": float(users["mean_bounded_slowdown"].max())}
+
+
 def finish_rows(submit, runtime, killed, cluster, start, job_id, stream, processors, estimate, replication: int,
                 keep: int, t_stop: float, warmup_time: float, warmup_completions: int,
                 cluster_names: list[str], cluster_processors: list[int], out: dict[str, np.ndarray] | None,
@@ -444,12 +489,23 @@ class Result:
                 self.write_swf(tmp / "schedule.swf", swf_precision)
             if batsim:
                 self.write_batsim_jobs(tmp / "batsim_jobs.csv")
+            if (users := self.users()) is not None:
+                _write_csv(tmp / "users.csv", users)
             out.mkdir(exist_ok=True)
             for f in tmp.iterdir():
                 os.replace(f, out / f.name)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         return out
+
+    def users(self) -> dict[str, np.ndarray] | None:
+        """Per user, over replication 0's measured jobs (:func:`per_user`): None when the jobs
+        carry no users (a ``user`` column comes with traces that name them, e.g. SWF)."""
+        j = self.jobs
+        if "user" not in j:
+            return None
+        mine = (j["replication"] == 0) & j["measured"].astype(bool)
+        return per_user(j["user"][mine], j["wait"][mine], j["bounded_slowdown"][mine])
 
     def write_jobs_csv(self, path: Path) -> None:
         j = self.jobs

@@ -35,7 +35,7 @@ WIDE = 0.5
 
 _AT_LEAST_ONE = ("slowdown",)
 _UNIT = ("utilisation", "claimed", "fraction", "rate", "share")
-_NONNEGATIVE = ("wait", "response", "makespan", "throughput", "jobs", "reservations", "preemptions", "lost",
+_NONNEGATIVE = ("wait", "response", "makespan", "throughput", "jobs", "users", "reservations", "preemptions", "lost",
                 "work", "load", "queue", "tries", "kills", "killed", "workflows", "cross_slice")
 
 
@@ -64,6 +64,8 @@ def batch_means_half_width(values) -> float | None:
 def domain(name: str) -> tuple[float, float]:
     """The values metric ``name`` can take (``utilisation.<cluster>`` as ``utilisation``)."""
     words = name.split(".")[0].split("_")
+    if words[0] == "jain":  # Jain's fairness index (of waits, slowdowns ...): in [1/n, 1]
+        return 0.0, 1.0
     if words[-1] == "pct":  # a percentage (evolving applications' metrics)
         return (0.0, 100.0) if words[0] in _UNIT else (0.0, math.inf)
     if any(w in _AT_LEAST_ONE for w in words):

@@ -25,6 +25,20 @@ __all__ = ["place", "placement_policy", "compiled_code", "best_site", "WorstFit"
 
 # ---- the built-in policies ------------------------------------------------------------------------
 
+def each_component(job: GridJob, idle: np.ndarray, pick) -> list[int] | None:
+    """Components one at a time, in the job's order: ``pick(size)`` names a cluster (seeing
+    ``idle`` as the earlier components left it); None, all or nothing, when that cluster has too
+    few idle processors."""
+    out = []
+    for s in job.sizes:
+        c = pick(s)
+        if idle[c] < s:
+            return None
+        idle[c] -= s
+        out.append(c)
+    return out
+
+
 class WorstFitParams(BaseModel):
     """Parameters of Worst-Fit placement."""
 
@@ -46,14 +60,7 @@ class WorstFit(PlacementPolicy):
     code = 0  # simengine.grid.kernel.PLACE_WORST_FIT
 
     def place(self, job, idle):
-        out = []
-        for s in job.sizes:
-            c = int(np.argmax(idle))
-            if idle[c] < s:
-                return None
-            idle[c] -= s
-            out.append(c)
-        return out
+        return each_component(job, idle, lambda s: int(np.argmax(idle)))
 
 
 class CloseToFilesParams(BaseModel):
@@ -126,14 +133,7 @@ class ClusterMinimization(PlacementPolicy):
 
     def place(self, job, idle):
         order = sorted(range(len(idle)), key=lambda c: (-idle[c], c))
-        out = []
-        for s in job.sizes:
-            c = next((e for e in order if idle[e] >= s), -1)
-            if c < 0:
-                return None
-            idle[c] -= s
-            out.append(c)
-        return out
+        return each_component(job, idle, lambda s: next((e for e in order if idle[e] >= s), 0))
 
 
 class FlexibleClusterMinParams(BaseModel):

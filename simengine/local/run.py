@@ -280,6 +280,9 @@ def finish(rep: _Replication, replication: int, with_segments: bool):
          "status": status, "priority": jobs.extra["priority"][sl].astype(np.int32),
          "preemptions": rep.preemptions[sl], "lost_time": rep.lost[sl],
          "reservation": np.full(keep, -1, np.int32)}
+    users = jobs.extra.get("user")
+    if users is not None:
+        w["user"] = users[sl].astype(np.int64)
     # ---- reservation rows
     ars = [r for r in rep.ars if r.request_time <= t_stop]
     nr = len(ars)
@@ -299,6 +302,8 @@ def finish(rep: _Replication, replication: int, with_segments: bool):
          "estimate": np.array([r.length for r in ars], float), "status": a_status,
          "priority": np.zeros(nr, np.int32), "preemptions": np.zeros(nr, np.int32), "lost_time": np.zeros(nr),
          "reservation": np.array([r.index for r in ars], np.int32)}
+    if users is not None:
+        a["user"] = np.full(nr, -1, np.int64)  # a reservation has no user
     cols, position = order_job_rows({k: np.concatenate([np.asarray(w[k]), np.asarray(a[k])]) for k in w},
                                     replication, run.warmup.time)
     workload_row = cols["reservation"] < 0
@@ -349,6 +354,9 @@ def finish(rep: _Replication, replication: int, with_segments: bool):
                                                   (cols["status"] == STATUS_KILLED))
     metrics: dict[str, float] = {"jobs_measured": float(measured.sum()), **results.job_metrics(
         *(cols[k][measured] for k in ("wait", "response", "slowdown", "bounded_slowdown")))}
+    if users is not None:
+        metrics.update(results.user_metrics(cols["user"][measured], cols["wait"][measured],
+                                            cols["bounded_slowdown"][measured]))
     capacity = sum(c.processors for c in clusters)
     span = t1w - t0w
     metrics["utilisation"] = float(busy.sum()) / (capacity * span) if span > 0 else math.nan
