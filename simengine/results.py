@@ -489,8 +489,8 @@ class Result:
                 self.write_swf(tmp / "schedule.swf", swf_precision)
             if batsim:
                 self.write_batsim_jobs(tmp / "batsim_jobs.csv")
-            if (users := self.users()) is not None:
-                _write_csv(tmp / "users.csv", users)
+            if self.users() is not None:
+                self.write_users_csv(tmp / "users.csv")
             out.mkdir(exist_ok=True)
             for f in tmp.iterdir():
                 os.replace(f, out / f.name)
@@ -506,6 +506,13 @@ class Result:
             return None
         mine = (j["replication"] == 0) & j["measured"].astype(bool)
         return per_user(j["user"][mine], j["wait"][mine], j["bounded_slowdown"][mine])
+
+    def write_users_csv(self, path: Path) -> None:
+        """``users.csv`` (:meth:`users`); ValueError when the jobs carry no users."""
+        users = self.users()
+        if users is None:
+            raise ValueError("this result's jobs carry no users")
+        _write_csv(path, users)
 
     def write_jobs_csv(self, path: Path) -> None:
         j = self.jobs

@@ -31,6 +31,12 @@ METRICS: dict[str, tuple[str, str]] = {
     "preemptions": ("preemptions", ""),
     "jobs_preempted_killed": ("jobs killed by preemption", ""),
     "lost_work": ("work lost to preemption", "processor-s"),
+    # workloads whose jobs carry users (docs/output.md, per-user metrics)
+    "users_measured": ("users measured", ""),
+    "jain_wait": ("fairness of waits between users (Jain's index)", ""),
+    "jain_bounded_slowdown": ("fairness of bounded slowdowns between users (Jain's index)", ""),
+    "worst_user_mean_wait": ("worst user's mean wait", "s"),
+    "worst_user_mean_bounded_slowdown": ("worst user's mean bounded slowdown", ""),
 }
 
 ABSENT = "(not set)"

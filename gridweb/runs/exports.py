@@ -146,6 +146,15 @@ def batsim_jobs_csv(run: Run) -> bytes:
     return _written(result_of(run).write_batsim_jobs, "batsim_jobs.csv")
 
 
+def users_csv(run: Run) -> bytes:
+    """``users.csv``: per user, replication 0's measured jobs, mean wait and bounded slowdown
+    (docs/output.md); only for runs whose jobs carry users."""
+    result = result_of(run)
+    if result.users() is None:
+        raise ExportUnavailable(f"Run {run.pk}'s jobs carry no users (only traces that name them do).")
+    return _written(result.write_users_csv, "users.csv")
+
+
 def swf_precision(value: str | None) -> int | None:
     """The ``precision`` query parameter of schedule.swf: absent -> 0, ``exact`` -> None, else
     an integer 0..9 (ValueError with the reason otherwise)."""

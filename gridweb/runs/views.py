@@ -49,11 +49,13 @@ EXPORTS: dict[str, tuple[str, str, bool]] = {
     "jobs.csv": ("jobs_csv", "text/csv; charset=utf-8", True),
     "schedule.swf": ("schedule_swf", "text/plain; charset=utf-8", True),
     "batsim_jobs.csv": ("batsim_jobs_csv", "text/csv; charset=utf-8", True),
+    "users.csv": ("users_csv", "text/csv; charset=utf-8", True),
     "scenario.json": ("scenario_json", "application/json", False),
     "metrics.json": ("metrics_json", "application/json", True),
 }
 EXPORT_LABELS = {"jobs.csv": "Jobs (CSV)", "schedule.swf": "Schedule (SWF)",
-                 "batsim_jobs.csv": "Jobs for Batsim / evalys (CSV)", "scenario.json": "Scenario (JSON)",
+                 "batsim_jobs.csv": "Jobs for Batsim / evalys (CSV)", "users.csv": "Per-user waits and slowdowns (CSV)",
+                 "scenario.json": "Scenario (JSON)",
                  "metrics.json": "Metrics (JSON)"}
 GALLERY_PAGE_SIZE = 24
 
@@ -138,7 +140,8 @@ def run_page_context(request: HttpRequest, run: Run, comment_form: CommentForm |
         "comments": run.comments.select_related("author"),
         "comment_form": comment_form or CommentForm(),
         "exports": [(EXPORT_LABELS[kind], reverse("runs:export", args=[run.pk, kind]), kind)
-                    for kind, (_, _, needs_result) in EXPORTS.items() if run.status == Status.DONE or not needs_result],
+                    for kind, (_, _, needs_result) in EXPORTS.items() if run.status == Status.DONE or not needs_result
+                    if kind != "users.csv" or "users_measured" in ((run.summary or {}).get("metrics") or {})],
         "fork_url": f"/scenarios/new/?from_run={run.pk}",
         "gantt": gantt_config(run),
         "eta": eta_seconds(run),

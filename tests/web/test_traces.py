@@ -265,3 +265,51 @@ def test_a_batsim_workload_uploads_and_replays_like_an_swf_trace(alice):
                           {"file": SimpleUploadedFile("w", json_module.dumps(bad).encode()), "format": "batsim"})
     assert refused.status_code == 400
     assert "only 'delay' profiles give a run time" in " ".join(refused.json()["errors"]["file"])
+
+
+def test_a_replay_of_a_trace_with_users_offers_its_per_user_table(alice, django_user_model, settings, tmp_path):
+    """Per-user metrics (docs/output.md) on the run page and users.csv, for whoever may view the
+    run; a run whose jobs carry no users has neither."""
+    from django.test import Client
+    from django.urls import reverse
+
+    from gridweb.runs.execution import execute_run
+    from gridweb.runs.models import Run, Status
+    from gridweb.runs.services import create_run
+
+    settings.GRIDWEB_TRACE_DIR = tmp_path / "traces"
+    lines = swf_text(60, max_procs=16).splitlines()
+    for k in range(2, len(lines)):  # users 1, 2, 3 in turn (SWF field 12)
+        fields = lines[k].split()
+        fields[11] = str(1 + k % 3)
+        lines[k] = " ".join(fields)
+    trace = store_trace(alice, upload("users.swf", "\n".join(lines) + "\n"))
+    spec = {"name": "users", "platform": {"clusters": [{"name": "c", "processors": 16,
+                                                        "scheduler": {"name": "easy"}}]},
+            "workload": {"streams": [{"kind": "trace", "name": "t", "target": "c", "path": trace.stored_name}]}}
+    run = create_run(alice, spec, dispatch_now=False)
+    assert execute_run(run.pk) == Status.DONE
+    run = Run.objects.get(pk=run.pk)
+    owner = Client()
+    owner.force_login(alice)
+    page = owner.get(reverse("runs:run", args=[run.pk])).content.decode()
+    url = reverse("runs:export", args=[run.pk, "users.csv"])
+    assert "Jain&#x27;s index" in page and url in page
+    body = owner.get(url)
+    assert body.status_code == 200
+    rows = body.content.decode().splitlines()
+    assert rows[0] == "user,jobs,mean_wait,mean_bounded_slowdown" and [r.split(",")[0] for r in rows[1:]] == \
+        ["1", "2", "3"]
+    assert sum(int(r.split(",")[1]) for r in rows[1:]) == run.summary["metrics"]["jobs_measured"]["mean"]
+    outsider = Client()
+    outsider.force_login(django_user_model.objects.create_user("eve", password="pw-eve-123"))
+    assert outsider.get(url).status_code == 404 and Client().get(url).status_code == 404
+
+    synthetic = create_run(alice, {**spec, "workload": {"streams": [{
+        "kind": "synthetic", "name": "s", "target": "c", "count": 50, "arrival": {"target_load": 0.5},
+        "size": {"kind": "constant", "value": 1}, "runtime": {"kind": "exponential", "mean": 60}}]}},
+        dispatch_now=False)
+    assert execute_run(synthetic.pk) == Status.DONE
+    none = reverse("runs:export", args=[synthetic.pk, "users.csv"])
+    assert none not in owner.get(reverse("runs:run", args=[synthetic.pk])).content.decode()
+    assert owner.get(none).status_code == 409
