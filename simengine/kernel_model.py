@@ -123,13 +123,7 @@ def finish_replication(scenario: Scenario, sim: Simulated, replication: int, wit
             cols = None
     series = segments = None
     if with_segments:
-        capacity = sum(c.processors for c in clusters)
-        series = time_series(cols, held, capacity, t_stop)
-        for c, spec in enumerate(clusters):
-            on_c = cols["cluster"] == c
-            mine = {k: cols[k][on_c] for k in ("submit", "start", "processors")}
-            series[f"utilisation.{spec.name}"] = time_series(mine, held[on_c], spec.processors,
-                                                             t_stop)["utilisation"]
+        series = time_series(cols, held, clusters, t_stop)
         segments = build_segments(scenario, cols, held, sim.proc[:keep])
     return Replication(metrics, cols, segments, series, notes)
 

@@ -404,26 +404,44 @@ def active_sum(on: np.ndarray, off: np.ndarray, weight: np.ndarray, t: np.ndarra
     return cum_on[np.searchsorted(a, t, side="right")] - cum_off[np.searchsorted(off[b], t, side="right")]
 
 
-def time_series(jobs: dict[str, np.ndarray], held_until: np.ndarray, capacity: int, t_end: float,
-                points: int = SERIES_POINTS):
-    """Utilisation (busy / capacity) and queue length sampled at ``points`` instants in [0, t_end]."""
+#: the job columns the queue series are computed from
+QUEUE_COLUMNS = ("submit", "start", "processors", "cluster")
+
+
+def queue_series(t: np.ndarray, submit: np.ndarray, start: np.ndarray, processors: np.ndarray,
+                 cluster: np.ndarray, cluster_names: list[str]) -> dict[str, np.ndarray]:
+    """The queue at each instant of ``t``: jobs submitted and not yet started (NaN start: never),
+    ``queue_length`` and the processors they request, ``queued_processors``, in all and per
+    cluster (``.<cluster>``; a job counts on the cluster it went to) -- computed here only, for
+    every model's series."""
+    began = np.where(np.isnan(start), np.inf, start)
+    procs = np.asarray(processors, float)
+    ones = np.ones(len(began))
+    out = {"queue_length": active_sum(submit, began, ones, t),
+           "queued_processors": active_sum(submit, began, procs, t)}
+    for c, name in enumerate(cluster_names):
+        on = cluster == c
+        out[f"queue_length.{name}"] = active_sum(submit[on], began[on], ones[on], t)
+        out[f"queued_processors.{name}"] = active_sum(submit[on], began[on], procs[on], t)
+    return out
+
+
+def time_series(jobs: dict[str, np.ndarray], held_until: np.ndarray, clusters, t_end: float,
+                points: int = SERIES_POINTS) -> dict[str, np.ndarray]:
+    """Utilisation (busy / capacity), in all and per cluster, and the queue (:func:`queue_series`)
+    sampled at ``points`` instants in [0, t_end], from job rows and when each job's processors
+    were released (``held_until``)."""
     t = np.linspace(0.0, max(t_end, 1e-9), points)
     started = ~np.isnan(jobs["start"])
-    starts, ends, procs = jobs["start"][started], held_until[started], jobs["processors"][started]
-
-    def count_active(on, off, weight):
-        on_sorted = np.argsort(on)
-        off_sorted = np.argsort(off)
-        cum_on = np.concatenate([[0], np.cumsum(weight[on_sorted])])
-        cum_off = np.concatenate([[0], np.cumsum(weight[off_sorted])])
-        return cum_on[np.searchsorted(on[on_sorted], t, side="right")] - \
-            cum_off[np.searchsorted(off[off_sorted], t, side="right")]
-
-    busy = count_active(starts, ends, procs.astype(float))
-    submitted = jobs["submit"]
-    began = np.where(np.isnan(jobs["start"]), np.inf, jobs["start"])
-    queue = count_active(submitted, began, np.ones(len(submitted)))
-    return {"time": t, "utilisation": busy / max(capacity, 1), "queue_length": queue}
+    starts, ends = jobs["start"][started], held_until[started]
+    procs, where = jobs["processors"][started].astype(float), jobs["cluster"][started]
+    out = {"time": t, "utilisation": active_sum(starts, ends, procs, t) / max(sum(c.processors for c in clusters), 1)}
+    for c, spec in enumerate(clusters):
+        on = where == c
+        out[f"utilisation.{spec.name}"] = active_sum(starts[on], ends[on], procs[on], t) / spec.processors
+    out.update(queue_series(t, jobs["submit"], jobs["start"], jobs["processors"], jobs["cluster"],
+                            [c.name for c in clusters]))
+    return out
 
 
 @dataclass
@@ -583,30 +601,21 @@ def warm_up_by_completions(cols: dict[str, np.ndarray], eligible: np.ndarray, co
     return t_warm
 
 
-def segment_series(segments: dict[str, np.ndarray], clusters, submit: np.ndarray, start: np.ndarray,
+def segment_series(segments: dict[str, np.ndarray], clusters, jobs: dict[str, np.ndarray],
                    t_stop: float) -> dict[str, np.ndarray]:
     """Time series from a schedule's Gantt segments (models that emit segments themselves):
-    utilisation of all processors and of each cluster (``run`` segments only) and queue length
-    (jobs given by ``submit``/``start`` that were submitted but not started; NaN start = never)
-    at SERIES_POINTS instants over [0, t_stop]."""
+    utilisation of all processors and of each cluster (``run`` segments only) and the queue of
+    the job rows ``jobs`` (:func:`queue_series`) at SERIES_POINTS instants over [0, t_stop]."""
     t = np.linspace(0.0, max(t_stop, 1e-9), SERIES_POINTS)
-
-    def active(on, off, weight):
-        # sum of the weights of the intervals [on, off) containing each instant of t
-        cum_on = np.concatenate([[0], np.cumsum(weight[np.argsort(on)])])
-        cum_off = np.concatenate([[0], np.cumsum(weight[np.argsort(off)])])
-        return cum_on[np.searchsorted(np.sort(on), t, side="right")] - \
-            cum_off[np.searchsorted(np.sort(off), t, side="right")]
-
     run = segments["kind"] == KIND_NAMES.index("run")
     w = segments["processors"].astype(float)
-    out = {"time": t, "utilisation": active(segments["t0"][run], segments["t1"][run], w[run])
+    out = {"time": t, "utilisation": active_sum(segments["t0"][run], segments["t1"][run], w[run], t)
            / max(sum(c.processors for c in clusters), 1)}
-    began = np.where(np.isnan(start), np.inf, start)
-    out["queue_length"] = active(submit, began, np.ones(len(began)))
     for c, spec in enumerate(clusters):
         m = run & (segments["cluster"] == c)
-        out[f"utilisation.{spec.name}"] = active(segments["t0"][m], segments["t1"][m], w[m]) / spec.processors
+        out[f"utilisation.{spec.name}"] = active_sum(segments["t0"][m], segments["t1"][m], w[m], t) / spec.processors
+    out.update(queue_series(t, jobs["submit"], jobs["start"], jobs["processors"], jobs["cluster"],
+                            [c.name for c in clusters]))
     return out
 
 

@@ -315,7 +315,7 @@ def finish(scenario: Scenario, rep: CaoReplication, replication: int, with_segme
     seg = ordered_segments(seg)
 
     metrics = _metrics(cols, seg, foreign, clusters, t_warm, t_stop)
-    series = segment_series(seg, clusters, cols["submit"], cols["start"], t_stop) if with_segments else None
+    series = segment_series(seg, clusters, cols, t_stop) if with_segments else None
     return cols, (seg if with_segments else None), metrics, series
 
 

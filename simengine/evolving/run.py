@@ -95,20 +95,21 @@ def _replication(scenario: Scenario, r: int, with_segments: bool):
         f"utilisation.{cluster.name}": used / (n_max * makespan) if makespan > 0 else math.nan,
         "throughput": A / makespan if makespan > 0 else math.nan,
     })
-    seg = None
+    seg = series = None
     if with_segments:
         seg = sched.segments()
         seg["cluster"][:] = c
         seg = ordered_segments(seg)
-    return jobs, seg, metrics
+        series = results.segment_series(seg, scenario.platform.clusters, jobs, makespan)
+    return jobs, seg, metrics, series
 
 
 def replicate(scenario: Scenario, r: int, with_segments: bool, on_step=None, live=None,
               place=None) -> Replication:
     """One replication (simengine.driver.Replicate): offline and quick, so no step reports and
     its Gantt goes out at its end."""
-    jobs, seg, metrics = _replication(scenario, r, with_segments=with_segments)
-    return Replication(metrics, jobs, seg)
+    jobs, seg, metrics, series = _replication(scenario, r, with_segments=with_segments)
+    return Replication(metrics, jobs, seg, series)
 
 
 #: evolving applications scheduled offline on one cluster (Algorithm 1's node mapping)

@@ -28,7 +28,8 @@ from simengine.preemption import preemption_mode
 from simengine.driver import Model, Replication
 from simengine.streaming import LiveGantt, empty_rows, live_rows, run_in_slices
 import simengine.results as results
-from simengine.results import BOUNDED_SLOWDOWN_TAU, SERIES_POINTS, active_sum, order_job_rows, percentile_linear
+from simengine.results import (BOUNDED_SLOWDOWN_TAU, SERIES_POINTS, active_sum, order_job_rows, percentile_linear,
+                               queue_series)
 from simengine.workload import STATUS_COMPLETED, STATUS_FAILED, STATUS_KILLED, STATUS_UNFINISHED
 from simengine.workload_build import load_trace_stream, replication_rngs
 from simengine.results import JOB_DTYPES
@@ -492,6 +493,9 @@ def _series(scenario, w: KoalaWorkload, o: KoalaOutcome) -> dict[str, np.ndarray
         qt = np.array(o.queue_trace, float)
         k = np.searchsorted(qt[:, 0], t, side="right") - 1
         out["placement_queue"] = np.where(k >= 0, qt[np.maximum(k, 0), 1], 0.0)
+    # the clusters' local FCFS queues (KOALA jobs wait in the placement queue above)
+    out.update(queue_series(t, o.local_submit, np.where(o.local_state == 0, np.nan, o.local_start), o.local_size,
+                            o.local_cluster, [c.name for c in scenario.platform.clusters]))
     return out
 
 

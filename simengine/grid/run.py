@@ -29,7 +29,7 @@ from simengine.grid.koala_run import simulate_koala_replication
 from simengine.grid.schema import is_coallocation, is_koala
 from simengine.grid.model import GlobalJobs, GridOutcome, GridPolicy, GridRun, LocalJobs, warm_up
 import simengine.results as results
-from simengine.results import BOUNDED_SLOWDOWN_TAU, SERIES_POINTS, active_sum, order_job_rows
+from simengine.results import BOUNDED_SLOWDOWN_TAU, SERIES_POINTS, active_sum, order_job_rows, queue_series
 from simengine.scenario import CoallocatedStream, Scenario, TraceStream
 from simengine.streaming import LiveGantt
 from simengine.workload import STATUS_COMPLETED, STATUS_FAILED, STATUS_KILLED, STATUS_REJECTED, STATUS_UNFINISHED
@@ -334,9 +334,9 @@ def _series(scenario: Scenario, w: GridWorkload, o: GridOutcome) -> dict[str, np
     for c, spec in enumerate(scenario.platform.clusters):
         on = cl == c
         out[f"utilisation.{spec.name}"] = active_sum(t0[on], t1[on], sz[on], t) / spec.processors
-    L = w.local
-    began = np.where(np.isnan(o.local_start) | (o.local_state == K.L_WAITING), np.inf, o.local_start)
-    out["queue_length"] = active_sum(L.submit, began, np.ones(len(L)), t)
+    L = w.local  # the local jobs' queues (global jobs wait for their deadline, not in a queue)
+    began = np.where(o.local_state == K.L_WAITING, np.nan, o.local_start)
+    out.update(queue_series(t, L.submit, began, L.size, L.cluster, [c.name for c in scenario.platform.clusters]))
     return out
 
 

@@ -30,7 +30,7 @@ from simengine.preemption import preemption_mode
 from simengine.driver import Model, Replication
 from simengine.kernel_feed import StopTime
 import simengine.results as results
-from simengine.results import (JOB_DTYPES, order_job_rows, segment_series,
+from simengine.results import (JOB_DTYPES, QUEUE_COLUMNS, order_job_rows, segment_series,
                                warm_up_by_completions)
 from simengine.scenario import Scenario
 from simengine.streaming import LIVE_COLUMNS, LiveGantt, empty_rows, live_rows, run_in_slices
@@ -376,7 +376,7 @@ def finish(rep: _Replication, replication: int, with_segments: bool):
     series = None
     if with_segments:
         queued = cols["reservation"] < 0  # the queue counts workload jobs, not reservations
-        series = segment_series(segments, clusters, cols["submit"][queued], cols["start"][queued], t_stop)
+        series = segment_series(segments, clusters, {k: cols[k][queued] for k in QUEUE_COLUMNS}, t_stop)
     return cols, segments, metrics, series
 
 
