@@ -1,7 +1,7 @@
 """How long a researcher waits for one command-line replay, from a cold process to its files,
 beside SimPy doing the same replay in a process of its own.
 
-    .venv/bin/python benchmarks/cli_cold_start.py [--reps 5]
+    .venv/bin/python benchmarks/cli_cold_start.py [--reps 5] [--peer REV]
 
 Each measurement starts a fresh Python process (what a script running hundreds of replays pays
 each time), so it counts imports, loading the compiled kernels from numba's cache, reading the
@@ -14,7 +14,10 @@ trace, simulating and writing the outputs:
   runs benchmarks/peers.simpy_fcfs on it -- no output files, so the comparison favours SimPy.
 
 It prints the median wall time of ``--reps`` runs of each and their ratio, and GridWeb's own
-breakdown in one process (imports, kernels, simulation, output). Numbers go to
+breakdown in one process (imports, kernels, simulation, output); also ``python -m simengine
+--help``. With ``--peer REV`` the same two commands of this repository at REV (a temporary git
+worktree, run with this checkout's interpreter) are measured beside, in the same run. Targets
+(issue 15): the replay < 1.0 s, ``--help`` < 0.3 s. Numbers go to
 docs/performance.md ("Command-line cold start"); there is no target in the issue beyond "a
 researcher scripting hundreds of replays feels it".
 """
@@ -65,11 +68,11 @@ print(f"{{t1 - t0:.2f}} {{t2 - t1:.2f}} {{t3 - t2 - written['s']:.2f}} {{written
 """
 
 
-def wall(cmd: list[str], reps: int) -> float:
+def wall(cmd: list[str], reps: int, cwd: Path = ROOT) -> float:
     times = []
     for _ in range(reps):
         t0 = time.perf_counter()
-        subprocess.run(cmd, check=True, cwd=ROOT, capture_output=True)
+        subprocess.run(cmd, check=True, cwd=cwd, capture_output=True)
         times.append(time.perf_counter() - t0)
     return statistics.median(times)
 
@@ -77,13 +80,28 @@ def wall(cmd: list[str], reps: int) -> float:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--peer", help="also measure this git revision's CLI, e.g. HEAD~1")
     args = ap.parse_args()
+    help_cmd = [sys.executable, "-m", "simengine", "--help"]
+    if args.peer:
+        with tempfile.TemporaryDirectory() as tmp:
+            peer = Path(tmp) / "peer"
+            subprocess.run(["git", "worktree", "add", "--detach", str(peer), args.peer], cwd=ROOT, check=True,
+                           capture_output=True)
+            try:
+                replay = [sys.executable, "-m", "simengine", "replay", str(TRACE), "--scheduler", "fcfs",
+                          "--processors", "128", "--out", str(Path(tmp) / "out"), "--quiet"]
+                subprocess.run(replay, check=True, cwd=peer, capture_output=True)
+                peer_times = (wall(help_cmd, args.reps, peer), wall(replay, args.reps, peer))
+            finally:
+                subprocess.run(["git", "worktree", "remove", "--force", str(peer)], cwd=ROOT, capture_output=True)
     with tempfile.TemporaryDirectory() as tmp:
         out = str(Path(tmp) / "out")
         replay = [sys.executable, "-m", "simengine", "replay", str(TRACE), "--scheduler", "fcfs", "--processors",
                   "128", "--out", out, "--quiet"]
         subprocess.run(replay, check=True, cwd=ROOT, capture_output=True)  # numba's cache filled once
         gridweb = wall(replay, args.reps)
+        helped = wall(help_cmd, args.reps)
         simpy = wall([sys.executable, "-c", SIMPY], args.reps)
         parts = subprocess.run([sys.executable, "-c", BREAKDOWN, out + "2"], check=True, cwd=ROOT,
                                capture_output=True, text=True).stdout.split()
@@ -93,6 +111,11 @@ def main() -> int:
     print(f"  ratio GridWeb / SimPy: {gridweb / simpy:.2f}")
     print(f"  GridWeb in one process: imports {parts[0]} s, kernels {parts[1]} s, read + simulate {parts[2]} s, "
           f"outputs {parts[3]} s")
+    print(f"  python -m simengine --help: {helped:.2f} s (target < 0.3 s: {'PASS' if helped < 0.3 else 'MISS'}); "
+          f"replay target < 1.0 s: {'PASS' if gridweb < 1.0 else 'MISS'}")
+    if args.peer:
+        print(f"  peer {args.peer}: --help {peer_times[0]:.2f} s, replay {peer_times[1]:.2f} s "
+              f"(ratios peer / now: {peer_times[0] / helped:.1f}x, {peer_times[1] / gridweb:.2f}x)")
     return 0
 
 

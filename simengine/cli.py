@@ -205,7 +205,8 @@ def cmd_sweep(args) -> int:
 
 
 def cmd_schedulers(args) -> int:
-    # (imported by the command that needs it, so --help answers at once)
+    # (imported by the command that needs it, so --help answers at once; parts fills the registries)
+    import simengine.parts  # noqa: F401
     from simengine.registry import REGISTRIES
 
     for registry in REGISTRIES:

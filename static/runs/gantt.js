@@ -754,6 +754,9 @@
         if (!this.omitted) {
           this.omitted = true; // from now on: tiles
           this.shownRows = null;
+          this.lastTileAt = 0; // the tile that shows every row, at once (no throttle, no debounce)
+          this.tileStale = true;
+          this.requestTile(false);
         }
         this.totalCount += chunk.omitted || 0;
       } else {
