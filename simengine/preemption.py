@@ -117,7 +117,7 @@ def preemption_mode(ref: Any) -> PreemptionMode:
     else:
         name, params = ref.name, ref.params
     entry = PREEMPTION.get(name)
-    return entry.implementation(entry.params.model_validate(params))
+    return entry.implementation(entry.validated(params))
 
 
 def choose_victims(candidates: Sequence[Any], priority: Callable[[Any], int], started: Callable[[Any], float],

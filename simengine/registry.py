@@ -41,6 +41,10 @@ class Entry:
     summary: str
     capabilities: frozenset[str] = frozenset()
 
+    def validated(self, params: BaseModel | dict | None) -> BaseModel:
+        """``params`` as this entry's parameter model (a dict or None validated, defaults filled in)."""
+        return params if isinstance(params, self.params) else self.params.model_validate(params or {})
+
 
 @runtime_checkable
 class LocalScheduler(Protocol):

@@ -15,8 +15,9 @@ from typing import Any
 import numpy as np
 
 from simengine.grid import kernel as K
-from simengine.grid.placement import compiled_code, placement_policy
+from simengine.grid.placement import compiled_code
 from simengine.grid.schema import RPPParams
+from simengine.registry import GRID_PLACEMENT
 
 __all__ = ["LocalJobs", "GlobalJobs", "GridPolicy", "GridOutcome", "GridRun", "simulate", "warm_up"]
 
@@ -84,7 +85,7 @@ class GridPolicy:
     @classmethod
     def from_params(cls, placement: str = "worst-fit", placement_params: dict[str, Any] | None = None,
                     deadline_params: dict[str, Any] | None = None) -> "GridPolicy":
-        placement_policy(placement, placement_params, [1])  # (validates the parameters)
+        GRID_PLACEMENT.get(placement).validated(placement_params)
         p = RPPParams.model_validate(deadline_params or {})
         return cls(placement=placement, lp=p.lp, mp=p.mp, final_attempt=p.final_attempt, wait_x=p.wait_x,
                    priority=p.priority, kill_order=p.kill_order, killed_jobs=p.killed_jobs,

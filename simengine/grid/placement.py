@@ -159,9 +159,7 @@ class FlexibleClusterMinimization(ClusterMinimization):
 def placement_policy(name: str, params: dict | BaseModel | None, processors, files=None) -> PlacementPolicy:
     """The registered placement policy ``name`` set up for one simulation."""
     entry = GRID_PLACEMENT.get(name)
-    if not isinstance(params, entry.params):
-        params = entry.params.model_validate(params or {})
-    return entry.implementation(params, Grid(np.asarray(processors, np.int64), files))
+    return entry.implementation(entry.validated(params), Grid(np.asarray(processors, np.int64), files))
 
 
 def compiled_code(name: str) -> int:
