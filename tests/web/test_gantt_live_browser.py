@@ -114,7 +114,7 @@ def open_page(browser, site, run: int):
 
 def test_a_long_run_draws_while_it_simulates_in_simulated_time_order(full_stack_site, browser):
     site = full_stack_site
-    run = create(site, spec(150_000, name="ten seconds of replication 0"))
+    run = create(site, spec(200_000, name="ten seconds of replication 0"))  # (150,000 took 9.8-11 s)
     context, page = open_page(browser, site, run)
     try:
         site.python_json(DISPATCH.format(run=run))
