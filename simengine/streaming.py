@@ -138,12 +138,15 @@ class LiveGantt:
                open_rows: dict[str, np.ndarray] | None = None, queued: list[int] | None = None) -> None:
         """Everything before ``frontier`` is simulated (see the module docstring); ``queued``:
         jobs waiting in each cluster's queue at it."""
+        # closed rows count even when the frontier stands still (a late row names a window
+        # already past): they go out with the next chunk
+        if closed is not None and len(closed["t0"]):
+            keep = closed["t1"] >= self.replay_until  # a repeated attempt reports sent rows again
+            if keep.any():
+                self.pending.append(closed if keep.all() else take_rows(closed, keep))
         if frontier <= self.frontier:
             return
         self.frontier = float(frontier)
-        if closed is not None and len(closed["t0"]):
-            keep = closed["t1"] >= self.replay_until  # a repeated attempt reports sent rows again
-            self.pending.append(closed if keep.all() else take_rows(closed, keep))
         if open_rows is not None:
             self.open = open_rows
         if queued is not None:
@@ -174,6 +177,11 @@ class LiveGantt:
                 columns["stream"] = jobs["stream"][rows]
         rows = live_rows(columns, n) if n else empty_rows()
         rows = take_rows(rows, rows["t1"] >= self.sent_until)  # (a row sent late ends before it too)
+        # rows reported late and not sent yet end before sent_until: the Result's rows after it
+        # do not hold them
+        late = [take_rows(p, p["t1"] < self.sent_until) for p in self.pending]
+        rows = concat_rows([*late, rows])
+        self.pending = []
         end = max(self.frontier, float(rows["t1"].max()) if len(rows["t1"]) else -math.inf)
         end = np.nextafter(end, math.inf) if math.isfinite(end) else self.begin
         self.open = empty_rows()

@@ -98,6 +98,35 @@ def test_rows_of_a_repeated_attempt_are_not_sent_twice():
     assert sent == [0, 2, 11] and math.isfinite(chunks[-1]["window"][1])
 
 
+def test_a_late_row_reported_while_the_frontier_stands_still_goes_out():
+    """Cao names a task's reservation frame once the task starts, which may be after the frame's
+    end and after the window holding it went out; the frontier need not move on then (it waits for
+    the next completion). The row is sent with the next chunk, once."""
+    chunks = []
+    live = LiveGantt(ChunkEmitter(chunks.append), interval=0.0)
+    live.update(10.0, rows([0], [5]), rows([], []))
+    live.update(10.0, rows([1], [3]), rows([], []))  # late (ends before 10), frontier unchanged
+    live.update(20.0, rows([12], [15]), rows([], []))
+    live.finish({**rows([0, 1, 12], [5, 3, 15]), "job": np.arange(3)},
+                {"job_id": np.arange(3), "stream": np.zeros(3, int)})
+    sent = sorted(t for c in chunks for t in c["segments"]["t0"].tolist())
+    assert sent == [0, 1, 12]
+
+
+def test_a_late_row_still_held_back_at_the_end_goes_out_with_the_last_chunk():
+    """A late row waiting for the next interval when the replication ends is not in the
+    Result's rows after the last window sent: finish sends it too."""
+    chunks = []
+    now = [0.0]
+    live = LiveGantt(ChunkEmitter(chunks.append), interval=10.0, clock=lambda: now[0])
+    live.update(10.0, rows([0], [5]), rows([], []))  # first update: sent at once
+    live.update(20.0, rows([1, 11], [3, 14]), rows([], []))  # held back: the interval has not passed
+    result = rows([0, 1, 11], [5, 3, 14])
+    live.finish({**result, "job": np.arange(3)}, {"job_id": np.arange(3), "stream": np.zeros(3, int)})
+    sent = sorted(t for c in chunks for t in c["segments"]["t0"].tolist())
+    assert sent == [0, 1, 11] and chunks[-1]["final"]
+
+
 def fixed_slices(count):
     """A run_in_slices of ``count`` equal slices: holds span slices, preemptions come later."""
     def drive(begin, end, advance, report):
