@@ -25,7 +25,6 @@ from typing import Annotated, Any, Literal, Union
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator, model_validator
-from scipy.special import erfc
 
 __all__ = [
     "Exponential",
@@ -496,6 +495,7 @@ class LogNormal(_Dist):
         x = np.asarray(x, dtype=np.float64)
         with np.errstate(divide="ignore"):
             z = (np.log(np.maximum(x, 0.0)) - self.mu) / (self.sigma * math.sqrt(2.0))
+        from scipy.special import erfc  # (importing scipy.special costs every run ~0.13 s: only here)
         return np.where(x <= 0, 1.0, 0.5 * erfc(z))
 
 

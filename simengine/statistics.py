@@ -16,9 +16,9 @@ cannot support, or the interval says little. One place decides both, for the eng
 from __future__ import annotations
 
 import math
+import statistics
 
 import numpy as np
-from scipy.special import stdtrit  # Student's t quantile (scipy.stats.t.ppf's own; importing scipy.stats costs ~0.4 s)
 
 #: fewer replications than this give a shaky interval
 MIN_REPLICATIONS = 5
@@ -39,6 +39,49 @@ _NONNEGATIVE = ("wait", "response", "makespan", "throughput", "jobs", "users", "
                 "work", "load", "queue", "tries", "kills", "killed", "workflows", "cross_slice")
 
 
+def t_quantile(df: int, p: float) -> float:
+    """Student's t quantile for ``df`` (a whole number ≥ 1) degrees of freedom at probability
+    ``p`` in (0, 1). Newton's method on the closed-form CDF of whole degrees of freedom
+    (Abramowitz and Stegun 26.7.3-4), started from the normal quantile: pure Python, because
+    importing scipy.special would cost every command-line run about 0.13 s
+    (tests/simengine/test_statistics.py compares it with scipy's ``stdtrit``)."""
+    df = int(df)
+    if df < 1 or not 0.0 < p < 1.0:
+        raise ValueError(f"t quantile needs df >= 1 and 0 < p < 1, not df={df}, p={p}")
+    if p < 0.5:
+        return -t_quantile(df, 1.0 - p)
+    if df == 1:
+        return math.tan(math.pi * (p - 0.5))
+    if df == 2:
+        return (2.0 * p - 1.0) / math.sqrt(2.0 * p * (1.0 - p))
+    target = 2.0 * p - 1.0  # P(|T| <= t)
+    log_density = math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi)
+    t = statistics.NormalDist().inv_cdf(p)
+    for _ in range(100):
+        step = (_t_central(t, df) - target) / (2.0 * math.exp(log_density - (df + 1) / 2 * math.log1p(t * t / df)))
+        t = max(t - step, t / 2)  # (the CDF is concave here: Newton never overshoots by more)
+        if abs(step) <= 1e-14 * t:
+            break
+    return t
+
+
+def _t_central(t: float, df: int) -> float:
+    """P(|T| <= t) for Student's t with ``df`` whole degrees of freedom, t >= 0 (A&S 26.7.3-4)."""
+    theta = math.atan(t / math.sqrt(df))
+    s, c2 = math.sin(theta), math.cos(theta) ** 2
+    term, total = 1.0, 1.0
+    if df % 2 == 0:  # sinθ (1 + 1/2 cos²θ + 1·3/(2·4) cos⁴θ + ... up to cos^(df-2)θ)
+        for k in range(2, df, 2):
+            term *= c2 * (k - 1) / k
+            total += term
+        return s * total
+    # 2/π (θ + sinθ cosθ (1 + 2/3 cos²θ + 2·4/(3·5) cos⁴θ + ... up to cos^(df-3)θ))
+    for k in range(3, df - 1, 2):
+        term *= c2 * (k - 1) / k
+        total += term
+    return 2.0 / math.pi * (theta + s * math.sqrt(c2) * total)
+
+
 def t_half_width(values) -> float | None:
     """Half-width of Student's t 95% interval of the mean of ``values`` (NaNs left out); None
     for fewer than two values."""
@@ -46,7 +89,7 @@ def t_half_width(values) -> float | None:
     v = v[~np.isnan(v)]
     if len(v) < 2:
         return None
-    return float(stdtrit(len(v) - 1, 0.975) * v.std(ddof=1) / math.sqrt(len(v)))
+    return float(t_quantile(len(v) - 1, 0.975) * v.std(ddof=1) / math.sqrt(len(v)))
 
 
 def batch_means_half_width(values) -> float | None:
@@ -58,7 +101,7 @@ def batch_means_half_width(values) -> float | None:
     if per < MIN_BATCH:
         return None
     means = v[:per * BATCHES].reshape(BATCHES, per).mean(axis=1)
-    return float(stdtrit(BATCHES - 1, 0.975) * means.std(ddof=1) / math.sqrt(BATCHES))
+    return float(t_quantile(BATCHES - 1, 0.975) * means.std(ddof=1) / math.sqrt(BATCHES))
 
 
 def domain(name: str) -> tuple[float, float]:

@@ -163,3 +163,20 @@ def test_a_paired_difference_says_what_it_shows():
     assert same["verdict"] == "no difference shown" and same["ci_low"] < 0 < same["ci_high"]
     assert paired_difference([1, 2, 3], [2, 3, 5])["shaky"].startswith("only 3 pairs")
     assert paired_difference([1.0, None, 3.0], [2.0, 5.0, None]) is None  # one pair left
+
+
+@pytest.mark.parametrize("df", [1, 2, 3, 4, 5, 9, 19, 20, 29, 30, 99, 120, 999, 10_000])
+def test_the_t_quantile_is_scipys(df):
+    """statistics.t_quantile (pure Python, so a run need not import scipy.special) against
+    scipy's Student t quantile, over the probabilities intervals and tests use."""
+    from scipy.special import stdtrit
+    from simengine.statistics import t_quantile
+    for p in (0.5, 0.6, 0.9, 0.95, 0.975, 0.99, 0.995, 0.9995, 0.025, 0.1):
+        assert t_quantile(df, p) == pytest.approx(float(stdtrit(df, p)), rel=1e-9, abs=1e-12), p
+
+
+def test_the_t_quantile_refuses_what_it_cannot_compute():
+    from simengine.statistics import t_quantile
+    for df, p in ((0, 0.9), (3, 1.0), (3, 0.0)):
+        with pytest.raises(ValueError, match="df >= 1 and 0 < p < 1"):
+            t_quantile(df, p)
