@@ -99,6 +99,7 @@ INSTALLED_APPS = [
     "gridweb.accounts",
     "gridweb.scenarios",
     "gridweb.runs",
+    "gridweb.reproductions",
     "gridweb.api",
 ]
 

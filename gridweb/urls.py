@@ -7,6 +7,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/", include("gridweb.accounts.urls")),
     path("scenarios/", include("gridweb.scenarios.urls")),
+    path("reproductions/", include("gridweb.reproductions.urls")),
     path("", include("gridweb.runs.urls")),  # runs/, sweeps/, gallery/
     path("api/", include("gridweb.api.urls")),
     path("", include("gridweb.web.urls")),

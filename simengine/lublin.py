@@ -179,7 +179,7 @@ def daily_weights(params: LublinParams) -> np.ndarray:
 
 def _truncated_gamma(u: np.ndarray, shape: float, scale: float, limit: float) -> np.ndarray:
     """Gamma(shape, scale) conditioned on <= limit, by inverse CDF of the uniforms ``u``."""
-    from scipy.special import gammainc, gammaincinv
+    from scipy.special import gammainc, gammaincinv  # (lazy: see daily_weights)
     top = gammainc(shape, limit / scale)
     return scale * gammaincinv(shape, np.clip(u * top, 0.0, top))
 
@@ -200,7 +200,7 @@ def _sizes(u: np.ndarray, p: LublinParams, processors: int) -> np.ndarray:
 
 def _log_runtimes(u: np.ndarray, sizes: np.ndarray, p: LublinParams, limit: float) -> np.ndarray:
     """ln(runtime) from uniforms ``u`` (m x 2): hyper-gamma with size-dependent p, truncated."""
-    from scipy.special import gammainc
+    from scipy.special import gammainc  # (lazy: see daily_weights)
     mix = np.clip(p.pa * sizes + p.pb, 0.0, 1.0)
     f1 = gammainc(p.a1, limit / p.b1)
     f2 = gammainc(p.a2, limit / p.b2)

@@ -51,7 +51,7 @@ import time
 import traceback
 import uuid
 from datetime import timedelta
-from typing import Any
+from typing import Any, Callable
 
 from asgiref.sync import async_to_sync
 from channels.layers import InMemoryChannelLayer, get_channel_layer
@@ -522,6 +522,16 @@ def _new_task_id() -> str:
 # --- The embedded worker -------------------------------------------------------------------------------
 
 
+#: other kinds of work the embedded worker does, by kind: (execute(ident, worker name),
+#: recover() -> the idents to queue again when it starts); registered by their apps
+_EMBEDDED_WORK: dict[str, tuple[Callable[[int, str], Any], Callable[[], list[int]]]] = {}
+
+
+def register_embedded_work(kind: str, execute: Callable[[int, str], Any], recover: Callable[[], list[int]]) -> None:
+    """Let the embedded worker execute items of ``kind`` (e.g. reproductions: gridweb.reproductions)."""
+    _EMBEDDED_WORK[kind] = (execute, recover)
+
+
 class EmbeddedWorker:
     """One background thread of the web process that executes runs one at a time, in order.
 
@@ -549,6 +559,10 @@ class EmbeddedWorker:
 
     def submit_sweep(self, sweep_id: int) -> None:
         self._put(("sweep", sweep_id))
+
+    def submit(self, kind: str, ident: int) -> None:
+        """Queue an item of a registered kind (register_embedded_work)."""
+        self._put((kind, ident))
 
     def _put(self, item: tuple[str, int]) -> None:
         self._queue.put(item)
@@ -580,8 +594,10 @@ class EmbeddedWorker:
                 if kind == "run":
                     self.current_run = ident
                     execute_run(ident, worker_name())
-                else:
+                elif kind == "sweep":
                     finish_sweep(ident)
+                else:
+                    _EMBEDDED_WORK[kind][0](ident, worker_name())
             except Exception:  # noqa: BLE001 - one bad item must not stop the worker
                 log.exception("embedded worker: %s %s", kind, ident)
             finally:
@@ -607,6 +623,9 @@ class EmbeddedWorker:
             self._queue.put(("run", run_id))
         for sweep_id in sweeps:
             self._queue.put(("sweep", sweep_id))
+        for kind, (_, recover) in _EMBEDDED_WORK.items():
+            for ident in recover():
+                self._queue.put((kind, ident))
 
 
 def _process_alive(pid: int) -> bool:

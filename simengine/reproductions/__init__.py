@@ -1,9 +1,11 @@
 """Reproductions of published experiments: ``python -m simengine reproduce NAME``.
 
-A recipe is a function ``recipe(out: Path, quick: bool, log) -> list[Claim]`` registered
-by name in :data:`RECIPES`. It runs the paper's experiments through the engine, writes
+A recipe is a function ``recipe(out: Path, quick: bool, log, progress=None) -> list[Claim]``
+registered by name in :data:`RECIPES`. It runs the paper's experiments through the engine, writes
 each figure's data (CSV) and a standalone Bokeh page (HTML) into ``out``, and returns
-the paper's stated outcomes with the values measured and whether they hold.
+the paper's stated outcomes with the values measured and whether they hold. ``log`` gets its
+lines of text; ``progress(done, total, stage)`` (a :data:`Progress`) is told how far the current
+stage (e.g. "configurations") has come, for the web's progress bar.
 """
 from __future__ import annotations
 
@@ -26,6 +28,14 @@ RECIPES: dict[str, str] = {
 
 
 PASS, FAIL, NOT_REPRODUCIBLE = "PASS", "FAIL", "NOT REPRODUCIBLE"
+#: a recipe's progress callback: (units done, units in the stage, the stage's name)
+Progress = Callable[[int, int, str], None]
+
+
+def no_progress(done: int, total: int, stage: str) -> None:
+    """The progress callback of a recipe nobody watches."""
+
+
 #: what a NOT REPRODUCIBLE row's reason must begin with: why the paper's outcome cannot be checked
 NOT_REPRODUCIBLE_REASONS = ("paper-internal conflict", "unstated parameter", "not from the paper's equations")
 
@@ -108,11 +118,17 @@ def default_workers(quick: bool) -> int:
     return 1 if quick else min(2, os.cpu_count() or 1)
 
 
-def get(name: str) -> Callable:
-    """The recipe function registered as ``name``; ``KeyError`` lists the known ones."""
+def module(name: str):
+    """The module of the recipe registered as ``name`` (its docstring says what it reproduces);
+    ``KeyError`` lists the known ones."""
     if name not in RECIPES:
         raise KeyError(f"unknown reproduction {name!r}; known: {', '.join(sorted(RECIPES))}")
-    return importlib.import_module(RECIPES[name]).recipe
+    return importlib.import_module(RECIPES[name])
+
+
+def get(name: str) -> Callable:
+    """The recipe function registered as ``name``; ``KeyError`` lists the known ones."""
+    return module(name).recipe
 
 
 def format_claims(claims: list[Claim]) -> str:

@@ -44,7 +44,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Callable, NamedTuple
 
-from simengine.reproductions import Claim, default_workers, write_claims
+from simengine.reproductions import Claim, Progress, default_workers, no_progress, write_claims
 from simengine.results import Metric
 from simengine.grid.model import warm_up
 from simengine.grid.run import replication_metrics
@@ -166,7 +166,8 @@ def _run_task(task) -> tuple[Config, int, dict[str, float]]:
 
 
 def measure(configs: list[Config], size: dict, workers: int,
-            log: Callable[[str], None] = lambda _: None) -> dict[Config, dict[str, Metric]]:
+            log: Callable[[str], None] = lambda _: None, progress: Progress = no_progress,
+            stage: str = "tasks") -> dict[Config, dict[str, Metric]]:
     """Every configuration's replications (tasks of a few replications each, in a process pool when
     ``workers`` > 1); per configuration and metric the mean and 95% CI over replications."""
     R = size["replications"]
@@ -184,6 +185,7 @@ def measure(configs: list[Config], size: dict, workers: int,
         for r, m in zip(reps, ms):
             values[cfg][r] = m
         done += 1
+        progress(done, len(tasks), stage)
         if done % max(1, len(tasks) // 10) == 0:
             log(f"  {done}/{len(tasks)} tasks")
 
@@ -493,7 +495,7 @@ def _claims(res: dict[Config, dict[str, Metric]], size: dict, quick: bool,
 
 
 def recipe(out: Path, quick: bool = False, log: Callable[[str], None] = print,
-           workers: int | None = None) -> list[Claim]:
+           workers: int | None = None, progress: Progress | None = None) -> list[Claim]:
     """Run the reproduction; write figNN.csv / figNN.html and claims.csv into ``out``."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -504,12 +506,14 @@ def recipe(out: Path, quick: bool = False, log: Callable[[str], None] = print,
     t0 = time.perf_counter()
     log(f"Ballier et al. 2006: {len(configs)} configurations x {size['replications']} replications x "
         f"{size['horizon']:,.0f} s ({'quick' if quick else 'full'})")
-    res = measure(configs, size, workers, log)
+    progress = progress or no_progress
+    res = measure(configs, size, workers, log, progress, "tasks (configurations x replications)")
     again = fig4_to_refine(res, size)
     refined = {}
     if again:
         log(f"re-measuring {len(again)} figure-4 configurations with {size['refine']} replications")
-        refined = measure(again, {**size, "replications": size["refine"]}, workers, log)
+        refined = measure(again, {**size, "replications": size["refine"]}, workers, log, progress,
+                          "figure-4 re-measurement tasks")
     for fig in _figures(res, size):
         _write_csv(fig, out / f"{fig['id']}.csv")
         _write_html(fig, out / f"{fig['id']}.html")

@@ -29,7 +29,7 @@ from typing import Callable
 
 import numpy as np
 
-from simengine.reproductions import Claim, default_workers, write_claims
+from simengine.reproductions import Claim, Progress, default_workers, no_progress, write_claims
 from simengine.cao.engine import CaoParams
 from simengine.cao.simulate import workflows_from_split
 from simengine.cao.workflows import split_workflows
@@ -110,19 +110,22 @@ def configurations(size: dict) -> list[tuple]:
     return sorted(cfgs, key=lambda c: (-c[1], c[0], c[2]))
 
 
-def measure(size: dict, workers: int, log: Callable[[str], None]) -> tuple[dict, float]:
+def measure(size: dict, workers: int, log: Callable[[str], None],
+            progress: Progress = no_progress) -> tuple[dict, float]:
     cfgs = configurations(size)
     res, busy = {}, 0.0
     if workers > 1:
         with ProcessPoolExecutor(max_workers=workers) as pool:
             for cfg, m, dt in pool.map(run_config, cfgs):
                 res[cfg], busy = m, busy + dt
+                progress(len(res), len(cfgs), "runs")
                 log(f"  seed {cfg[0]} fraction {cfg[1]:.0%} propagation {cfg[2]} SLPA {cfg[4]:g} MAF {cfg[5]:g}: "
                     f"{dt:.1f} s")
     else:
         for c in cfgs:
             cfg, m, dt = run_config(c)
             res[cfg], busy = m, busy + dt
+            progress(len(res), len(cfgs), "runs")
             log(f"  seed {cfg[0]} fraction {cfg[1]:.0%} propagation {cfg[2]} SLPA {cfg[4]:g} MAF {cfg[5]:g}: "
                 f"{dt:.1f} s")
     return res, busy
@@ -403,7 +406,7 @@ def _claims(res: dict, size: dict) -> list[Claim]:
 
 
 def recipe(out: Path, quick: bool = False, log: Callable[[str], None] = print,
-           workers: int | None = None) -> list[Claim]:
+           workers: int | None = None, progress: Progress | None = None) -> list[Claim]:
     """Run the reproduction; write table3, fig22-fig27, utilisation, gantt (.csv, .html) and claims.csv."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -415,7 +418,7 @@ def recipe(out: Path, quick: bool = False, log: Callable[[str], None] = print,
     log(f"Cao 2009: {len(cfgs)} runs of 4 x {size['jobs']} jobs ({'quick' if quick else 'full'}, "
         f"{workers} worker{'s' if workers > 1 else ''}; propagation rules {rules()})")
     _table3(out, size["jobs"])
-    res, busy = measure(size, workers, log)
+    res, busy = measure(size, workers, log, progress or no_progress)
     for fig in _figures(res, size):
         _write_csv(fig, out / f"{fig['id']}.csv")
         _write_html(fig, out / f"{fig['id']}.html")

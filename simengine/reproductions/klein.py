@@ -23,7 +23,7 @@ from simengine.evolving.generate import WorkloadSpec, generate
 from simengine.evolving.metrics import TABLE1, TABLE2, app_values, per_test_metrics, summarise
 from simengine.evolving.models import ALGORITHMS
 from simengine.evolving.schedule import Schedule, schedule_flat
-from simengine.reproductions import Claim, write_claims
+from simengine.reproductions import Claim, Progress, no_progress, write_claims
 from simengine.evolving.schedule import schedule
 from simengine.gantt import KIND_NAMES, SEGMENT_COLUMNS
 
@@ -254,7 +254,8 @@ def _write_gantt(scheds: list[tuple[str, Schedule]], out: Path) -> None:
     (out / "gantt_test0.html").write_text(file_html(column(*plots), INLINE, "Klein & Pérez: Gantt of test 0"))
 
 
-def recipe(out: Path, quick: bool = False, log: Callable[[str], None] = print) -> list[Claim]:
+def recipe(out: Path, quick: bool = False, log: Callable[[str], None] = print,
+           progress: Progress | None = None) -> list[Claim]:
     """Run the reproduction; write table1/2 (.csv, .html), gantt_test0 (.csv, .html), claims.csv."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -262,7 +263,9 @@ def recipe(out: Path, quick: bool = False, log: Callable[[str], None] = print) -
     t0 = time.perf_counter()
     log(f"Klein & Pérez 2010: {tests} tests x {len(ORDER)} algorithms, n_max {N_MAX} "
         f"({'quick' if quick else 'full'})")
+    (progress or no_progress)(0, 1, "test sets")
     summary, _, ms, w = measure(tests, log)
+    (progress or no_progress)(1, 1, "test sets")
     log("  scheduling time per test: " + ", ".join(f"{ALGORITHMS[n].name} {ms[n]:.3f} ms" for n in ORDER))
     _write_table(out / "table1.csv", TABLE1, PAPER_T1, summary, ms)
     _write_table(out / "table2.csv", TABLE2, PAPER_T2, summary, None)

@@ -28,7 +28,7 @@ from typing import Callable
 
 import numpy as np
 
-from simengine.reproductions import Claim, write_claims
+from simengine.reproductions import Claim, Progress, no_progress, write_claims
 from simengine.results import Metric, percentile_linear
 from simengine.grid.koala_run import simulate_koala_replication
 from simengine.scenario import load_scenario
@@ -108,10 +108,11 @@ LABEL = {"background_load": "background", "koala_load": "KOALA load", "pwt_utili
          "coallocated": "jobs using co-allocation (%)"}
 
 
-def measure(load: float, replications: int, log) -> dict:
+def measure(load: float, replications: int, log, progress: Progress = no_progress) -> dict:
     """Per configuration: the replications' metrics and per-shape job statistics."""
     res = {}
-    for label, placement, replicas in CONFIGS:
+    for done, (label, placement, replicas) in enumerate(CONFIGS):
+        progress(done, len(CONFIGS), "configurations")
         s = load_scenario(scenario(load, placement, replicas))
         mets, shape = [], defaultdict(lambda: defaultdict(list))
         queue = None
@@ -136,6 +137,7 @@ def measure(load: float, replications: int, log) -> dict:
             f"PWT {m['pwt_utilisation'].mean:.1%}, PGT {m['pgt_utilisation'].mean:.1%}, claiming tries "
             f"{m['mean_claiming_tries'].mean:.2f}, FTT {m['mean_ftt'].mean:.0f} s, placement queue up to "
             f"{m['max_placement_queue'].mean:.0f}")
+    progress(len(CONFIGS), len(CONFIGS), "configurations")
     return res
 
 
@@ -329,8 +331,8 @@ def _claims(w: int, res: dict) -> list[Claim]:
 
 
 def recipe_for(w: int) -> Callable:
-    def recipe(out: Path, quick: bool = False, log: Callable[[str], None] = print, workers: int | None = None
-               ) -> list[Claim]:
+    def recipe(out: Path, quick: bool = False, log: Callable[[str], None] = print, workers: int | None = None,
+               progress: Progress | None = None) -> list[Claim]:
         """Run the reproduction; write one CSV and one standalone HTML page per figure and claims.csv."""
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)
@@ -338,7 +340,7 @@ def recipe_for(w: int) -> Callable:
         t0 = time.perf_counter()
         log(f"Mohamed thesis §5.1, workload W{w}: {len(CONFIGS)} configurations x {size['replications']} "
             f"replications ({'quick' if quick else 'full'})")
-        res = measure(w / 100.0, size["replications"], log)
+        res = measure(w / 100.0, size["replications"], log, progress or no_progress)
         for fig in _figures(w, res):
             _write_csv(fig, out / f"{fig['id']}.csv")
             _write_html(fig, out / f"{fig['id']}.html")

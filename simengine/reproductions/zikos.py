@@ -23,7 +23,7 @@ from typing import Callable
 import numpy as np
 
 from simengine.models import model_of
-from simengine.reproductions import Claim, default_workers, write_claims
+from simengine.reproductions import Claim, Progress, default_workers, no_progress, write_claims
 from simengine.results import Metric
 from simengine.scenario import load_scenario
 
@@ -87,7 +87,8 @@ def _run_chunk(task) -> tuple[tuple, dict[str, list[float]]]:
     return key, {m: [o.metrics[m] for o in outcomes] for m in METRICS}
 
 
-def measure(size: dict, workers: int, log: Callable[[str], None]) -> dict[tuple, dict[str, Metric]]:
+def measure(size: dict, workers: int, log: Callable[[str], None],
+            progress: Progress = no_progress) -> dict[tuple, dict[str, Metric]]:
     keys = configurations()
     R, chunk = size["replications"], size["chunk"]
     tasks = [(k, tuple(range(a, min(a + chunk, R))), size) for k in keys for a in range(0, R, chunk)]
@@ -100,6 +101,7 @@ def measure(size: dict, workers: int, log: Callable[[str], None]) -> dict[tuple,
                 for m in METRICS:
                     values[key][m] += vals[m]
                 done += 1
+                progress(done, len(tasks), "chunks of replications")
                 if done % max(1, len(tasks) // 10) == 0:
                     log(f"  {done}/{len(tasks)} chunks")
     else:
@@ -107,6 +109,8 @@ def measure(size: dict, workers: int, log: Callable[[str], None]) -> dict[tuple,
             key, vals = _run_chunk(task)
             for m in METRICS:
                 values[key][m] += vals[m]
+            done += 1
+            progress(done, len(tasks), "chunks of replications")
     return {k: {m: Metric.from_values(m, v[m]) for m in METRICS} for k, v in values.items()}
 
 
@@ -218,7 +222,7 @@ def _claims(res: dict[tuple, dict[str, Metric]]) -> list[Claim]:
 
 
 def recipe(out: Path, quick: bool = False, log: Callable[[str], None] = print,
-           workers: int | None = None) -> list[Claim]:
+           workers: int | None = None, progress: Progress | None = None) -> list[Claim]:
     """Run the reproduction; write figXX.csv / figXX.html and claims.csv into ``out``."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -228,7 +232,7 @@ def recipe(out: Path, quick: bool = False, log: Callable[[str], None] = print,
     t0 = time.perf_counter()
     log(f"Zikos & Karatza 2010: {len(configurations())} configurations x {size['replications']} replications "
         f"x {size['completions']} completions ({'quick' if quick else 'full'})")
-    res = measure(size, workers, log)
+    res = measure(size, workers, log, progress or no_progress)
     for fig in _figures(res):
         _write_csv(fig, out / f"{fig['id']}.csv")
         _write_html(fig, out / f"{fig['id']}.html")

@@ -21,7 +21,7 @@ from tests.conftest import ROOT, project_env, run_python, run_python_json
 # --- Pages ---------------------------------------------------------------------------------------
 
 
-def test_home_page_says_what_gridweb_is(client):
+def test_home_page_says_what_gridweb_is(client, db):
     response = client.get(reverse("web:home"))
 
     assert response.status_code == 200
@@ -32,7 +32,7 @@ def test_home_page_says_what_gridweb_is(client):
     assert "css/site.css" in body
 
 
-def test_home_page_names_every_kind_of_curated_demo_run(client):
+def test_home_page_names_every_kind_of_curated_demo_run(client, db):
     """The blurb said 'four traces and Zikos & Karatza's Random' while the gallery also pins the
     Ballier, KOALA, reservations and Cao runs (gridweb.runs.demo)."""
     from gridweb.runs.demo import RECIPES, SHOWCASES, TRACES
@@ -45,7 +45,7 @@ def test_home_page_names_every_kind_of_curated_demo_run(client):
         assert family in blurb, family
 
 
-def test_home_page_shows_the_engine_version(client, monkeypatch):
+def test_home_page_shows_the_engine_version(client, db, monkeypatch):
     monkeypatch.setattr(simengine, "__version__", "9.8.7", raising=False)
 
     body = client.get("/").content.decode()
@@ -53,7 +53,7 @@ def test_home_page_shows_the_engine_version(client, monkeypatch):
     assert '<code id="engine-version">9.8.7</code>' in body
 
 
-def test_home_page_without_engine_version_says_dev(client, monkeypatch):
+def test_home_page_without_engine_version_says_dev(client, db, monkeypatch):
     monkeypatch.delattr(simengine, "__version__", raising=False)
 
     body = client.get("/").content.decode()
@@ -108,7 +108,7 @@ def test_healthz_is_503_when_the_channel_layer_does_not_answer(client, settings)
 # --- ASGI and Celery in embedded mode ------------------------------------------------------------
 
 
-def test_asgi_application_serves_http():
+def test_asgi_application_serves_http(transactional_db):  # (the home page lists the reproductions)
     from gridweb.asgi import application
 
     async def get_home():

@@ -1,0 +1,129 @@
+"""The reproductions pages: one section per paper, a page per reproduction, its files, its status."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.views import redirect_to_login
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.clickjacking import xframe_options_sameorigin
+from django.views.decorators.http import require_POST, require_safe
+
+from gridweb.runs.models import FINISHED, Status
+from gridweb.scenarios.forms import SharingForm
+from gridweb.sharing import Visibility, default_group
+from simengine import reproductions as recipes
+
+from .execution import create_reproduction, describe, open_file
+from .models import Reproduction
+
+#: queued or running reproductions one user may have at once (each keeps a worker busy)
+ACTIVE_LIMIT = 1
+
+
+class RerunForm(SharingForm):
+    """Which paper, quick or full, and whom the new reproduction is shared with."""
+
+    recipe = forms.ChoiceField(choices=[(name, name) for name in recipes.RECIPES])
+    quick = forms.TypedChoiceField(choices=[("1", "quick (seconds)"), ("0", "full (minutes to an hour)")],
+                                   coerce=lambda v: v == "1", initial="1", label="size")
+
+
+def viewable(request: HttpRequest, pk: int) -> Reproduction:
+    rep = get_object_or_404(Reproduction.objects.select_related("owner", "group"), pk=pk)
+    if not rep.can_view(request.user):
+        raise Http404("No such reproduction.")
+    return rep
+
+
+def latest_per_paper(user) -> list[dict[str, Any]]:
+    """Each paper (recipe) with its newest done reproduction ``user`` may see, curated first."""
+    done = Reproduction.objects.visible_to(user).filter(status=Status.DONE)
+    papers = []
+    for name in recipes.RECIPES:
+        mine = done.filter(recipe=name)
+        latest = mine.filter(curated=True).order_by("-finished_at").first() or mine.order_by("-finished_at").first()
+        papers.append({**describe(name), "latest": latest})
+    return papers
+
+
+def tally_text(rep: Reproduction | None) -> str:
+    """"12 of 20 claims pass (3 fail, 5 not reproducible)", from a done reproduction."""
+    if rep is None or not rep.tally:
+        return ""
+    t = rep.tally
+    n = sum(t.values())
+    rest = [f"{t.get(recipes.FAIL, 0)} fail", f"{t.get(recipes.NOT_REPRODUCIBLE, 0)} not reproducible"]
+    return f"{t.get(recipes.PASS, 0)} of {n} claims pass ({', '.join(rest)})"
+
+
+@require_safe
+def reproduction_list(request: HttpRequest) -> HttpResponse:
+    papers = latest_per_paper(request.user)
+    for paper in papers:
+        paper["tally"] = tally_text(paper["latest"])
+    recent = Reproduction.objects.visible_to(request.user).select_related("owner").order_by("-created")[:30]
+    form = RerunForm(user=request.user, initial={"group": default_group(request.user),
+                                                 "visibility": Visibility.GROUP if default_group(request.user)
+                                                 else Visibility.PRIVATE})
+    return render(request, "reproductions/list.html", {"papers": papers, "recent": recent, "form": form})
+
+
+@require_POST
+def reproduction_rerun(request: HttpRequest) -> HttpResponse:
+    """Start a reproduction (quick or full) as the user: a group member re-running a paper."""
+    if not request.user.is_authenticated:
+        return redirect_to_login(request.get_full_path())
+    form = RerunForm(request.POST, user=request.user)
+    if not form.is_valid():
+        for field, errs in form.errors.items():
+            for err in errs:
+                messages.error(request, f"{field}: {err}")
+        return redirect("reproductions:list")
+    active = Reproduction.objects.filter(owner=request.user).exclude(status__in=FINISHED).count()
+    if active >= ACTIVE_LIMIT:
+        messages.error(request, f"you already have {active} reproduction queued or running; "
+                                "start another once it has finished")
+        return redirect("reproductions:list")
+    data = form.cleaned_data
+    rep = create_reproduction(request.user, data["recipe"], quick=data["quick"], visibility=data["visibility"],
+                              group=data["group"] if data["visibility"] == Visibility.GROUP else None)
+    return redirect("reproductions:detail", pk=rep.pk)
+
+
+@require_safe
+def reproduction_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    rep = viewable(request, pk)
+    claims = rep.claims
+    return render(request, "reproductions/detail.html", {
+        "rep": rep, "paper": describe(rep.recipe), "claims": claims, "tally": tally_text(rep),
+        "csv_files": [f for f in rep.files if f.endswith(".csv")],
+        "form": RerunForm(user=request.user, initial={"recipe": rep.recipe, "quick": "1" if rep.quick else "0",
+                                                      "group": default_group(request.user)}),
+    })
+
+
+@require_safe
+def reproduction_status(request: HttpRequest, pk: int) -> JsonResponse:
+    """What the page polls while the reproduction runs."""
+    rep = viewable(request, pk)
+    response = JsonResponse({"id": rep.pk, "status": rep.status, "finished": rep.finished,
+                             "progress": rep.progress, "stage": rep.stage, "log": rep.log[-4000:],
+                             "error": rep.error})
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+@require_safe
+@xframe_options_sameorigin  # the page shows each figure (a standalone Bokeh page) in a frame
+def reproduction_file(request: HttpRequest, pk: int, name: str) -> HttpResponse:
+    rep = viewable(request, pk)
+    try:
+        fh = open_file(rep, name)
+    except FileNotFoundError:
+        raise Http404("No such file.") from None
+    kind = "text/html; charset=utf-8" if name.endswith(".html") else "text/csv; charset=utf-8"
+    return FileResponse(fh, content_type=kind, as_attachment=name.endswith(".csv"), filename=name)
