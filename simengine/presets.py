@@ -25,8 +25,10 @@ Topologies (MODELS.md §3-§5; sources: the seed papers listed in docs/reproduct
     (some DAS-3 nodes had dual-core CPUs; give ``clusters`` explicitly to model
     cores instead).
 
-The DAS presets use the schema's default local scheduler (``fcfs``); file sites and
-bandwidths are not given by the sources and are left out.
+The DAS presets use the schema's default local scheduler (``fcfs``); file sites and wide-area
+bandwidths are not given by the sources and are left out. A transfer within a DAS site takes
+time: ``intra_site_bandwidth`` 150 MB/s (MODELS.md §4's decision: the thesis's PGT of 6-9% needs a
+non-zero FTT for Close-to-Files with replication).
 """
 
 from __future__ import annotations
@@ -46,13 +48,16 @@ def _clusters(names: list[str], processors: list[int], scheduler: str | None = N
 
 
 _DAS_SITES = ["vu", "leiden", "uva", "delft", "utrecht"]
+#: MB/s of a file transfer within a DAS site (MODELS.md §4's decision)
+DAS_INTRA_SITE = 150.0
 
 PLATFORMS: dict[str, dict[str, Any]] = {
     "multicluster-4x32": {"clusters": _clusters(["c1", "c2", "c3", "c4"], [32, 32, 32, 32], "fcfs")},
     "grid-4site-zikos": {"clusters": _clusters(["site1", "site2", "site3", "site4"], [8, 16, 24, 32], "lwr")},
-    "das2": {"clusters": _clusters(_DAS_SITES, [144, 64, 64, 64, 64])},
-    "das2-w30": {"clusters": _clusters(_DAS_SITES, [144, 56, 56, 64, 64])},
-    "das3": {"clusters": _clusters(["vu", "leiden", "uva", "delft", "multimedian"], [170, 64, 82, 136, 92])},
+    "das2": {"clusters": _clusters(_DAS_SITES, [144, 64, 64, 64, 64]), "intra_site_bandwidth": DAS_INTRA_SITE},
+    "das2-w30": {"clusters": _clusters(_DAS_SITES, [144, 56, 56, 64, 64]), "intra_site_bandwidth": DAS_INTRA_SITE},
+    "das3": {"clusters": _clusters(["vu", "leiden", "uva", "delft", "multimedian"], [170, 64, 82, 136, 92]),
+             "intra_site_bandwidth": DAS_INTRA_SITE},
 }
 
 _RSD_LOCAL = {"kind": "rsd", "low": 1, "high": 32, "q": 0.9}

@@ -186,7 +186,11 @@ class Platform(_Model):
     file_sites: list[FileSite] = Field([], description="Sites storing input files; names unique")
     bandwidth: dict[str, dict[str, Annotated[float, Field(gt=0)]]] | None = Field(
         None, description="MB/s from one site to another (site -> site -> value > 0); keys are file-site or "
-                          "cluster names")
+                          "cluster names; a site to itself (e.g. vu -> vu) is its intra-site bandwidth")
+    intra_site_bandwidth: float | None = Field(
+        None, gt=0, description="MB/s of a file transfer within a site (a file stored at the cluster that "
+                                "runs the component), where bandwidth gives no value of its own; null: such "
+                                "transfers take no time. The DAS presets set 150 (MODELS.md §4)")
 
     @model_validator(mode="before")
     @classmethod
@@ -197,9 +201,10 @@ class Platform(_Model):
         if not isinstance(name, str) or name not in PLATFORMS:
             known = ", ".join(sorted(PLATFORMS))
             raise _problems([(("preset",), f"unknown platform preset {name!r}; known: {known}")])
-        if "clusters" not in data:
-            data = {**copy.deepcopy(PLATFORMS[name]), **data}
-        return data
+        preset = copy.deepcopy(PLATFORMS[name])
+        if "clusters" in data:  # given clusters replace the preset's; its other defaults stay
+            del preset["clusters"]
+        return {**preset, **data}
 
     @model_validator(mode="after")
     def _names(self):

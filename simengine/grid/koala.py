@@ -68,7 +68,8 @@ class Files:
     names: list[str]
 
     def time(self, size: float, site: int, cluster: int) -> float:
-        if size <= 0 or site < 0 or self.site_cluster[site] == cluster:
+        # (within a site too: the platform's intra-site bandwidth, MODELS.md §4; inf: at once)
+        if size <= 0 or site < 0:
             return 0.0
         return float(size / self.bandwidth[site, cluster])
 

@@ -66,12 +66,17 @@ def koala_policy(scenario) -> KoalaPolicy:
 
 
 def koala_files(platform) -> Files:
+    """The file sites and the MB/s from each to each cluster: the bandwidth matrix, else, from a
+    site to its own cluster, the platform's intra-site bandwidth; a pair with neither transfers
+    at once (infinite bandwidth)."""
     names, at = file_sites(platform)
     C = len(platform.clusters)
     bw = np.full((len(names), C), np.inf)
     for f, name in enumerate(names):
         for e, c in enumerate(platform.clusters):
             b = bandwidth(platform, name, c.name)
+            if b is None and at[f] == e and platform.intra_site_bandwidth is not None:
+                b = platform.intra_site_bandwidth
             if b is not None:
                 bw[f, e] = b
     return Files(at, bw, names)

@@ -87,7 +87,10 @@ class GridPolicy:
                     deadline_params: dict[str, Any] | None = None) -> "GridPolicy":
         GRID_PLACEMENT.get(placement).validated(placement_params)
         p = RPPParams.model_validate(deadline_params or {})
-        return cls(placement=placement, lp=p.lp, mp=p.mp, final_attempt=p.final_attempt, wait_x=p.wait_x,
+        mp, final_attempt = p.mp, p.final_attempt
+        if p.priority == "LP" and p.lp_failure == "first_failed_try" and mp >= 1:
+            mp, final_attempt = 1, False  # the first try decides: placed, or the job fails
+        return cls(placement=placement, lp=p.lp, mp=mp, final_attempt=final_attempt, wait_x=p.wait_x,
                    priority=p.priority, kill_order=p.kill_order, killed_jobs=p.killed_jobs,
                    claims_bypass_local_queue=p.claims_bypass_local_queue)
 

@@ -126,6 +126,11 @@ class RPPParams(BaseModel):
                                                          "S' = max(S, D - X); null = infinity (pure RPP)")
     priority: Literal["GP", "LP"] = Field("GP", description="GP: at D kill local jobs to make room; "
                                                             "LP: never kill, the job fails")
+    lp_failure: Literal["first_failed_try", "after_tries"] = Field(
+        "first_failed_try", description="under LP: a placement try that fails fails the job, with no "
+                                        "further tries and no attempt at D (MODELS.md §3's revised "
+                                        "decision), or 'after_tries': the M_p tries and the final attempt "
+                                        "as under GP (the earlier reading, kept as a sensitivity)")
     kill_order: Literal["latest_started_first", "earliest_started_first"] = Field(
         "latest_started_first", description="which local jobs GP kills first; it stops as soon as the "
                                             "shortfall is covered, only in the clusters that lack processors")

@@ -44,7 +44,7 @@ FRACTIONS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 CAO_SHARE = {0.0: 0, 0.2: 7, 0.4: 13, 0.6: 18, 0.8: 22, 1.0: 26}  # % of task reservations (Figure 22)
 #: Figures 25-27 do not say how many workflows; 40 % of the eligible jobs (Cao's 13 %) is the
 #: largest share at which Cao finds utilisation unaffected. The per-seed runs are repeated at
-#: 80 % (Cao's 22 %), where Figure 24's "about 20 %" is measured on seed 71.
+#: 80 % (Cao's 22 %). Figure 24's "about 20 %" is its mean over the reservation shares (seed 71).
 PER_SEED_FRACTION = 0.4
 PER_SEED_FRACTIONS = (0.4, 0.8)
 #: Figures 28-29: SLPA 0 ... 3.5 with SLPB 0, MAF 0 and propagation on (seed 71; the share is not
@@ -364,6 +364,12 @@ def _claims(res: dict, size: dict) -> list[Claim]:
                         "TRUE < FALSE",
                         ", ".join(f"{100 * (on / off - 1):+.1f} %" for on, off in ms),
                         all(on < off for on, off in ms), fit=fit))
+    # the thesis states the reduction on Figure 24: seed 71, over its reservation shares
+    cut = 100 * float(np.mean([1 - on / off for on, off in ms])) if ms else math.nan
+    claims.append(Claim(f"propagation cuts the grid makespan by about 20 % (Figure 24: seed 71, mean over the "
+                        f"{len(ms)} reservation shares; re-plan {r['propagation_replan']}, late task "
+                        f"{r['late_task']})", "about 20 % (15-25)", f"{cut:.1f} %", 15 <= cut <= 25, fit=fit,
+                        reading="'about 20 %' as 15 to 25 %"))
     for pf in PER_SEED_FRACTIONS:
         red = {s: 1 - _get(res, size, s, pf, True)["makespan"] / _get(res, size, s, pf, False)["makespan"]
                for s in SEEDS}
@@ -372,12 +378,6 @@ def _claims(res: dict, size: dict) -> list[Claim]:
                             f"{share:.0f} % reservations; Figure 27)", "lower on 71, 13, 3, 31",
                             ", ".join(f"{s}: {-100 * r:+.1f} %" for s, r in red.items()),
                             all(r > 0 for r in red.values()), fit=fit))
-        mean = 100 * float(np.mean(list(red.values())))
-        claims.append(Claim(f"propagation cuts the grid makespan by about 20 % (mean over seeds, "
-                            f"{pf:.0%} eligible; re-plan {r['propagation_replan']}, "
-                            f"late task {r['late_task']})",
-                            "about 20 % (15-25)", f"{mean:.1f} %", 15 <= mean <= 25, fit=fit,
-                            reading="'about 20 %' as 15 to 25 %"))
         for key, name in (("rr_medium_local", "medium"), ("rr_long_local", "long")):
             on = {s: _get(res, size, s, pf, True)[key] for s in SEEDS}
             off = {s: _get(res, size, s, pf, False)[key] for s in SEEDS}

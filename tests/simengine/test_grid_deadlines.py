@@ -90,8 +90,8 @@ def test_lp_fails_at_the_deadline_instead_of_killing():
 
 def test_lp_with_later_tries_succeeds_where_a_single_failed_try_would_fail_the_job():
     # (docs/reproductions.md, Ballier fig 4 under LP.) The local job holds all 4 processors until 60.
-    # Default (M_p = 10 + the deadline attempt): PT_0 = 0 + 0.5 * 100 = 50 is busy, PT_1 = 75 is idle:
-    # claimed at 75, started at D = 100. The single-try reading (M_p = 1, no final attempt) fails
+    # The earlier LP reading (M_p = 10 + the deadline attempt, lp_failure: after_tries): PT_0 = 0 + 0.5 * 100 = 50 is busy, PT_1 = 75 is idle:
+    # claimed at 75, started at D = 100. The default LP (M_p = 1, no final attempt) fails
     # the job at PT_0 = 50 although the cluster is idle from 60 on.
     jobs, g = local((0, 60, 4, 0)), glob((0, 10, 2, 1, 100))
     o = simulate([4], jobs, g, GridPolicy(lp=0.5, priority="LP"))
@@ -417,3 +417,22 @@ def test_example_scenario_validates():
     s = load_scenario("examples/ballier-4x32.yaml")
     assert s.grid.deadline_policy.params["wait_x"] == 10 and len(s.workload.streams) == 5
     assert copy.deepcopy(s.model_dump(mode="json"))["grid"]["placement"]["name"] == "worst-fit"
+
+
+def test_lp_fails_a_job_at_its_first_unsuccessful_try_by_default():
+    """MODELS.md §3 (revised): under LP a placement try that fails fails the job -- no further
+    tries, no attempt at D; the earlier reading (M_p tries, then the attempt at D) is
+    ``lp_failure: after_tries``. GP keeps its tries and its killing attempt at D."""
+    lp = GridPolicy.from_params(deadline_params={"priority": "LP"})
+    assert (lp.mp, lp.final_attempt) == (1, False)
+    earlier = GridPolicy.from_params(deadline_params={"priority": "LP", "lp_failure": "after_tries"})
+    assert (earlier.mp, earlier.final_attempt) == (10, True)
+    gp = GridPolicy.from_params(deadline_params={"priority": "GP"})
+    assert (gp.mp, gp.final_attempt) == (10, True)
+    none = GridPolicy.from_params(deadline_params={"priority": "LP", "mp": 0})  # no tries: D is the one attempt
+    assert (none.mp, none.final_attempt) == (0, True)
+    # the case below: the local job holds the cluster until 60, PT_0 = 50 fails, PT_1 = 75 would succeed
+    jobs, g = local((0, 60, 4, 0)), glob((0, 10, 2, 1, 100))
+    lp.lp = earlier.lp = 0.5
+    assert simulate([4], jobs, g, lp).global_state[0] == K.G_FAILED
+    assert simulate([4], jobs, g, earlier).global_state[0] == K.G_DONE

@@ -36,9 +36,11 @@ def test_worst_fit_places_components_in_decreasing_size_on_the_emptiest_cluster(
 
 
 def _files():
-    # site 'zz' at cluster 0, 'aa' at cluster 2, 'mm' at cluster 1; 50 MB/s everywhere except 'zz' -> c1: 25
+    # site 'zz' at cluster 0, 'aa' at cluster 2, 'mm' at cluster 1; 50 MB/s everywhere except 'zz' -> c1: 25,
+    # and within a site at once (infinite intra-site bandwidth)
     bw = np.full((3, 3), 50.0)
     bw[0, 1] = 25.0
+    bw[[0, 1, 2], [0, 2, 1]] = np.inf
     return Files([0, 2, 1], bw, ["zz", "aa", "mm"])
 
 
@@ -325,7 +327,9 @@ def test_icp_re_places_a_component_elsewhere_when_its_file_arrives_in_time():
     # components on c0 and c1 (ties: lowest index), FTT = 1000 / 10 = 100: JPT 60, JCT_0 135, JST 160.
     # A local job takes c0 at 100. At 135 (T = 0.5): c1 can start, F = 1/2; c0's component is
     # re-placed by WF on c2, where the file is: 135 + 0 < 160, so both are claimed at 135.
-    files = Files([-1, 2], np.full((2, 3), 10.0), ["far", "near"])
+    bw = np.full((2, 3), 10.0)
+    bw[1, 2] = np.inf  # 'near' to its own cluster: at once
+    files = Files([-1, 2], bw, ["far", "near"])
     job = KoalaJob(5.0, 50.0, [4, 4], file_size=1000.0, file_sites=[0, 1])
     local = (np.array([100.0]), np.array([10000.0]), np.array([4]), np.array([0]))
     k = simulate_koala([4, 4, 4], [job], KoalaPolicy(T=0.5), files, local).jobs[0]
@@ -409,3 +413,29 @@ def test_the_koala_run_says_which_jobs_failed_at_arrival():
     result = simengine.run(data)
     failed = result.metrics["koala_jobs_failed"].mean
     assert failed > 0 and any(f"{failed:.0f} KOALA jobs failed at their arrival" in n for n in result.notes)
+
+
+def test_a_transfer_within_a_site_takes_the_intra_site_bandwidth():
+    """MODELS.md §4 (revised): a file at the cluster that runs the component is not there at once:
+    it moves at the platform's intra-site bandwidth (150 MB/s in the DAS presets), or at the
+    matrix's own value for that site (vu -> vu); without either it is there at once."""
+    from simengine.grid.koala_run import koala_files
+    from simengine.scenario import load_scenario
+
+    def files(platform):
+        spec = {"name": "f", "platform": platform, "workload": {"streams": [
+            {"kind": "synthetic", "name": "s", "target": platform.get("clusters", [{"name": "vu"}])[0]["name"],
+             "count": 1, "arrival": {"rate": 1.0}, "size": {"kind": "constant", "value": 1},
+             "runtime": {"kind": "constant", "value": 1}}]}}
+        return koala_files(load_scenario(spec).platform)
+
+    das = files({"preset": "das2-w30", "bandwidth": {"vu": {"leiden": 100.0}}})
+    assert das.time(3000.0, 0, 0) == pytest.approx(20.0)  # 3 GB within vu at 150 MB/s
+    assert das.time(3000.0, 0, 1) == pytest.approx(30.0)  # vu -> leiden at 100 MB/s
+    own = files({"preset": "das2-w30", "bandwidth": {"vu": {"vu": 300.0}}})
+    assert own.time(3000.0, 0, 0) == pytest.approx(10.0) and own.time(3000.0, 1, 1) == pytest.approx(20.0)
+    given = files({"preset": "das2-w30", "clusters": [{"name": "vu", "processors": 8}]})
+    assert given.time(3000.0, 0, 0) == pytest.approx(20.0)  # the preset's default stays with own clusters
+    free = files({"clusters": [{"name": "a", "processors": 8}]})
+    assert free.time(3000.0, 0, 0) == 0.0
+

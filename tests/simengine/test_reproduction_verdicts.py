@@ -78,3 +78,21 @@ def test_the_re_measurement_rule_is_symmetric(trio, others, half, refined):
     size = {"rates": (0.001,), "refine": 50}
     got = fig4_to_refine(fig4_results(trio, others, half), size)
     assert (len(got) == 2 * len(WAITS)) if refined else got == []
+
+
+def test_the_claims_tables_of_the_docs_are_their_claims_csv():
+    """docs/reproductions.md's claims tables are generated from the full runs' claims.csv kept in
+    docs/reproductions/ (python -m simengine.reproductions.doc): no table is edited by hand, and
+    every recipe has its evidence file and its table."""
+    from simengine.reproductions import RECIPES, read_claims
+    from simengine.reproductions import doc
+
+    assert doc.main(["--check"]) == 0
+    text = doc.DOC.read_text()
+    for name in RECIPES:
+        claims = read_claims(doc.evidence(name))
+        assert claims and f"<!-- claims: {name} -->" in text
+        assert doc.table(name, claims) in text
+    # the check notices a hand edit
+    edited = text.replace("| PASS", "| FAIL", 1)
+    assert doc.regenerate(edited) != edited
