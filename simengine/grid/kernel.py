@@ -153,7 +153,7 @@ def grid_advance(procs, l_submit, l_run, l_size, l_cluster, g_run, g_size, g_nco
     measurement; ``acc[c]`` then holds the processor-seconds of cluster c in [t_warm, end]
     busy with local jobs, claimed and idle, and busy with global jobs.
     """
-    placement, lp, mp, wait_x, gp, final_attempt, latest_first, requeue, bypass, horizon, t_warm = policy
+    placement, lp, mp, wait_x, gp, final_attempt, latest_first, requeue, bypass, horizon, t_warm, gp_most_idle = policy
     (free, lbusy, claimed, gbusy, coff, cjobs, qpos, qarr, rq, rq_n, prv, nxt, rhead, rtail, pending,
      hk, hv, kl_job, kl_t0, kl_t1, counters, clock) = state
     C = procs.shape[0]
@@ -316,6 +316,7 @@ def grid_advance(procs, l_submit, l_run, l_size, l_cluster, g_run, g_size, g_nco
             if not ok and gp:
                 # GP: idle processors first (Worst-Fit); a component that fits nowhere idle goes to
                 # the cluster with most idle + local-occupied processors, where local jobs are killed
+                # (gp_most_idle, the paper's literal reading: to the cluster with most idle ones)
                 for c in range(C):
                     avail[c] = free[c]
                     room[c] = lbusy[c]
@@ -330,10 +331,11 @@ def grid_advance(procs, l_submit, l_run, l_size, l_cluster, g_run, g_size, g_nco
                         avail[best] -= s
                         comp_cluster[k] = best
                         continue
-                    best = 0
-                    for c in range(1, C):
-                        if avail[c] + room[c] > avail[best] + room[best]:
-                            best = c
+                    if not gp_most_idle:  # (else best is already the cluster with most idle ones)
+                        best = 0
+                        for c in range(1, C):
+                            if avail[c] + room[c] > avail[best] + room[best]:
+                                best = c
                     if avail[best] + room[best] < s:
                         ok = False
                         break

@@ -81,6 +81,7 @@ class GridPolicy:
     kill_order: str = "latest_started_first"
     killed_jobs: str = "drop"
     claims_bypass_local_queue: bool = True
+    gp_cluster: str = "most_idle_plus_local"
 
     @classmethod
     def from_params(cls, placement: str = "worst-fit", placement_params: dict[str, Any] | None = None,
@@ -92,7 +93,7 @@ class GridPolicy:
             mp, final_attempt = 1, False  # the first try decides: placed, or the job fails
         return cls(placement=placement, lp=p.lp, mp=mp, final_attempt=final_attempt, wait_x=p.wait_x,
                    priority=p.priority, kill_order=p.kill_order, killed_jobs=p.killed_jobs,
-                   claims_bypass_local_queue=p.claims_bypass_local_queue)
+                   claims_bypass_local_queue=p.claims_bypass_local_queue, gp_cluster=p.gp_cluster)
 
 
 @dataclass
@@ -179,7 +180,7 @@ class GridRun:
         self.policy = (code, float(pol.lp), int(pol.mp), wait_x, pol.priority == "GP",
                        bool(pol.final_attempt), pol.kill_order == "latest_started_first",
                        pol.killed_jobs == "requeue", bool(pol.claims_bypass_local_queue), float(horizon),
-                       float(warmup))
+                       float(warmup), pol.gp_cluster == "most_idle")
         self.state = K.grid_state(procs, L.submit, L.cluster, Gj.submit, Gj.components, Gj.deadline, self.policy,
                                   self.g_state, self.g_decided)
 

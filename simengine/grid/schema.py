@@ -141,9 +141,13 @@ class RPPParams(BaseModel):
                           "false: before D, a cluster with queued local jobs offers no idle processors")
     local_jobs_use_claimed: Literal[False] = Field(
         False, description="local jobs never run on claimed processors (fixed)")
-    gp_cluster: Literal["most_idle_plus_local"] = Field(
+    gp_cluster: Literal["most_idle_plus_local", "most_idle"] = Field(
         "most_idle_plus_local", description="under GP, a component that fits on no cluster's idle "
-                                            "processors goes to the cluster with most idle + local-occupied")
+                                            "processors goes to the cluster with most idle + local-occupied "
+                                            "processors (MODELS.md §3's default: Figure 7 needs it), or, "
+                                            "'most_idle', the paper's literal reading: to the cluster with most "
+                                            "idle processors, killing local jobs there, the job failing if "
+                                            "they are too few")
 
 
 @DEADLINE_POLICY.register(

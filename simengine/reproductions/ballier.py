@@ -83,6 +83,7 @@ class Config(NamedTuple):
     mp: int = 10
     final_attempt: bool = True
     lp_failure: str = "first_failed_try"  # LP's rule (RPPParams.lp_failure): MODELS.md's revised default
+    gp_cluster: str = "most_idle_plus_local"  # GP's fallback (RPPParams.gp_cluster): MODELS.md's default
 
 
 def wait_label(x: float | None) -> str:
@@ -96,11 +97,13 @@ def scenario(cfg: Config, size: dict) -> dict:
              for k in range(1, 5)]
     arrival = {"rate": cfg.global_value} if cfg.global_by == "rate" else {"target_load": cfg.global_value}
     params = {"lp": cfg.lp, "mp": cfg.mp, "final_attempt": cfg.final_attempt, "wait_x": cfg.wait_x,
-              "priority": cfg.priority, "lp_failure": cfg.lp_failure}
+              "priority": cfg.priority, "lp_failure": cfg.lp_failure, "gp_cluster": cfg.gp_cluster}
     tries = "" if (cfg.mp, cfg.final_attempt) == (10, True) else \
         f" M_p {cfg.mp}{'' if cfg.final_attempt else ' no final attempt'}"
     if cfg.priority == "LP" and cfg.lp_failure != "first_failed_try":
         tries += f" LP {cfg.lp_failure}"
+    if cfg.gp_cluster != "most_idle_plus_local":
+        tries += f" GP to {cfg.gp_cluster}"
     return {
         "name": f"Ballier {wait_label(cfg.wait_x)} {cfg.priority} L_p {cfg.lp} local {cfg.local_load} "
                 f"global {cfg.global_by} {cfg.global_value} D_max {cfg.d_max:g}{tries}",
@@ -130,6 +133,16 @@ def lp_after_tries_configs(size: dict) -> list[Config]:
             for r in size["rates"]]
 
 
+def gp_literal_configs(size: dict) -> list[Config]:
+    """Sensitivity check, not MODELS.md's default: Figures 3 (local 60%, global 40%, L_p sweep) and 7
+    (local-load sweep) under the paper's literal GP (``gp_cluster: most_idle``: a component that
+    fits nowhere idle goes to the cluster with most idle processors, the job fails if killing the
+    local jobs there is not enough)."""
+    out = [Config(0.6, "load", 0.4, lp=lp, gp_cluster="most_idle") for lp in size["lps"]]
+    return out + [Config(ul, "load", 0.2, wait_x=w, gp_cluster="most_idle") for ul in size["local_loads"]
+                  for w in (10.0, None)]
+
+
 def configurations(size: dict) -> list[Config]:
     keys: list[Config] = []
 
@@ -152,6 +165,8 @@ def configurations(size: dict) -> list[Config]:
         for w in (10.0, None):
             need(Config(ul, "load", 0.2, wait_x=w))
     for c in lp_after_tries_configs(size):  # the LP sensitivity check (claims only)
+        need(c)
+    for c in gp_literal_configs(size):  # the GP sensitivity check (claims only)
         need(c)
     return keys
 
@@ -468,6 +483,24 @@ def _claims(res: dict[Config, dict[str, Metric]], size: dict, quick: bool,
                             reading="'rather the same' as within 5 points",
                             construction="MODELS.md's GP: at D a job kills the local jobs it needs, so the "
                                          "local load cannot make it fail"))
+
+    # sensitivity (not the default model): figures 3 and 7 under the paper's literal GP
+    lps = size["lps"]
+    s3 = [res[Config(0.6, "load", 0.4, lp=lp, gp_cluster="most_idle")]["global_success_rate"] for lp in lps]
+    best = max(range(len(lps)), key=lambda k: s3[k].mean)
+    dip = best < len(lps) - 1 and s3[best].mean - s3[-1].mean <= 0.05
+    claims.append(Claim(f"fig 3, sensitivity, the literal GP (gp_cluster: most_idle), NOT MODELS.md's model: at "
+                        f"local 60% + global 40% success dips a little as L_p nears 1{note}",
+                        "best L_p below 1; L_p=1 within 5 points of the best",
+                        f"best L_p={lps[best]} {_pct(s3[best])}, L_p=1 {_pct(s3[-1])}", dip))
+    for w in (10.0, None):
+        s7 = [res[Config(ul, "load", 0.2, wait_x=w, gp_cluster="most_idle")]["global_success_rate"] for ul in lls]
+        rng = max(m.mean for m in s7) - min(m.mean for m in s7)
+        claims.append(Claim(f"fig 7, sensitivity, the literal GP (gp_cluster: most_idle), NOT MODELS.md's model: "
+                            f"{wait_label(w)} success rate about the same for local loads {lls[0]:.0%}..{lls[-1]:.0%}"
+                            f"{note}", "within 5 points",
+                            f"{min(m.mean for m in s7) * 100:.1f} .. {max(m.mean for m in s7) * 100:.1f}%",
+                            rng <= 0.05, reading="'rather the same' as within 5 points"))
 
     # figures 8 and 9: pure RPP hurts local jobs (response time), Wait-1000/inf kill many of them
     worse = [r for r in rates

@@ -436,3 +436,22 @@ def test_lp_fails_a_job_at_its_first_unsuccessful_try_by_default():
     lp.lp = earlier.lp = 0.5
     assert simulate([4], jobs, g, lp).global_state[0] == K.G_FAILED
     assert simulate([4], jobs, g, earlier).global_state[0] == K.G_DONE
+
+
+def test_the_literal_gp_goes_to_the_cluster_with_most_idle_processors_and_may_fail():
+    """MODELS.md §3: GP's default sends a component that fits nowhere idle to the cluster with most
+    idle + local-occupied processors; the paper's literal reading (``gp_cluster: most_idle``) to the
+    one with most idle processors, kills local jobs there and fails the job if that is not enough.
+    Cluster 0: 1 idle, 3 under a local job; cluster 1: 2 idle, 2 under a running global job (not
+    killable). A 1 x 4 job at its deadline (L_p = 1: the deadline is its only attempt)."""
+    jobs = local((0, 1000, 3, 0))
+    g = glob((0, 1000, 2, 1, 5), (10, 10, 4, 1, 50))  # the first runs on cluster 1 from 5 on
+    default = simulate([4, 4], jobs, g, GridPolicy(lp=1.0))
+    assert default.components_of(0) == [1]
+    assert default.global_state[1] == K.G_DONE and default.components_of(1) == [0]
+    assert default.local_state[0] == K.L_KILLED
+    literal = simulate([4, 4], jobs, g, GridPolicy(lp=1.0, gp_cluster="most_idle"))
+    assert literal.components_of(0) == [1]
+    assert literal.global_state[1] == K.G_FAILED and literal.global_decided[1] == 50.0
+    assert literal.local_state[0] == K.L_DONE  # nothing killed for a job that failed
+    assert GridPolicy.from_params(deadline_params={"gp_cluster": "most_idle"}).gp_cluster == "most_idle"
