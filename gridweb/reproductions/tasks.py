@@ -9,6 +9,6 @@ from gridweb.runs.execution import worker_name
 from . import execution
 
 
-@shared_task(name=execution.EXECUTE_REPRODUCTION, acks_late=True, reject_on_worker_lost=True)
-def execute_reproduction_task(pk: int) -> str:
-    return execution.execute_reproduction(pk, worker=worker_name())
+@shared_task(name=execution.EXECUTE_REPRODUCTION, bind=True, acks_late=True, reject_on_worker_lost=True)
+def execute_reproduction_task(self, pk: int) -> str:
+    return execution.execute_reproduction(pk, worker=worker_name(self.request.hostname))
