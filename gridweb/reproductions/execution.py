@@ -53,6 +53,12 @@ def describe(recipe: str) -> dict[str, str]:
     return {"name": recipe, "title": title.strip(), "text": text.strip()}
 
 
+def short_title(title: str) -> str:
+    """The paper part of a recipe's title: before its colon, else before its parenthesis."""
+    head = title.split(":")[0] if ":" in title else title.split(" (")[0]
+    return head.rstrip(". ")
+
+
 def create_reproduction(user, recipe: str, *, quick: bool, visibility: str = Visibility.PRIVATE, group=None,
                         curated: bool = False, dispatch_now: bool = True) -> Reproduction:
     """A queued reproduction of ``recipe`` (a name of simengine.reproductions.RECIPES), handed to
@@ -62,7 +68,7 @@ def create_reproduction(user, recipe: str, *, quick: bool, visibility: str = Vis
     title = describe(recipe)["title"]
     rep = Reproduction.objects.create(
         owner=user, recipe=recipe, quick=quick, visibility=visibility, group=group, curated=curated,
-        name=f"{title.split(':')[0]} ({'quick' if quick else 'full'})", description=title,
+        name=f"{short_title(title)} ({'quick' if quick else 'full'})", description=title,
         tags=["reproduction", recipe, "quick" if quick else "full"])
     if dispatch_now:
         dispatch(rep.pk)

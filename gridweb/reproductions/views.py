@@ -16,8 +16,9 @@ from gridweb.runs.models import FINISHED, Status
 from gridweb.scenarios.forms import SharingForm
 from gridweb.sharing import Visibility, default_group
 from simengine import reproductions as recipes
+from simengine.reproductions import doc
 
-from .execution import create_reproduction, describe, open_file
+from .execution import create_reproduction, describe, open_file, short_title
 from .models import Reproduction
 
 #: queued or running reproductions one user may have at once (each keeps a worker busy)
@@ -40,31 +41,47 @@ def viewable(request: HttpRequest, pk: int) -> Reproduction:
 
 
 def latest_per_paper(user) -> list[dict[str, Any]]:
-    """Each paper (recipe) with its newest done reproduction ``user`` may see, curated first."""
-    done = Reproduction.objects.visible_to(user).filter(status=Status.DONE)
+    """Each paper (recipe) with its newest done reproduction ``user`` may see -- a full one if
+    there is one (only the full run stands for the paper), else the demo set's quick one, else any
+    -- and the tally of the full run shipped with GridWeb (docs/reproductions/NAME-claims.csv)."""
+    done = Reproduction.objects.visible_to(user).filter(status=Status.DONE).order_by("-finished_at")
     papers = []
     for name in recipes.RECIPES:
         mine = done.filter(recipe=name)
-        latest = mine.filter(curated=True).order_by("-finished_at").first() or mine.order_by("-finished_at").first()
-        papers.append({**describe(name), "latest": latest})
+        latest = mine.filter(quick=False).first() or mine.filter(curated=True).first() or mine.first()
+        info = describe(name)
+        papers.append({**info, "short": short_title(info["title"]), "latest": latest, "tally": tally_text(latest),
+                       "shipped": shipped_tally(name)})
     return papers
 
 
+def counts_text(t: dict[str, int]) -> str:
+    """"12 of 20 claims pass (3 fail, 5 not reproducible)"."""
+    rest = [f"{t.get(recipes.FAIL, 0)} fail", f"{t.get(recipes.NOT_REPRODUCIBLE, 0)} not reproducible"]
+    return f"{t.get(recipes.PASS, 0)} of {sum(t.values())} claims pass ({', '.join(rest)})"
+
+
 def tally_text(rep: Reproduction | None) -> str:
-    """"12 of 20 claims pass (3 fail, 5 not reproducible)", from a done reproduction."""
+    """The claim counts of a done reproduction ("" for none), a quick one saying so."""
     if rep is None or not rep.tally:
         return ""
-    t = rep.tally
-    n = sum(t.values())
-    rest = [f"{t.get(recipes.FAIL, 0)} fail", f"{t.get(recipes.NOT_REPRODUCIBLE, 0)} not reproducible"]
-    return f"{t.get(recipes.PASS, 0)} of {n} claims pass ({', '.join(rest)})"
+    return counts_text(rep.tally) + (" in a quick run" if rep.quick else "")
+
+
+def shipped_tally(name: str) -> str:
+    """The claim counts of the full run whose claims.csv ships in docs/reproductions/ (the one
+    docs/reproductions.md's tables are made from); "" if there is none."""
+    path = doc.evidence(name)
+    if not path.exists():
+        return ""
+    claims = recipes.read_claims(path)
+    counts = {v: sum(c.verdict == v for c in claims) for v in (recipes.PASS, recipes.FAIL, recipes.NOT_REPRODUCIBLE)}
+    return counts_text(counts) + " in the full run"
 
 
 @require_safe
 def reproduction_list(request: HttpRequest) -> HttpResponse:
     papers = latest_per_paper(request.user)
-    for paper in papers:
-        paper["tally"] = tally_text(paper["latest"])
     recent = Reproduction.objects.visible_to(request.user).select_related("owner").order_by("-created")[:30]
     form = RerunForm(user=request.user, initial={"group": default_group(request.user),
                                                  "visibility": Visibility.GROUP if default_group(request.user)

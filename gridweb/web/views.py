@@ -12,7 +12,7 @@ from django.shortcuts import render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
 
-from gridweb.reproductions.views import latest_per_paper, tally_text
+from gridweb.reproductions.views import latest_per_paper
 
 from .engine import engine_version
 
@@ -21,10 +21,7 @@ CHANNEL_LAYER_TIMEOUT = 2.0  # seconds for the health check's send/receive round
 
 @require_safe
 def home(request: HttpRequest) -> HttpResponse:
-    papers = latest_per_paper(request.user)
-    for paper in papers:
-        paper["tally"] = tally_text(paper["latest"])
-    return render(request, "web/home.html", {"papers": papers})
+    return render(request, "web/home.html", {"papers": latest_per_paper(request.user)})
 
 
 def _failure(exc: BaseException) -> str:

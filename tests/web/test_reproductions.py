@@ -150,12 +150,32 @@ def test_the_demo_set_holds_every_papers_quick_reproduction(transactional_db):
 
 
 def test_the_home_page_says_how_many_claims_each_paper_passes(alice):
+    """Each paper: the full run shipped with GridWeb (docs/reproductions/NAME-claims.csv, the
+    tables of docs/reproductions.md), and the newest reproduction here, a quick one saying so."""
+    from simengine.reproductions import doc
+
     rep = done_reproduction(alice, visibility=Visibility.PUBLIC)
     body = client_for(None).get("/").content.decode()
+    for name in recipes.RECIPES:
+        shipped = recipes.read_claims(doc.evidence(name))
+        passed = sum(c.verdict == recipes.PASS for c in shipped)
+        line = body.split(f'data-recipe="{name}"', 1)[1].split("</li>", 1)[0]
+        assert f"{passed} of {len(shipped)} claims pass" in line.split("data-shipped>", 1)[1].split("</span>")[0]
     line = body.split('data-recipe="klein"', 1)[1].split("</li>", 1)[0]
-    n = len(rep.claims)
-    assert f"{rep.tally[recipes.PASS]} of {n} claims pass" in line
-    assert 'data-recipe="cao"' in body and "not reproduced yet" in body.split('data-recipe="cao"', 1)[1]
+    assert f'title="here: {rep.tally[recipes.PASS]} of {len(rep.claims)} claims pass' in line
+    assert "in a quick run" in line and f"/reproductions/{rep.pk}/" in line
+    assert "not reproduced here yet" in body.split('data-recipe="cao"', 1)[1].split("</li>", 1)[0]
+
+
+def test_the_newest_full_reproduction_stands_for_the_paper(alice):
+    from gridweb.reproductions.views import latest_per_paper
+
+    quick = done_reproduction(alice, visibility=Visibility.PUBLIC)
+    full = Reproduction.objects.create(owner=alice, recipe="klein", name="k", quick=False, status=Status.DONE,
+                                       visibility=Visibility.PUBLIC, tally={recipes.PASS: 1},
+                                       finished_at=quick.finished_at.replace(year=2020))
+    klein = {p["name"]: p for p in latest_per_paper(None)}["klein"]
+    assert klein["latest"] == full and "quick" not in klein["tally"]  # older, but full
 
 
 def test_an_interrupted_reproduction_is_failed_when_the_worker_starts_again(alice):
