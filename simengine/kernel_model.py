@@ -117,8 +117,7 @@ def finish_replication(scenario: Scenario, sim: Simulated, replication: int, wit
     if users is not None:
         cols["user"][:] = users[:keep]
         measured = measured_rows(cols)
-        metrics.update(user_metrics(cols["user"][measured], cols["wait"][measured],
-                                    cols["bounded_slowdown"][measured]))
+        metrics.update(user_metrics(cols, measured))
         if not kept:
             cols = None
     series = segments = None

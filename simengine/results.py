@@ -317,10 +317,12 @@ def jain_index(x: np.ndarray) -> float:
     return 1.0 if square == 0 else float(x.sum()) ** 2 / (len(x) * square)
 
 
-def per_user(user: np.ndarray, wait: np.ndarray, bounded: np.ndarray) -> dict[str, np.ndarray]:
-    """Per user (id >= 0; SWF's -1, unknown, is left out) of the given measured jobs: ``user``,
-    ``jobs``, ``mean_wait``, ``mean_bounded_slowdown``, users in increasing id."""
-    known = np.asarray(user) >= 0
+def per_user(jobs: dict[str, np.ndarray], rows=slice(None)) -> dict[str, np.ndarray]:
+    """Per user (id >= 0; SWF's -1, unknown, is left out) of the job rows ``rows`` (a mask or
+    indices; the measured ones) of the job columns ``jobs``: ``user``, ``jobs``, ``mean_wait``,
+    ``mean_bounded_slowdown``, users in increasing id."""
+    user, wait, bounded = (np.asarray(jobs[k])[rows] for k in ("user", "wait", "bounded_slowdown"))
+    known = user >= 0
     ids, index = np.unique(np.asarray(user)[known], return_inverse=True)
     jobs = np.bincount(index, minlength=len(ids))
     total = np.maximum(jobs, 1)
@@ -330,11 +332,11 @@ def per_user(user: np.ndarray, wait: np.ndarray, bounded: np.ndarray) -> dict[st
                                                  minlength=len(ids)) / total}
 
 
-def user_metrics(user: np.ndarray, wait: np.ndarray, bounded: np.ndarray) -> dict[str, float]:
-    """The per-user metrics (USER_METRICS) of the measured jobs -- computed here only: how many
-    users, Jain's index over the users' mean waits and mean bounded slowdowns, and the worst
-    user's means (docs/output.md)."""
-    users = per_user(user, wait, bounded)
+def user_metrics(jobs: dict[str, np.ndarray], rows=slice(None)) -> dict[str, float]:
+    """The per-user metrics (USER_METRICS) of the job rows ``rows`` (the measured ones) --
+    computed here only: how many users, Jain's index over the users' mean waits and mean bounded
+    slowdowns, and the worst user's means (docs/output.md)."""
+    users = per_user(jobs, rows)
     if not len(users["user"]):
         return {k: math.nan for k in USER_METRICS}
     return {"users_measured": float(len(users["user"])), "jain_wait": jain_index(users["mean_wait"]),
@@ -524,7 +526,7 @@ class Result:
         if "user" not in j:
             return None
         mine = (j["replication"] == 0) & j["measured"].astype(bool)
-        return per_user(j["user"][mine], j["wait"][mine], j["bounded_slowdown"][mine])
+        return per_user(j, mine)
 
     def write_users_csv(self, path: Path) -> None:
         """``users.csv`` (:meth:`users`); ValueError when the jobs carry no users."""

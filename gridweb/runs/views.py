@@ -9,7 +9,8 @@ deletes it. A run the user may not view answers 404, exactly as a run that does 
 from __future__ import annotations
 
 import json
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Callable
 
 from bokeh.embed import json_item
 from django import forms
@@ -44,19 +45,36 @@ from .gantt_tiles import cluster_layout
 from .jobs_table import BadParameter, jobs_page, stream_labels
 from .models import FINISHED, Comment, Run, Status, Sweep
 
-#: What a run exports: URL suffix -> (function of gridweb.runs.exports, content type, needs a result).
-EXPORTS: dict[str, tuple[str, str, bool]] = {
-    "jobs.csv": ("jobs_csv", "text/csv; charset=utf-8", True),
-    "schedule.swf": ("schedule_swf", "text/plain; charset=utf-8", True),
-    "batsim_jobs.csv": ("batsim_jobs_csv", "text/csv; charset=utf-8", True),
-    "users.csv": ("users_csv", "text/csv; charset=utf-8", True),
-    "scenario.json": ("scenario_json", "application/json", False),
-    "metrics.json": ("metrics_json", "application/json", True),
+@dataclass(frozen=True)
+class Export:
+    """One file a run exports: the function of gridweb.runs.exports that makes it, its type, its
+    label on the run page, whether it needs a result, and whether a done run offers it."""
+
+    function: str
+    content_type: str
+    label: str
+    needs_result: bool = True
+    offered: Callable[[Run], bool] = lambda run: True
+
+    def available(self, run: Run) -> bool:
+        return (run.status == Status.DONE or not self.needs_result) and self.offered(run)
+
+
+def _has_users(run: Run) -> bool:
+    """Whether the run's jobs carry users (then its metrics count them): users.csv has rows."""
+    return "users_measured" in ((run.summary or {}).get("metrics") or {})
+
+
+#: What a run exports, by URL suffix.
+EXPORTS: dict[str, Export] = {
+    "jobs.csv": Export("jobs_csv", "text/csv; charset=utf-8", "Jobs (CSV)"),
+    "schedule.swf": Export("schedule_swf", "text/plain; charset=utf-8", "Schedule (SWF)"),
+    "batsim_jobs.csv": Export("batsim_jobs_csv", "text/csv; charset=utf-8", "Jobs for Batsim / evalys (CSV)"),
+    "users.csv": Export("users_csv", "text/csv; charset=utf-8", "Per-user waits and slowdowns (CSV)",
+                        offered=_has_users),
+    "scenario.json": Export("scenario_json", "application/json", "Scenario (JSON)", needs_result=False),
+    "metrics.json": Export("metrics_json", "application/json", "Metrics (JSON)"),
 }
-EXPORT_LABELS = {"jobs.csv": "Jobs (CSV)", "schedule.swf": "Schedule (SWF)",
-                 "batsim_jobs.csv": "Jobs for Batsim / evalys (CSV)", "users.csv": "Per-user waits and slowdowns (CSV)",
-                 "scenario.json": "Scenario (JSON)",
-                 "metrics.json": "Metrics (JSON)"}
 GALLERY_PAGE_SIZE = 24
 
 
@@ -139,9 +157,8 @@ def run_page_context(request: HttpRequest, run: Run, comment_form: CommentForm |
         "scenario_json": json.dumps(run.spec, indent=2),
         "comments": run.comments.select_related("author"),
         "comment_form": comment_form or CommentForm(),
-        "exports": [(EXPORT_LABELS[kind], reverse("runs:export", args=[run.pk, kind]), kind)
-                    for kind, (_, _, needs_result) in EXPORTS.items() if run.status == Status.DONE or not needs_result
-                    if kind != "users.csv" or "users_measured" in ((run.summary or {}).get("metrics") or {})],
+        "exports": [(export.label, reverse("runs:export", args=[run.pk, kind]), kind)
+                    for kind, export in EXPORTS.items() if export.available(run)],
         "fork_url": f"/scenarios/new/?from_run={run.pk}",
         "gantt": gantt_config(run),
         "eta": eta_seconds(run),
@@ -292,8 +309,8 @@ def run_export(request: HttpRequest, pk: int, kind: str) -> HttpResponse:
     run = viewable_run(request, pk)
     if kind not in EXPORTS:
         raise Http404(f"No export named {kind!r}; there are {', '.join(EXPORTS)}.")
-    function_name, content_type, needs_result = EXPORTS[kind]
-    if needs_result and run.status != Status.DONE:
+    export = EXPORTS[kind]
+    if export.needs_result and run.status != Status.DONE:
         return HttpResponse(f"Run {run.pk} is {run.status}: it has no results to export.",
                             status=409, content_type="text/plain; charset=utf-8")
     from . import exports  # the runs backend; imported when used
@@ -305,10 +322,10 @@ def run_export(request: HttpRequest, pk: int, kind: str) -> HttpResponse:
         except ValueError as exc:
             return HttpResponse(str(exc), status=400, content_type="text/plain; charset=utf-8")
     try:
-        body = getattr(exports, function_name)(run, **options)
+        body = getattr(exports, export.function)(run, **options)
     except exports.ExportUnavailable as exc:
         return HttpResponse(str(exc), status=409, content_type="text/plain; charset=utf-8")
-    response = HttpResponse(body, content_type=content_type)
+    response = HttpResponse(body, content_type=export.content_type)
     response["Content-Disposition"] = f'attachment; filename="run-{run.pk}-{kind}"'
     return response
 

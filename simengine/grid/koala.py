@@ -92,7 +92,6 @@ class Band:
 class KoalaPolicy:
     placement: str = "worst-fit"        # a GRID_PLACEMENT entry (simengine.grid.placement)
     placement_params: dict = field(default_factory=dict)
-    min_component: int = 1              # FCM: smallest component it splits off
     scan_interval: float = 60.0
     first_scan: float = 0.0
     weights: tuple = (1, 1, 1, 1, 1, 1)  # N_h, N_l, n1, n2, n3, n4
@@ -319,7 +318,7 @@ def _koala_steps(processors, jobs, policy, files, local, band, horizon, warmup, 
 
     def try_place(j, t, avail) -> bool:
         k = K[j]
-        got = place(k.job, avail, placer, files, policy.min_component)
+        got = place(k.job, avail, placer, files)
         if got is None:
             return False
         k.placement_time += t - k.enqueued
@@ -371,7 +370,7 @@ def _koala_steps(processors, jobs, policy, files, local, band, horizon, warmup, 
                 if not fixed:
                     one = KoalaJob(k.job.submit, k.job.runtime, [s], None, k.prio, False, k.job.file_size,
                                    k.job.file_sites)
-                    got = place(one, av, placer, files, policy.min_component)
+                    got = place(one, av, placer, files)
                 target = cp[1]
                 if got is not None:
                     _, e, site, ftt = got[0]
@@ -572,7 +571,7 @@ def _koala_steps(processors, jobs, policy, files, local, band, horizon, warmup, 
             if undecided[0] > 0:
                 push(t + policy.scan_interval, _SCAN, None)
         elif kind == _ARRIVE:
-            if place(K[payload].job, P, probe, files, policy.min_component) is None:
+            if place(K[payload].job, P, probe, files) is None:
                 K[payload].state = "failed"  # it could never be placed: queued, it would keep the run going forever
                 undecided[0] -= 1
                 unplaceable.append(payload)

@@ -58,7 +58,7 @@ def koala_policy(scenario) -> KoalaPolicy:
     p, d = g.placement.params, g.deadline_policy.params
     w = d["weights"]
     return KoalaPolicy(placement=g.placement.name, placement_params=p,
-                       min_component=p.get("min_component", 1), scan_interval=d["scan_interval"],
+                       scan_interval=d["scan_interval"],
                        first_scan=d["first_scan"], weights=(w["N_h"], w["N_l"], w["n1"], w["n2"], w["n3"], w["n4"]),
                        promote_after=d["promote_after"], max_place_tries=d["max_place_tries"], L=d["L"],
                        l_step=d["l_step"], l_floor=d["l_floor"], min_gap=d["min_gap"], T=d["threshold"],

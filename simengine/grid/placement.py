@@ -180,15 +180,17 @@ def best_site(files, job, cluster: int) -> tuple[int, float]:
     return best, files.time(job.file_size, best, cluster)
 
 
-def place(job, avail: np.ndarray, policy: PlacementPolicy, files, min_component: int = 1,
+def place(job, avail: np.ndarray, policy: PlacementPolicy, files,
           only: list[int] | None = None) -> list[tuple[int, int, int, float]] | None:
     """Place KOALA job ``job`` (or its components ``only``) atomically on ``avail`` idle
     processors with ``policy``.
 
     Returns (size, cluster, file site, transfer time) per component, in component order, or
     None. ``avail`` is not modified. Flexible jobs are split by FCM (no component below
-    ``min_component`` unless it is the rest) whatever the policy; fixed components go to their
-    cluster; the policy places the others, largest first."""
+    ``min_component`` unless it is the rest: the FCM placement's parameter, 1 under any other
+    policy) whatever the policy; fixed components go to their cluster; the policy places the
+    others, largest first."""
+    min_component = getattr(policy.params, "min_component", 1)
     a = avail.astype(np.int64).copy()
     C = len(a)
     if job.flexible and only is None:

@@ -355,8 +355,7 @@ def finish(rep: _Replication, replication: int, with_segments: bool):
     metrics: dict[str, float] = {"jobs_measured": float(measured.sum()), **results.job_metrics(
         *(cols[k][measured] for k in ("wait", "response", "slowdown", "bounded_slowdown")))}
     if users is not None:
-        metrics.update(results.user_metrics(cols["user"][measured], cols["wait"][measured],
-                                            cols["bounded_slowdown"][measured]))
+        metrics.update(results.user_metrics(cols, measured))
     capacity = sum(c.processors for c in clusters)
     span = t1w - t0w
     metrics["utilisation"] = float(busy.sum()) / (capacity * span) if span > 0 else math.nan

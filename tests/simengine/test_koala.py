@@ -77,10 +77,12 @@ def test_flexible_cluster_minimization_splits_the_total_over_the_emptiest_cluste
     got = place(KoalaJob(0.0, 1.0, [53], flexible=True), idle, pol, None)
     assert [(s, c) for s, c, _, _ in got] == [(30, 1), (20, 2), (3, 0)]
     assert place(KoalaJob(0.0, 1.0, [56], flexible=True), idle, pol, None) is None  # only 55 idle
-    # no component smaller than 8 unless it is the rest of the job: 30 + 20 leaves 4 of 54 -> c0 gives 4
-    assert [s for s, _, _, _ in place(KoalaJob(0.0, 1.0, [54], flexible=True), idle, pol, None, 8)] == [30, 20, 4]
-    assert place(KoalaJob(0.0, 1.0, [56], flexible=True), np.array([5, 30, 30]), pol, None, 8) is not None
-    assert place(KoalaJob(0.0, 1.0, [66], flexible=True), np.array([5, 30, 30]), pol, None, 8) is None
+    # no component smaller than 8 (FCM's min_component) unless it is the rest of the job: 30 + 20 leaves 4
+    # of 54 -> c0 gives 4
+    pol8 = placement_policy("flexible-cluster-minimization", {"min_component": 8}, idle)
+    assert [s for s, _, _, _ in place(KoalaJob(0.0, 1.0, [54], flexible=True), idle, pol8, None)] == [30, 20, 4]
+    assert place(KoalaJob(0.0, 1.0, [56], flexible=True), np.array([5, 30, 30]), pol8, None) is not None
+    assert place(KoalaJob(0.0, 1.0, [66], flexible=True), np.array([5, 30, 30]), pol8, None) is None
 
 
 def test_weighted_round_robin_sequence():

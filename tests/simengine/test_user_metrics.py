@@ -38,14 +38,17 @@ def test_per_user_leaves_unknown_users_out():
     user = np.array([7, 3, 7, -1, 3, 3])
     wait = np.array([10.0, 0.0, 30.0, 99.0, 6.0, 3.0])
     bsld = np.array([2.0, 1.0, 4.0, 50.0, 1.0, 1.0])
-    got = per_user(user, wait, bsld)
+    jobs = {"user": user, "wait": wait, "bounded_slowdown": bsld}
+    got = per_user(jobs)
     assert got["user"].tolist() == [3, 7] and got["jobs"].tolist() == [3, 2]
     assert got["mean_wait"].tolist() == [3.0, 20.0] and got["mean_bounded_slowdown"].tolist() == [1.0, 3.0]
-    m = user_metrics(user, wait, bsld)
+    m = user_metrics(jobs)
+    assert per_user(jobs, user != 7)["user"].tolist() == [3]  # only the rows asked for
     assert m["users_measured"] == 2 and m["worst_user_mean_wait"] == 20.0
     assert m["jain_wait"] == pytest.approx(23 ** 2 / (2 * (9 + 400)))
     assert m["jain_bounded_slowdown"] == pytest.approx(16 / (2 * 10))
-    assert all(math.isnan(v) for v in user_metrics(np.array([-1]), np.ones(1), np.ones(1)).values())
+    unknown = {"user": np.array([-1]), "wait": np.ones(1), "bounded_slowdown": np.ones(1)}
+    assert all(math.isnan(v) for v in user_metrics(unknown).values())
 
 
 def by_hand(jobs: dict, replication: int) -> dict[str, float]:
