@@ -66,10 +66,7 @@ def allocate_random(
     numpy.ndarray of int32
         A cluster index per job. Raises ``ValueError`` if a job fits no cluster.
     """
-    if params is None:
-        params = RandomParams()
-    elif not isinstance(params, RandomParams):
-        params = RandomParams.model_validate(params)
+    params = SITE_ALLOCATION.get("random").validated(params)
     procs = np.asarray(processors, dtype=np.int64)
     n = len(jobs)
     base = procs.astype(np.float64) if params.weights == "processors" else np.ones(len(procs))
@@ -145,13 +142,12 @@ class SBDeferredParams(DeferredParams):
 class StatefulPolicy:
     """A site-allocation policy that needs the sites' state; run by :mod:`simengine.grid_lwr`."""
 
-    def __init__(self, code: int, params: type[BaseModel], doc: str):
-        self.code, self.params, self.__doc__ = code, params, doc
+    def __init__(self, code: int, name: str, doc: str):
+        self.code, self.name, self.__doc__ = code, name, doc
 
     def kernel_args(self, params: BaseModel | dict[str, Any] | None, processors) -> dict[str, Any]:
         """The kernel's policy arguments: policy, interval, sdt, weights."""
-        if not isinstance(params, self.params):
-            params = self.params.model_validate(params or {})
+        params = SITE_ALLOCATION.get(self.name).validated(params)
         procs = np.asarray(processors, np.float64)
         weights = procs if getattr(params, "weights", "processors") == "processors" else np.ones(len(procs))
         return {"policy": self.code, "interval": params.allocation_interval,
@@ -165,13 +161,13 @@ deferred = SITE_ALLOCATION.register(
     "deferred", DeferredParams,
     summary="Deferred: every A_I, queued jobs go FCFS to the site with least remaining work per processor",
     capabilities=("stateful", "compiled"),
-)(StatefulPolicy(POLICY_DEFERRED, DeferredParams, "Deferred site allocation (Zikos & Karatza)."))
+)(StatefulPolicy(POLICY_DEFERRED, "deferred", "Deferred site allocation (Zikos & Karatza)."))
 
 sb_deferred = SITE_ALLOCATION.register(
     "sb_deferred", SBDeferredParams,
     summary="SB-Deferred: demand > SDT -> Deferred, else Random (Zikos & Karatza)",
     capabilities=("stateful", "compiled"),
-)(StatefulPolicy(POLICY_SB_DEFERRED, SBDeferredParams, "Size-based Deferred site allocation (Zikos & Karatza)."))
+)(StatefulPolicy(POLICY_SB_DEFERRED, "sb_deferred", "Size-based Deferred site allocation (Zikos & Karatza)."))
 
 
 def is_stateful(name: str) -> bool:
