@@ -13,8 +13,10 @@ from __future__ import annotations
 import html
 import inspect
 import logging
+import os
 import re
 import secrets
+import socket
 import tempfile
 import time
 from pathlib import Path
@@ -23,8 +25,8 @@ from django.core.files.base import File
 from django.db import close_old_connections
 from django.utils import timezone
 
-from gridweb.runs.execution import (embedded, embedded_worker, engine_processes, execution_gone, readable_error,
-                                    send_task, worker_name)
+from gridweb.runs.execution import (embedded, embedded_worker, engine_processes, readable_error, send_task,
+                                    worker_name)
 from gridweb.runs.models import Status
 from gridweb.runs.result_store import results_storage
 from gridweb.sharing import Visibility
@@ -90,18 +92,33 @@ def recover() -> list[int]:
     return the queued ones, to be executed again."""
     now = timezone.now()
     for rep in Reproduction.objects.filter(status=Status.RUNNING):
-        if _gone(rep, now):
+        if _gone(rep):
             Reproduction.objects.filter(pk=rep.pk, status=Status.RUNNING).update(
                 status=Status.FAILED, finished_at=now, error="interrupted: the GridWeb process running it stopped "
                 "before it finished (re-run it)")
     return list(Reproduction.objects.filter(status=Status.QUEUED).order_by("pk").values_list("pk", flat=True))
 
 
-def _gone(rep: Reproduction, now) -> bool:
-    # the run rule on a stand-in that has no heartbeat: the process of the worker tells
-    class Stand:
-        pk, worker, heartbeat = -1, rep.worker, None
-    return execution_gone(Stand, now)  # type: ignore[arg-type]
+#: reproductions executing in this process
+_active: set[int] = set()
+
+
+def _gone(rep: Reproduction) -> bool:
+    """Whether the execution recorded on a running reproduction has stopped: on this machine its
+    process tells; a worker of another machine is taken as gone (there is no heartbeat: its task
+    is delivered again only when that worker lost it, acks_late)."""
+    name, _, pid = rep.worker.rpartition(":")
+    if name.rpartition("@")[2] != socket.gethostname() or not pid.isdigit():
+        return True
+    if int(pid) == os.getpid():
+        return rep.pk not in _active
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
 
 
 class _Reporter:
@@ -129,12 +146,21 @@ class _Reporter:
 
 def execute_reproduction(pk: int, worker: str | None = None) -> str:
     """Run a queued reproduction to its end; returns its status ("skipped" if it was not queued)."""
-    claimed = Reproduction.objects.filter(pk=pk, status=Status.QUEUED).update(
-        status=Status.RUNNING, started_at=timezone.now(), worker=worker or worker_name(), progress=0.0)
+    # queued, or running in an execution that has stopped (a worker lost it and its task came
+    # again): taken by this one; the conditional update lets only one delivery take it
+    found = Reproduction.objects.filter(pk=pk).values("status", "worker").first()
+    if found is None or found["status"] not in (Status.QUEUED, Status.RUNNING):
+        return "skipped"
+    if found["status"] == Status.RUNNING and not _gone(Reproduction(pk=pk, worker=found["worker"])):
+        return "skipped"
+    claimed = Reproduction.objects.filter(pk=pk, **found).update(
+        status=Status.RUNNING, started_at=timezone.now(), worker=worker or worker_name(), progress=0.0, log="",
+        stage="", error="")
     if not claimed:
         return "skipped"
     rep = Reproduction.objects.get(pk=pk)
     reporter = _Reporter(pk)
+    _active.add(pk)
     try:
         with tempfile.TemporaryDirectory(prefix="gridweb-reproduction-") as tmp:
             out = Path(tmp)
@@ -152,6 +178,8 @@ def execute_reproduction(pk: int, worker: str | None = None) -> str:
         Reproduction.objects.filter(pk=pk).update(status=Status.FAILED, error=readable_error(exc),
                                                   finished_at=timezone.now())
         return Status.FAILED
+    finally:
+        _active.discard(pk)
     rows = [dict(zip(recipes.COLUMNS, (c.claim, c.paper, c.measured, c.verdict, c.reason, c.fit, c.reading,
                                        c.construction))) | {"marks": c.marks} for c in claims]
     tally = {v: sum(c.verdict == v for c in claims) for v in (recipes.PASS, recipes.FAIL, recipes.NOT_REPRODUCIBLE)}

@@ -186,3 +186,24 @@ def test_an_interrupted_reproduction_is_failed_when_the_worker_starts_again(alic
     assert execution.recover() == [queued.pk]
     rep.refresh_from_db()
     assert rep.status == Status.FAILED and rep.error.startswith("interrupted")
+
+
+def test_a_delivery_after_a_lost_worker_takes_the_reproduction_again(alice, monkeypatch):
+    """acks_late: a task whose worker process died is delivered again; the reproduction, still
+    'running' under the dead process, is taken by the new delivery -- but not while the recorded
+    execution is alive (here: this process, executing it)."""
+    import os
+    import socket
+
+    monkeypatch.setattr(recipes, "get", lambda name: lambda out, quick, log, progress: [])
+    dead = 2 ** 22 + 12345  # above the machine's pid range: no such process
+    rep = Reproduction.objects.create(owner=alice, recipe="klein", name="k", status=Status.RUNNING,
+                                      worker=f"celery@{socket.gethostname()}:{dead}")
+    assert execute_reproduction(rep.pk, "celery@again:1") == Status.DONE
+    rep.refresh_from_db()
+    assert rep.worker == "celery@again:1" and rep.status == Status.DONE
+    alive = Reproduction.objects.create(owner=alice, recipe="klein", name="k2", status=Status.RUNNING,
+                                        worker=f"embedded@{socket.gethostname()}:{os.getpid()}")
+    monkeypatch.setattr(execution, "_active", {alive.pk})
+    assert execute_reproduction(alive.pk) == "skipped"
+    assert Reproduction.objects.get(pk=alive.pk).status == Status.RUNNING
