@@ -9,16 +9,19 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth.models import Group
+from django.urls import reverse
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from gridweb.reproductions.models import Reproduction
 from gridweb.runs.models import Comment, Run, RunChunk, Status, Sweep
 from gridweb.scenarios.models import Scenario, TraceFile
 from gridweb.scenarios import catalog, validation
 from gridweb.scenarios.validation import SpecInvalid, UserLimitReached
 from gridweb.sharing import Visibility, default_group
+from simengine.reproductions import RECIPES
 
 MAX_TAGS = 20
 
@@ -340,3 +343,57 @@ class SweepDetailSerializer(SweepSerializer):
         user = self.context["request"].user
         runs = sweep.runs.visible_to(user).select_related("owner", "group").order_by("pk")
         return RunSerializer(runs, many=True, context=self.context).data
+
+
+# --- Reproductions --------------------------------------------------------------------------------
+
+
+class ReproductionSerializer(SharingSerializer):
+    """A reproduction of a seed paper (gridweb.reproductions): its recipe, state and claim counts."""
+
+    command = serializers.CharField(read_only=True, help_text="the command line that gives the same numbers")
+    tally = serializers.DictField(child=serializers.IntegerField(), read_only=True,
+                                  help_text="claims per verdict: PASS, FAIL, NOT REPRODUCIBLE")
+
+    class Meta:
+        model = Reproduction
+        fields = (*SharingSerializer.SHARING_FIELDS, "recipe", "quick", "status", "progress", "stage", "error",
+                  "engine_version", "command", "tally", "started_at", "finished_at", "curated")
+        read_only_fields = fields
+
+
+class ReproductionDetailSerializer(ReproductionSerializer):
+    claims = serializers.ListField(child=serializers.DictField(), read_only=True,
+                                   help_text="claim, paper, measured, verdict, reason, fit, reading, construction, "
+                                             "marks")
+    files = serializers.SerializerMethodField(help_text="every file the recipe wrote: name and address")
+    figures = serializers.ListField(child=serializers.DictField(), read_only=True,
+                                    help_text="the standalone Bokeh pages: file and title")
+    log = serializers.CharField(read_only=True)
+
+    class Meta(ReproductionSerializer.Meta):
+        fields = (*ReproductionSerializer.Meta.fields, "claims", "figures", "files", "log")
+        read_only_fields = fields
+
+    def get_files(self, rep: Reproduction) -> list[dict[str, str]]:
+        request = self.context["request"]
+        return [{"name": name, "url": request.build_absolute_uri(reverse("api:reproduction-file", args=[rep.pk, name]))}
+                for name in rep.files]
+
+
+class ReproductionCreateSerializer(serializers.Serializer):
+    """Re-run a paper's reproduction on the workers (one queued or running per user)."""
+
+    recipe = serializers.ChoiceField(choices=list(RECIPES), help_text="the paper: a name of "
+                                     "`python -m simengine reproduce`")
+    quick = serializers.BooleanField(default=True, help_text="few, short replications (seconds); false: the "
+                                                             "full run that stands for the paper (minutes)")
+    visibility = serializers.ChoiceField(choices=Visibility.choices, default=Visibility.PRIVATE)
+    group = GroupField()
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if "group" not in attrs:
+            attrs["group"] = default_group(self.context["request"].user)
+        if attrs["visibility"] == Visibility.GROUP and attrs["group"] is None:
+            raise serializers.ValidationError({"group": ["'group' visibility needs a research group"]})
+        return attrs

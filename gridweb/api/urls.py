@@ -14,6 +14,7 @@ router.register("scenarios", views.ScenarioViewSet, basename="scenario")
 router.register("traces", views.TraceViewSet, basename="trace")
 router.register("runs", views.RunViewSet, basename="run")
 router.register("sweeps", views.SweepViewSet, basename="sweep")
+router.register("reproductions", views.ReproductionViewSet, basename="reproduction")
 
 # Downloads of a done run keep their file names (no trailing slash).
 run_exports = [
@@ -23,6 +24,8 @@ run_exports = [
 
 urlpatterns = [
     path("token/", views.TokenView.as_view(), name="token"),
+    path("reproductions/<int:pk>/files/<str:name>", views.ReproductionViewSet.as_view({"get": "file"}),
+         name="reproduction-file"),
     path("me/", views.MeView.as_view(), name="me"),
     *run_exports,
     path("schema/", SpectacularAPIView.as_view(), name="schema"),

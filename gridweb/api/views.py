@@ -15,7 +15,7 @@ from django.contrib.auth import authenticate
 from django.db import connection, transaction
 from django.db.models import CharField, Q, QuerySet
 from django.db.models.functions import Cast
-from django.http import HttpResponse
+from django.http import FileResponse, Http404, HttpResponse
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
@@ -34,6 +34,7 @@ from rest_framework.views import APIView
 from gridweb.accounts import throttle
 from gridweb.accounts.models import must_change_password
 from gridweb.runs import exports, frames, jobs_table
+from gridweb.reproductions.models import Reproduction
 from gridweb.runs.models import Comment, Run, RunChunk, Status, Sweep
 from gridweb.runs.views import gantt_frame
 from gridweb.scenarios.models import Scenario, TraceFile
@@ -41,6 +42,7 @@ from gridweb.scenarios.traces import max_trace_bytes, store_trace
 from gridweb.scenarios.validation import SpecInvalid, UserLimitReached, validate_spec
 from gridweb.sharing import Visibility, default_group
 from gridweb.web.upload_guard import upload_limit
+from simengine.reproductions import RECIPES
 from simengine.workload import STATUS_NAMES
 
 from . import serializers as s
@@ -647,3 +649,66 @@ def sweep_errors(exc: SpecInvalid, spec_field: str) -> dict[str, list[str]]:
         key = path if own_field else (f"{spec_field}.{path}" if path else spec_field)
         errors.setdefault(key, []).extend(messages)
     return errors
+
+
+# --- Reproductions -------------------------------------------------------------------------------
+
+
+@extend_schema_view(
+    list=extend_schema(summary="Reproductions of the seed papers you may view",
+                       parameters=[*SHARED_FILTERS, OpenApiParameter("recipe", str, enum=list(RECIPES))]),
+    retrieve=extend_schema(summary="One reproduction: its claims with verdicts, figures and files"),
+)
+class ReproductionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, SharedViewSet):
+    model = Reproduction
+    serializer_class = s.ReproductionDetailSerializer
+    parser_classes = [SafeJSONParser]
+
+    def get_serializer_class(self):
+        return s.ReproductionSerializer if self.action == "list" else s.ReproductionDetailSerializer
+
+    def filter_queryset(self, queryset: QuerySet) -> QuerySet:
+        if self.action != "list":
+            return queryset
+        recipe = self.request.query_params.get("recipe")
+        if recipe:
+            if recipe not in RECIPES:
+                raise ValidationError({"recipe": [f"must be one of {', '.join(RECIPES)}"]})
+            queryset = queryset.filter(recipe=recipe)
+        return self.filter_shared(queryset)
+
+    @extend_schema(summary="A file the reproduction's recipe wrote (claims.csv, a figure's CSV or HTML page)",
+                   responses={(200, "text/csv"): OpenApiTypes.BINARY, (200, "text/html"): OpenApiTypes.BINARY})
+    def file(self, request: Request, pk: int, name: str) -> HttpResponse:
+        """(Routed in urls.py without a trailing slash: the download keeps its file name.)"""
+        # (imported when needed, as _services is: the app's backend imports the execution machinery)
+        from gridweb.reproductions.execution import open_file
+
+        rep = self.get_object()
+        try:
+            fh = open_file(rep, name)
+        except FileNotFoundError:
+            raise Http404("No such file.") from None
+        kind = "text/html; charset=utf-8" if name.endswith(".html") else "text/csv; charset=utf-8"
+        return FileResponse(fh, content_type=kind, as_attachment=True, filename=name)
+
+    @extend_schema(summary="Re-run a paper's reproduction on the workers (one queued or running per user)",
+                   request=s.ReproductionCreateSerializer,
+                   responses={201: s.ReproductionDetailSerializer, 400: ERRORS_RESPONSE})
+    def create(self, request: Request) -> Response:
+        # (imported when needed, as _services is: it imports the execution machinery)
+        from gridweb.reproductions import execution as reproducing
+
+        serializer = s.ReproductionCreateSerializer(data=request.data, context=self.get_serializer_context())
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        try:
+            reproducing.check_active(request.user)
+        except reproducing.TooManyActive as exc:
+            raise ValidationError({"recipe": [str(exc)]}) from exc
+        rep = reproducing.create_reproduction(request.user, data["recipe"], quick=data["quick"],
+                                              visibility=data["visibility"],
+                                              group=data["group"] if data["visibility"] == Visibility.GROUP else None)
+        return Response(s.ReproductionDetailSerializer(rep, context=self.get_serializer_context()).data,
+                        status=status.HTTP_201_CREATED)
+

@@ -27,7 +27,7 @@ from django.utils import timezone
 
 from gridweb.runs.execution import (embedded, embedded_worker, engine_processes, readable_error, send_task,
                                     worker_name)
-from gridweb.runs.models import Status
+from gridweb.runs.models import FINISHED, Status
 from gridweb.runs.result_store import results_storage
 from gridweb.sharing import Visibility
 from simengine import reproductions as recipes
@@ -42,6 +42,22 @@ EXECUTE_REPRODUCTION = "gridweb.execute_reproduction"
 SAVE_EVERY = 0.5
 #: the files of a reproduction a page may show or download (the recipe writes only these kinds)
 SERVED = re.compile(r"^[A-Za-z0-9_.-]+\.(html|csv)$")
+
+
+#: queued or running reproductions one user may have at once (each keeps a worker busy)
+ACTIVE_LIMIT = 1
+
+
+class TooManyActive(Exception):
+    """The user has ACTIVE_LIMIT reproductions queued or running already."""
+
+
+def check_active(user) -> None:
+    """TooManyActive (saying so) when ``user`` may not start another reproduction now."""
+    active = Reproduction.objects.filter(owner=user).exclude(status__in=FINISHED).count()
+    if active >= ACTIVE_LIMIT:
+        raise TooManyActive(f"you already have {active} reproduction queued or running; start another once it "
+                            "has finished")
 
 
 def describe(recipe: str) -> dict[str, str]:

@@ -12,18 +12,14 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.clickjacking import xframe_options_sameorigin
 from django.views.decorators.http import require_POST, require_safe
 
-from gridweb.runs.models import FINISHED, Status
+from gridweb.runs.models import Status
 from gridweb.scenarios.forms import SharingForm
 from gridweb.sharing import Visibility, default_group
 from simengine import reproductions as recipes
 from simengine.reproductions import doc
 
-from .execution import create_reproduction, describe, open_file, short_title
+from .execution import TooManyActive, check_active, create_reproduction, describe, open_file, short_title
 from .models import Reproduction
-
-#: queued or running reproductions one user may have at once (each keeps a worker busy)
-ACTIVE_LIMIT = 1
-
 
 class RerunForm(SharingForm):
     """Which paper, quick or full, and whom the new reproduction is shared with."""
@@ -100,10 +96,10 @@ def reproduction_rerun(request: HttpRequest) -> HttpResponse:
             for err in errs:
                 messages.error(request, f"{field}: {err}")
         return redirect("reproductions:list")
-    active = Reproduction.objects.filter(owner=request.user).exclude(status__in=FINISHED).count()
-    if active >= ACTIVE_LIMIT:
-        messages.error(request, f"you already have {active} reproduction queued or running; "
-                                "start another once it has finished")
+    try:
+        check_active(request.user)
+    except TooManyActive as exc:
+        messages.error(request, str(exc))
         return redirect("reproductions:list")
     data = form.cleaned_data
     rep = create_reproduction(request.user, data["recipe"], quick=data["quick"], visibility=data["visibility"],

@@ -13,18 +13,21 @@ from __future__ import annotations
 import functools
 import io
 import json
+import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 import simengine
 from django.contrib.auth.models import Group, User
+from django.core.files.base import ContentFile
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import URLPattern, URLResolver, reverse
 from rest_framework.authtoken.models import Token
 
 from gridweb.api import urls as api_urls
+from gridweb.reproductions.models import Reproduction
 from gridweb.runs import result_store
 from gridweb.runs.models import Comment, Run, RunChunk, RunResult, Status, Sweep
 from gridweb.scenarios.models import Scenario, TraceFile
@@ -105,6 +108,11 @@ def make(kind: str, visibility: str, people: dict[str, Any]):
         sweep = Sweep.objects.create(spec=SPEC, parameters={"run.seed": [1, 2]}, **common)
         Run.objects.create(spec=SPEC, sweep=sweep, sweep_point={"run.seed": 1}, **common)
         return sweep
+    if kind == "reproduction":
+        location = f"reproductions/test-{visibility}-{secrets.token_hex(4)}"
+        result_store.results_storage().save(f"{location}/claims.csv", ContentFile(b"claim,paper\n"))
+        return Reproduction.objects.create(recipe="klein", status=Status.DONE, location=location,
+                                           files=["claims.csv"], **common)
     raise AssertionError(kind)
 
 
@@ -123,6 +131,7 @@ class Case:
     ok: int
     body: dict[str, Any] = field(default_factory=dict)
     query: str = ""
+    kwargs: dict[str, Any] = field(default_factory=dict)  # URL arguments besides the object's id
 
     @property
     def id(self) -> str:
@@ -158,6 +167,8 @@ OBJECT_CASES = [
     Case("run-scenario.json", "get", "run", "read", 200),
     Case("run-metrics.json", "get", "run", "read", 200),
     Case("sweep-detail", "get", "sweep", "read", 200),
+    Case("reproduction-detail", "get", "reproduction", "read", 200),
+    Case("reproduction-file", "get", "reproduction", "read", 200, kwargs={"name": "claims.csv"}),
 ]
 
 
@@ -197,7 +208,7 @@ def send(client: Client, case: Case, url: str):
 def test_object_endpoint(case: Case, role: str, visibility: str, people):
     obj = make(case.kind, visibility, people)
     user = people[role]
-    url = reverse(f"api:{case.url_name}", kwargs={"pk": obj.pk}) + case.query
+    url = reverse(f"api:{case.url_name}", kwargs={"pk": obj.pk, **case.kwargs}) + case.query
     before = snapshot(obj)
 
     response = send(api_client(user), case, url)
@@ -229,7 +240,7 @@ def test_object_endpoint(case: Case, role: str, visibility: str, people):
 # --- Lists: each sees exactly what they may view ------------------------------------------------
 
 
-@pytest.mark.parametrize("kind", ["scenario", "trace", "run", "sweep"])
+@pytest.mark.parametrize("kind", ["scenario", "trace", "run", "sweep", "reproduction"])
 @pytest.mark.parametrize("role", ROLES)
 def test_list_shows_only_what_one_may_view(kind: str, role: str, people):
     made = {visibility: make(kind, visibility, people) for visibility in VISIBILITIES}
@@ -472,6 +483,7 @@ def api_route_names(patterns=None) -> set[str]:
 
 TESTED_ELSEWHERE_IN_THIS_FILE = {
     "scenario-list", "scenario-validate", "trace-list", "run-list", "sweep-list",  # lists and creates
+    "reproduction-list",
     "token", "me", "schema", "docs",
 }
 
@@ -490,6 +502,9 @@ def test_every_api_route_is_in_the_openapi_schema():
     for name in api_route_names() - {"schema", "docs"}:
         try:
             url = reverse(f"api:{name}", kwargs={"pk": 12345})
-        except Exception:  # noqa: BLE001 - routes without an id
-            url = reverse(f"api:{name}")
+        except Exception:  # noqa: BLE001 - routes without an id, or with a file name too
+            try:
+                url = reverse(f"api:{name}", kwargs={"pk": 12345, "name": "FILE"}).replace("/FILE", "/{name}")
+            except Exception:  # noqa: BLE001
+                url = reverse(f"api:{name}")
         assert url.replace("/12345", "/{id}") in documented, name
