@@ -15,7 +15,7 @@ from django.contrib.auth import authenticate
 from django.db import connection, transaction
 from django.db.models import CharField, Q, QuerySet
 from django.db.models.functions import Cast
-from django.http import FileResponse, Http404, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
@@ -131,6 +131,13 @@ class SharedViewSet(viewsets.GenericViewSet):
     permission_classes = [OwnerEditsViewersRead]
     lookup_value_regex = "[0-9]+"
     model: type
+    #: what a list shows of each object (``serializer_class``: one object, whole)
+    list_serializer_class: type | None = None
+
+    def get_serializer_class(self):
+        if self.action == "list" and self.list_serializer_class is not None:
+            return self.list_serializer_class
+        return super().get_serializer_class()
 
     def get_queryset(self) -> QuerySet:
         return self.model.objects.visible_to(self.request.user).select_related("owner", "group")
@@ -217,10 +224,8 @@ class ScenarioViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.C
                       mixins.UpdateModelMixin, mixins.DestroyModelMixin, SharedViewSet):
     model = Scenario
     serializer_class = s.ScenarioSerializer
+    list_serializer_class = s.ScenarioListSerializer
     parser_classes = [SafeJSONParser]
-
-    def get_serializer_class(self):
-        return s.ScenarioListSerializer if self.action == "list" else s.ScenarioSerializer
 
     def filter_queryset(self, queryset: QuerySet) -> QuerySet:
         return self.filter_shared(queryset) if self.action == "list" else queryset
@@ -370,6 +375,7 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Update
                  mixins.DestroyModelMixin, SharedViewSet):
     model = Run
     serializer_class = s.RunDetailSerializer
+    list_serializer_class = s.RunSerializer
     parser_classes = [SafeJSONParser]
     http_method_names = ["get", "post", "patch", "delete", "head", "options"]
 
@@ -378,9 +384,6 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Update
         if self.action == "list":
             queryset = queryset.defer("spec", "summary", "thumbnail")
         return queryset
-
-    def get_serializer_class(self):
-        return s.RunSerializer if self.action == "list" else s.RunDetailSerializer
 
     def filter_queryset(self, queryset: QuerySet) -> QuerySet:
         if self.action != "list":
@@ -612,10 +615,8 @@ class RunExportView(APIView):
 class SweepViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, SharedViewSet):
     model = Sweep
     serializer_class = s.SweepDetailSerializer
+    list_serializer_class = s.SweepSerializer
     parser_classes = [SafeJSONParser]
-
-    def get_serializer_class(self):
-        return s.SweepSerializer if self.action == "list" else s.SweepDetailSerializer
 
     def filter_queryset(self, queryset: QuerySet) -> QuerySet:
         return self.filter_shared(queryset) if self.action == "list" else queryset
@@ -662,10 +663,8 @@ def sweep_errors(exc: SpecInvalid, spec_field: str) -> dict[str, list[str]]:
 class ReproductionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, SharedViewSet):
     model = Reproduction
     serializer_class = s.ReproductionDetailSerializer
+    list_serializer_class = s.ReproductionSerializer
     parser_classes = [SafeJSONParser]
-
-    def get_serializer_class(self):
-        return s.ReproductionSerializer if self.action == "list" else s.ReproductionDetailSerializer
 
     def filter_queryset(self, queryset: QuerySet) -> QuerySet:
         if self.action != "list":
@@ -682,15 +681,9 @@ class ReproductionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Shar
     def file(self, request: Request, pk: int, name: str) -> HttpResponse:
         """(Routed in urls.py without a trailing slash: the download keeps its file name.)"""
         # (imported when needed, as _services is: the app's backend imports the execution machinery)
-        from gridweb.reproductions.execution import open_file
+        from gridweb.reproductions.execution import file_response
 
-        rep = self.get_object()
-        try:
-            fh = open_file(rep, name)
-        except FileNotFoundError:
-            raise Http404("No such file.") from None
-        kind = "text/html; charset=utf-8" if name.endswith(".html") else "text/csv; charset=utf-8"
-        return FileResponse(fh, content_type=kind, as_attachment=True, filename=name)
+        return file_response(self.get_object(), name, attachment=True)
 
     @extend_schema(summary="Re-run a paper's reproduction on the workers (one queued or running per user)",
                    request=s.ReproductionCreateSerializer,
@@ -707,8 +700,7 @@ class ReproductionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Shar
         except reproducing.TooManyActive as exc:
             raise ValidationError({"recipe": [str(exc)]}) from exc
         rep = reproducing.create_reproduction(request.user, data["recipe"], quick=data["quick"],
-                                              visibility=data["visibility"],
-                                              group=data["group"] if data["visibility"] == Visibility.GROUP else None)
+                                              visibility=data["visibility"], group=data["group"])
         return Response(s.ReproductionDetailSerializer(rep, context=self.get_serializer_context()).data,
                         status=status.HTTP_201_CREATED)
 

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from django.core.files.base import File
 from django.db import close_old_connections
+from django.http import FileResponse, Http404
 from django.utils import timezone
 
 from gridweb.runs.execution import (embedded, embedded_worker, engine_processes, readable_error, send_task,
@@ -80,12 +81,13 @@ def short_title(title: str) -> str:
 def create_reproduction(user, recipe: str, *, quick: bool, visibility: str = Visibility.PRIVATE, group=None,
                         curated: bool = False, dispatch_now: bool = True) -> Reproduction:
     """A queued reproduction of ``recipe`` (a name of simengine.reproductions.RECIPES), handed to
-    a worker unless ``dispatch_now`` is False."""
+    a worker unless ``dispatch_now`` is False; ``group`` is kept only with group visibility."""
     if recipe not in recipes.RECIPES:
         raise ValueError(f"recipe: unknown reproduction {recipe!r}; known: {', '.join(sorted(recipes.RECIPES))}")
     title = describe(recipe)["title"]
     rep = Reproduction.objects.create(
-        owner=user, recipe=recipe, quick=quick, visibility=visibility, group=group, curated=curated,
+        owner=user, recipe=recipe, quick=quick, visibility=visibility,
+        group=group if visibility == Visibility.GROUP else None, curated=curated,
         name=f"{short_title(title)} ({'quick' if quick else 'full'})", description=title,
         tags=["reproduction", recipe, "quick" if quick else "full"])
     if dispatch_now:
@@ -108,7 +110,7 @@ def recover() -> list[int]:
     return the queued ones, to be executed again."""
     now = timezone.now()
     for rep in Reproduction.objects.filter(status=Status.RUNNING):
-        if _gone(rep):
+        if _gone(rep.pk, rep.worker):
             Reproduction.objects.filter(pk=rep.pk, status=Status.RUNNING).update(
                 status=Status.FAILED, finished_at=now, error="interrupted: the GridWeb process running it stopped "
                 "before it finished (re-run it)")
@@ -119,15 +121,15 @@ def recover() -> list[int]:
 _active: set[int] = set()
 
 
-def _gone(rep: Reproduction) -> bool:
+def _gone(pk: int, worker: str) -> bool:
     """Whether the execution recorded on a running reproduction has stopped: on this machine its
     process tells; a worker of another machine is taken as gone (there is no heartbeat: its task
     is delivered again only when that worker lost it, acks_late)."""
-    name, _, pid = rep.worker.rpartition(":")
+    name, _, pid = worker.rpartition(":")
     if name.rpartition("@")[2] != socket.gethostname() or not pid.isdigit():
         return True
     if int(pid) == os.getpid():
-        return rep.pk not in _active
+        return pk not in _active
     try:
         os.kill(int(pid), 0)
     except ProcessLookupError:
@@ -167,7 +169,7 @@ def execute_reproduction(pk: int, worker: str | None = None) -> str:
     found = Reproduction.objects.filter(pk=pk).values("status", "worker").first()
     if found is None or found["status"] not in (Status.QUEUED, Status.RUNNING):
         return "skipped"
-    if found["status"] == Status.RUNNING and not _gone(Reproduction(pk=pk, worker=found["worker"])):
+    if found["status"] == Status.RUNNING and not _gone(pk, found["worker"]):
         return "skipped"
     claimed = Reproduction.objects.filter(pk=pk, **found).update(
         status=Status.RUNNING, started_at=timezone.now(), worker=worker or worker_name(), progress=0.0, log="",
@@ -198,7 +200,7 @@ def execute_reproduction(pk: int, worker: str | None = None) -> str:
         _active.discard(pk)
     rows = [dict(zip(recipes.COLUMNS, (c.claim, c.paper, c.measured, c.verdict, c.reason, c.fit, c.reading,
                                        c.construction))) | {"marks": c.marks} for c in claims]
-    tally = {v: sum(c.verdict == v for c in claims) for v in (recipes.PASS, recipes.FAIL, recipes.NOT_REPRODUCIBLE)}
+    tally = recipes.verdict_counts(claims)
     figures = [{"file": name, "title": _title(out_file)} for name, out_file in files if name.endswith(".html")]
     Reproduction.objects.filter(pk=pk).update(
         status=Status.DONE, finished_at=timezone.now(), progress=1.0, claims=rows, tally=tally, figures=figures,
@@ -230,3 +232,13 @@ def open_file(rep: Reproduction, name: str):
     if not rep.location or name not in rep.files or not SERVED.match(name):
         raise FileNotFoundError(name)
     return results_storage().open(f"{rep.location}/{name}", "rb")
+
+
+def file_response(rep: Reproduction, name: str, attachment: bool) -> FileResponse:
+    """A stored file of the reproduction as a response (the page's and the API's); Http404 if none."""
+    try:
+        fh = open_file(rep, name)
+    except FileNotFoundError:
+        raise Http404("No such file.") from None
+    kind = "text/html; charset=utf-8" if name.endswith(".html") else "text/csv; charset=utf-8"
+    return FileResponse(fh, content_type=kind, as_attachment=attachment, filename=name)

@@ -7,7 +7,7 @@ from typing import Any
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.views import redirect_to_login
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.clickjacking import xframe_options_sameorigin
 from django.views.decorators.http import require_POST, require_safe
@@ -18,7 +18,7 @@ from gridweb.sharing import Visibility, default_group
 from simengine import reproductions as recipes
 from simengine.reproductions import doc
 
-from .execution import TooManyActive, check_active, create_reproduction, describe, open_file, short_title
+from .execution import TooManyActive, check_active, create_reproduction, describe, file_response, short_title
 from .models import Reproduction
 
 class RerunForm(SharingForm):
@@ -71,17 +71,16 @@ def shipped_tally(name: str) -> str:
     if not path.exists():
         return ""
     claims = recipes.read_claims(path)
-    counts = {v: sum(c.verdict == v for c in claims) for v in (recipes.PASS, recipes.FAIL, recipes.NOT_REPRODUCIBLE)}
-    return counts_text(counts) + " in the full run"
+    return counts_text(recipes.verdict_counts(claims)) + " in the full run"
 
 
 @require_safe
 def reproduction_list(request: HttpRequest) -> HttpResponse:
     papers = latest_per_paper(request.user)
     recent = Reproduction.objects.visible_to(request.user).select_related("owner").order_by("-created")[:30]
-    form = RerunForm(user=request.user, initial={"group": default_group(request.user),
-                                                 "visibility": Visibility.GROUP if default_group(request.user)
-                                                 else Visibility.PRIVATE})
+    group = default_group(request.user)
+    form = RerunForm(user=request.user, initial={"group": group,
+                                                 "visibility": Visibility.GROUP if group else Visibility.PRIVATE})
     return render(request, "reproductions/list.html", {"papers": papers, "recent": recent, "form": form})
 
 
@@ -103,7 +102,7 @@ def reproduction_rerun(request: HttpRequest) -> HttpResponse:
         return redirect("reproductions:list")
     data = form.cleaned_data
     rep = create_reproduction(request.user, data["recipe"], quick=data["quick"], visibility=data["visibility"],
-                              group=data["group"] if data["visibility"] == Visibility.GROUP else None)
+                              group=data["group"])
     return redirect("reproductions:detail", pk=rep.pk)
 
 
@@ -133,10 +132,4 @@ def reproduction_status(request: HttpRequest, pk: int) -> JsonResponse:
 @require_safe
 @xframe_options_sameorigin  # the page shows each figure (a standalone Bokeh page) in a frame
 def reproduction_file(request: HttpRequest, pk: int, name: str) -> HttpResponse:
-    rep = viewable(request, pk)
-    try:
-        fh = open_file(rep, name)
-    except FileNotFoundError:
-        raise Http404("No such file.") from None
-    kind = "text/html; charset=utf-8" if name.endswith(".html") else "text/csv; charset=utf-8"
-    return FileResponse(fh, content_type=kind, as_attachment=name.endswith(".csv"), filename=name)
+    return file_response(viewable(request, pk), name, attachment=name.endswith(".csv"))

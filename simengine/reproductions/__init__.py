@@ -100,9 +100,14 @@ def read_claims(path: Path) -> list[Claim]:
                   *(r.get(k) or "" for k in COLUMNS[4:])) for r in rows]
 
 
+def verdict_counts(claims: list[Claim]) -> dict[str, int]:
+    """How many claims have each verdict (PASS, FAIL, NOT REPRODUCIBLE)."""
+    return {v: sum(c.verdict == v for c in claims) for v in (PASS, FAIL, NOT_REPRODUCIBLE)}
+
+
 def summary(claims: list[Claim]) -> str:
     """"n passed, n failed, n not reproducible (of N)", and how many carry a mark."""
-    n = {v: sum(c.verdict == v for c in claims) for v in (PASS, FAIL, NOT_REPRODUCIBLE)}
+    n = verdict_counts(claims)
     marked = {k: sum(bool(getattr(c, k)) for c in claims) for k in ("fit", "reading", "construction")}
     text = (f"{n[PASS]} passed, {n[FAIL]} failed, {n[NOT_REPRODUCIBLE]} not reproducible "
             f"(of {len(claims)} claims)")
