@@ -16,7 +16,7 @@ cannot support, or the interval says little. One place decides both, for the eng
 from __future__ import annotations
 
 import math
-import statistics
+from statistics import NormalDist
 
 import numpy as np
 
@@ -56,7 +56,7 @@ def t_quantile(df: int, p: float) -> float:
         return (2.0 * p - 1.0) / math.sqrt(2.0 * p * (1.0 - p))
     target = 2.0 * p - 1.0  # P(|T| <= t)
     log_density = math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi)
-    t = statistics.NormalDist().inv_cdf(p)
+    t = NormalDist().inv_cdf(p)
     for _ in range(100):
         step = (_t_central(t, df) - target) / (2.0 * math.exp(log_density - (df + 1) / 2 * math.log1p(t * t / df)))
         t = max(t - step, t / 2)  # (the CDF is concave here: Newton never overshoots by more)

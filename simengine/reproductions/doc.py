@@ -60,12 +60,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--check", action="store_true", help="exit 1 if a table is not what its claims.csv gives")
     args = ap.parse_args(argv)
     if args.source:
-        for name in RECIPES:
-            found = Path(args.source) / name / "claims.csv"
-            if found.exists():
-                EVIDENCE.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(found, evidence(name))
-                print(f"{name}: {found} -> {evidence(name).relative_to(ROOT)}")
+        found = {name: Path(args.source) / name / "claims.csv" for name in RECIPES}
+        found = {name: path for name, path in found.items() if path.exists()}
+        if not found:
+            print(f"error: --from {args.source}: no NAME/claims.csv there for any of {', '.join(RECIPES)} "
+                  "(give the folder holding the --out folders of `reproduce NAME --out DIR/NAME`)", file=sys.stderr)
+            return 2
+        EVIDENCE.mkdir(parents=True, exist_ok=True)
+        for name, path in found.items():
+            shutil.copyfile(path, evidence(name))
+            print(f"{name}: {path} -> {evidence(name).relative_to(ROOT)}")
     text = DOC.read_text()
     new = regenerate(text)
     if args.check:

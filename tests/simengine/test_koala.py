@@ -5,6 +5,7 @@ decisions (the comments show the arithmetic), not copied from the code's output.
 """
 from __future__ import annotations
 
+import copy
 import math
 
 import numpy as np
@@ -441,3 +442,18 @@ def test_a_transfer_within_a_site_takes_the_intra_site_bandwidth():
     free = files({"clusters": [{"name": "a", "processors": 8}]})
     assert free.time(3000.0, 0, 0) == 0.0
 
+
+
+def test_bad_transfer_and_deadline_settings_name_their_field():
+    from simengine.errors import ScenarioError
+    from simengine.presets import SCENARIOS
+    from simengine.scenario import load_scenario
+
+    spec = copy.deepcopy(SCENARIOS["multicluster-4x32"])
+    spec["platform"]["intra_site_bandwidth"] = 0
+    spec["grid"]["deadline_policy"]["params"] = {"lp_failure": "sometimes", "gp_cluster": "anywhere"}
+    with pytest.raises(ScenarioError) as err:
+        load_scenario(spec)
+    text = str(err.value)
+    for field in ("platform.intra_site_bandwidth", "lp_failure", "gp_cluster"):
+        assert field in text, (field, text)

@@ -96,3 +96,12 @@ def test_the_claims_tables_of_the_docs_are_their_claims_csv():
     # the check notices a hand edit
     edited = text.replace("| PASS", "| FAIL", 1)
     assert doc.regenerate(edited) != edited
+
+
+def test_the_docs_generator_refuses_a_folder_without_claims(tmp_path, capsys):
+    from simengine.reproductions import doc
+
+    before = doc.DOC.read_text()
+    assert doc.main(["--from", str(tmp_path)]) == 2
+    assert "no NAME/claims.csv there" in capsys.readouterr().err
+    assert doc.DOC.read_text() == before  # nothing written
