@@ -1,26 +1,28 @@
-"""What the reservation/preemption path costs: the event-driven cluster simulator
-(simengine/local, docs/reservations.md) against the compiled kernels on the same jobs.
+"""What the reservation/preemption path costs, and issue 12's event-core targets: the compiled
+event core (simengine.local.ClusterSim) against the compiled kernels and against the plain-Python
+event loop it replaced (tests/simengine/reference_cluster.py), side by side on the same jobs.
 
-    .venv/bin/python benchmarks/local_events.py [--jobs 10000] [--reps 3] [--random]
+    .venv/bin/python benchmarks/local_events.py [--jobs N] [--reps 3] [--random] [--no-previous]
 
-Input: the first ``--jobs`` jobs of the DAS2-fs1 trace (gridweb/demo, 64 processors),
-submit times compressed so the offered load is 0.85 (long queues: a real trace's estimates are
-far above its run times). ``--random`` instead: a short-queue synthetic workload on 128
-processors (exponential run times of mean 100 s, estimates 1, 1.5 or 3 times the run time,
-sizes uniform in 1..128, Poisson arrivals at load 0.85, seed 1). For FCFS, EASY and
-conservative it times
+Input: the DAS2-fs1 trace (gridweb/demo, 64 processors; all of it by default, ``--jobs`` takes the
+first N), submit times compressed so the offered load is 0.85 (long queues: a real trace's
+estimates are far above its run times). ``--random`` instead: a short-queue synthetic workload on
+128 processors (exponential run times of mean 100 s, estimates 1, 1.5 or 3 times the run time,
+sizes uniform in 1..128, Poisson arrivals at load 0.85, seed 1). For FCFS, EASY and conservative
+it times
 
 * **kernel**: the numba kernel of simengine/schedulers (start times only; compiled first, outside
   the timing);
-* **events**: simengine.local.ClusterSim on the same jobs, no reservations, no preemption — it
-  must give the kernel's start times, and the script checks that before timing counts;
-* **events + AR + suspend**: the same jobs, two priorities (every tenth job high), ten rigid
-  advance reservations of a quarter of the machine and suspend/resume preemption with 60 s
-  overhead: the general path doing its real work.
+* **events**: the event core on the same jobs, no reservations, no preemption -- it must give the
+  kernel's start times, and the script checks that before timing counts;
+* **AR+suspend**: the same jobs, two priorities (every tenth job high), ten rigid advance
+  reservations of a quarter of the machine and suspend/resume preemption with 60 s overhead: the
+  general path doing its real work -- by the event core and by the previous (plain-Python) event
+  loop, which must give the same schedule (start and end of every job, the same pieces).
 
-It prints jobs per second (median of ``--reps``) and how many times faster the kernel is. There is no target
-(issue 4 sets none); the figures are measured here, side by side, on the same machine and input.
-docs/reservations.md quotes them.
+It prints jobs per second (median of ``--reps``), the core's speed-up over the previous loop, and
+issue 12's targets for the AR+suspend rows on DAS2 (EASY >= 100,000 jobs/s, conservative >= 20,000
+jobs/s) with PASS/MISS. Exit status 1 if a cross-check fails.
 """
 from __future__ import annotations
 
@@ -35,14 +37,18 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from simengine.local.cluster import AdvanceReservation, ClusterSim  # noqa: E402
+from simengine.local import cluster as event_core  # noqa: E402
+from simengine.local.cluster import ClusterSim  # noqa: E402
 from simengine.preemption import preemption_mode  # noqa: E402
 from simengine.registry import LOCAL_SCHEDULERS  # noqa: E402
 from simengine.schedulers.base import BackfillParams  # noqa: E402
 from simengine.traces import read_trace  # noqa: E402
+from tests.simengine import reference_cluster  # noqa: E402  (the previous event loop, the tests' oracle)
 
 TRACE = ROOT / "gridweb" / "demo" / "DAS2-fs1-2003-1.swf.gz"
 PROCESSORS = 64
+#: issue 12's targets for the event core (jobs/s on DAS2 at load 0.85, reservations and preemption)
+TARGETS = {"easy": 100_000, "conservative": 20_000}
 
 
 def workload(n: int):
@@ -76,44 +82,62 @@ def timed(fn, reps: int) -> tuple[float, object]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--jobs", type=int, default=10_000)
+    ap.add_argument("--jobs", type=int, default=None, help="the first N jobs (default: the whole trace)")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--random", action="store_true", help="the short-queue synthetic workload, 128 processors")
+    ap.add_argument("--no-previous", action="store_true", help="skip the previous (plain-Python) event loop")
     args = ap.parse_args()
     if args.random:
         processors = 128
-        submit, runtime, estimate, size = random_workload(args.jobs, processors)
+        submit, runtime, estimate, size = random_workload(args.jobs or 10_000, processors)
     else:
         processors = PROCESSORS
-        submit, runtime, estimate, size = workload(args.jobs)
+        submit, runtime, estimate, size = workload(args.jobs or 10**9)
     n = len(submit)
     priority = (np.arange(n) % 10 == 0).astype(np.int64)
     span = submit[-1]
     suspend = preemption_mode({"name": "suspend", "params": {"overhead": 60.0}})
     source = "random workload" if args.random else "DAS2-fs1"
-    print(f"{source}, first {n} jobs, {processors} processors, offered load 0.85, median of {args.reps}")
-    print(f"{'policy':<13}{'kernel jobs/s':>15}{'events jobs/s':>15}{'kernel faster':>15}"
-          f"{'AR+suspend jobs/s':>19}{'kernel faster':>15}")
+    print(f"{source}, {n} jobs, {processors} processors, offered load 0.85, median of {args.reps}")
+    print(f"{'policy':<13}{'kernel':>12}{'events':>12}{'AR+suspend':>12}{'previous':>12}{'core faster':>12}"
+          f"{'target':>10}  (jobs/s)")
+    failed = False
     for policy in ("fcfs", "easy", "conservative"):
         entry = LOCAL_SCHEDULERS.get(policy)
         params = entry.params() if entry.params is not BackfillParams else BackfillParams()
         entry.implementation(submit[:50], runtime[:50], estimate[:50], size[:50], processors, params)  # compile
+        ClusterSim(processors, policy, submit[:50], runtime[:50], estimate[:50], size[:50]).run()
         t_k, kernel = timed(lambda: entry.implementation(submit, runtime, estimate, size, processors, params), args.reps)
         t_e, sim = timed(lambda: ClusterSim(processors, policy, submit, runtime, estimate, size).run(), args.reps)
-        same = np.array_equal(np.asarray(sim.first_start), kernel.start, equal_nan=True)
-        if not same:
-            print(f"{policy}: the event-driven path's start times differ from the kernel's", file=sys.stderr)
+        if not np.array_equal(np.asarray(sim.first_start), kernel.start, equal_nan=True):
+            print(f"{policy}: the event core's start times differ from the kernel's", file=sys.stderr)
             return 1
 
-        def general():
-            ars = [AdvanceReservation(i, processors // 4, span * (i + 0.5) / 10, span * (i + 0.5) / 10 + 3600.0,
-                                      request_time=span * i / 10) for i in range(10)]
-            return ClusterSim(processors, policy, submit, runtime, estimate, size, priority=priority,
-                              reservations=ars, mode=suspend).run()
+        def general(module):
+            """The AR+suspend run by ``module`` (the event core's or the previous loop's)."""
+            ars = [module.AdvanceReservation(i, processors // 4, span * (i + 0.5) / 10,
+                                          span * (i + 0.5) / 10 + 3600.0, request_time=span * i / 10)
+                   for i in range(10)]
+            return module.ClusterSim(processors, policy, submit, runtime, estimate, size, priority=priority,
+                                  reservations=ars, mode=suspend).run()
 
-        t_g, _ = timed(general, args.reps)
-        print(f"{policy:<13}{n / t_k:>15,.0f}{n / t_e:>15,.0f}{t_e / t_k:>14,.0f}x{n / t_g:>19,.0f}{t_g / t_k:>14,.0f}x")
-    return 0
+        t_g, got = timed(lambda: general(event_core), args.reps)
+        row = f"{policy:<13}{n / t_k:>12,.0f}{n / t_e:>12,.0f}{n / t_g:>12,.0f}"
+        if args.no_previous:
+            row += f"{'':>12}{'':>12}"
+        else:
+            t_p, want = timed(lambda: general(reference_cluster), 1 if policy == "conservative" else args.reps)
+            same = (np.array_equal(got.first_start, np.array(want.first_start), equal_nan=True)
+                    and np.array_equal(got.end, np.array(want.end), equal_nan=True) and got.pieces == want.pieces)
+            if not same:
+                print(f"{policy}: the event core's schedule differs from the previous event loop's", file=sys.stderr)
+                failed = True
+            row += f"{n / t_p:>12,.0f}{t_p / t_g:>11,.1f}x"
+        target = TARGETS.get(policy)
+        if target and not args.random:
+            row += f"{f'>= {target:,}':>12}  {'PASS' if n / t_g >= target else 'MISS'}"
+        print(row)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

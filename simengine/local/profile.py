@@ -4,10 +4,13 @@ Two forms, both step functions of free processors over time (``times[i]``, ``fre
 the count on ``[times[i], times[i+1])``, the last step lasting forever), both allowed
 to go negative (an overrunning job's extension can collide with reservations):
 
-- :func:`steps`: built at once from intervals (running jobs until their planned end,
+- :func:`_steps`: built at once from intervals (running jobs until their planned end,
   advance reservations) for one scheduling decision -- FCFS's and EASY's view;
-- :class:`Profile`: kept up to date by edits (conservative backfilling's queued
-  reservations), on the compiled ``prof_*`` functions of :mod:`simengine.profile`.
+- arrays kept up to date by edits (conservative backfilling's queued reservations), on the
+  compiled ``prof_*`` functions of :mod:`simengine.profile`, moved by :func:`compress_queue`
+  and :func:`replan_queue`.
+
+The event core (simengine/local/core.py) calls all of them from compiled code.
 """
 from __future__ import annotations
 
@@ -16,37 +19,9 @@ import math
 import numpy as np
 from numba import njit
 
-from simengine.profile import prof_add, prof_advance, prof_find_start, prof_grow, prof_index
-from simengine.schedulers.base import planned_end
+from simengine.profile import prof_add, prof_find_start, prof_grow, prof_index
 
 INF = math.inf
-
-
-def steps(t: float, processors: int, starts, ends, sizes) -> tuple[np.ndarray, np.ndarray]:
-    """(times, free) from time ``t`` on, with ``sizes[k]`` processors taken on [starts[k], ends[k])."""
-    return _steps(float(t), int(processors), np.asarray(starts, np.float64), np.asarray(ends, np.float64),
-                  np.asarray(sizes, np.int64))
-
-
-@njit(cache=True)
-def view_steps(t, processors, run, run_start, pplan, pend, size, overrun_step, still_running, conservative,
-               ar_start, ar_end, ar_size):
-    """:func:`steps` of running jobs ``run`` (from t until their planned end: ``pend`` in
-    conservative, else the kernels' planned_end) and advance reservations."""
-    m = run.shape[0]
-    k = ar_start.shape[0]
-    s = np.empty(m + k)
-    e = np.empty(m + k)
-    p = np.empty(m + k, np.int64)
-    for i in range(m):
-        j = run[i]
-        s[i] = t
-        e[i] = pend[j] if conservative else planned_end(run_start[j], pplan[j], t, overrun_step, still_running)
-        p[i] = size[j]
-    s[m:] = ar_start
-    e[m:] = ar_end
-    p[m:] = ar_size
-    return _steps(t, processors, s, e, p)
 
 
 @njit(cache=True)
@@ -78,59 +53,6 @@ def _steps(t, processors, starts, ends, sizes):
             free[w] = processors + cum
             w += 1
     return times[:w].copy(), free[:w].copy()
-
-
-def min_free(times, free, n, a, b):
-    """Fewest free processors on [a, b) (at the instant a when b <= a)."""
-    return _min_free_lo(times, free, 0, n, a, b)
-
-
-def earliest(times: np.ndarray, free: np.ndarray, after: float, duration: float, size: int,
-             limit: float = INF) -> float:
-    """Earliest s >= after (and < limit, else inf) with ``size`` free on [s, s + duration)."""
-    return float(prof_find_start(times, free, 0, len(times), float(after), float(duration), int(size),
-                                 float(limit), 0.0, 0.0, 0))
-
-
-def add(times: np.ndarray, free: np.ndarray, a: float, b: float, delta: int) -> tuple[np.ndarray, np.ndarray]:
-    """A copy of the step function with ``delta`` added on [a, b) (a >= times[0])."""
-    t2 = np.empty(len(times) + 2)
-    f2 = np.empty(len(times) + 2, np.int64)
-    t2[:len(times)] = times
-    f2[:len(times)] = free
-    t2, f2, _, n = prof_add(t2, f2, 0, len(times), float(a), float(b), int(delta))
-    return t2[:n], f2[:n]
-
-
-class Profile:
-    """A step function of free processors kept by edits (reservations may overlap into negative)."""
-
-    def __init__(self, processors: int, origin: float = 0.0):
-        self.times = np.full(64, origin, np.float64)
-        self.free = np.full(64, int(processors), np.int64)
-        self.lo, self.n = 0, 1
-
-    def advance(self, t: float) -> None:
-        """Forget the steps that ended before ``t``."""
-        self.lo = prof_advance(self.times, self.lo, self.n, float(t))
-
-    def add(self, a: float, b: float, delta: int) -> None:
-        """``delta`` more free processors on [a, b) (negative: take)."""
-        if b > a:
-            self.times, self.free, self.lo, self.n = prof_add(self.times, self.free, self.lo, self.n, float(a),
-                                                              float(b), int(delta))
-
-    def earliest(self, after: float, duration: float, size: int, own: tuple[float, float, int] | None = None,
-                 limit: float = INF) -> float:
-        """Earliest s >= after with ``size`` free on [s, s + duration); ``own`` = (start, end, size)
-        of a window counted as free (the job's own reservation)."""
-        a, b, p = own if own is not None else (0.0, 0.0, 0)
-        return float(prof_find_start(self.times, self.free, self.lo, self.n, float(after), float(duration),
-                                     int(size), float(limit), float(a), float(b), int(p)))
-
-    def min_free(self, a: float, b: float) -> int:
-        """Fewest free processors on [a, b)."""
-        return int(_min_free_lo(self.times, self.free, self.lo, self.n, float(a), float(b)))
 
 
 @njit(cache=True)

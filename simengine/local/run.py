@@ -23,8 +23,8 @@ import math
 
 import numpy as np
 
-from simengine.gantt import KIND_KILLED, KIND_RESERVATION, KIND_RUN, KIND_SUSPENDED, SEGMENT_COLUMNS, ordered_segments
-from simengine.local.cluster import (AR_ACCEPTED, AR_ACTIVE, AR_DONE, AR_REJECTED, DONE, KILLED, SUSPENDED,
+from simengine.gantt import KIND_KILLED, KIND_RUN, SEGMENT_COLUMNS, ordered_segments
+from simengine.local.cluster import (AR_ACCEPTED, AR_ACTIVE, AR_DONE, AR_REJECTED, DONE, KILLED,
                                      AdvanceReservation, ClusterSim)
 from simengine.preemption import preemption_mode
 from simengine.driver import Model, Replication
@@ -188,7 +188,7 @@ def _feed_live(rep: _Replication, live: LiveGantt, horizon: float) -> None:
         held[:] = [row for row in held if row[4] >= F]
         opened = []
         for c, idx, sim in rep.sims:
-            opened += named(c, idx, _open_pieces(sim))
+            opened += named(c, idx, sim.open_pieces())
         opened = [row for row in opened if row[3] < F]
         queued = [0] * len(scenario.platform.clusters)
         for c, _, sim in rep.sims:
@@ -204,17 +204,6 @@ def _simulate(scenario: Scenario, replication: int, on_step=None, live: LiveGant
                         lambda rep: rep.enough())
 
 
-def _open_pieces(sim: ClusterSim) -> list[tuple]:
-    """What is in progress on a simulator now: running jobs and suspended jobs' gaps (t1
-    unknown: NaN), open reservation windows (until their end)."""
-    pieces = [(("j", j), sim.run_start[j], math.nan, KIND_RUN, sim.procs[j]) for j in sim.running]
-    pieces += [(("j", j), sim.susp_at[j], math.nan, KIND_SUSPENDED, sim.procs[j]) for j in sim.suspended]
-    for r in sim.ars:
-        if r.status == AR_ACTIVE:
-            pieces.append((("r", r.index), r.start, r.end, KIND_RESERVATION, r.procs))
-    return pieces
-
-
 def _blocks(procs: tuple) -> list[tuple[int, int]]:
     """(first, count) of each run of consecutive processor ids."""
     out: list[tuple[int, int]] = []
@@ -228,16 +217,7 @@ def _blocks(procs: tuple) -> list[tuple[int, int]]:
 
 def _pieces(sim: ClusterSim) -> list[tuple]:
     """The simulator's pieces plus those still open when it stopped (t1 NaN)."""
-    pieces = list(sim.pieces)
-    for j in sim.running:
-        pieces.append((("j", j), sim.run_start[j], math.nan, KIND_RUN, sim.procs[j]))
-    for j in range(sim.n):
-        if sim.state[j] == SUSPENDED:
-            pieces.append((("j", j), sim.susp_at[j], math.nan, KIND_SUSPENDED, sim.procs[j]))
-    for r in sim.ars:
-        if r.status == AR_ACTIVE:
-            pieces.append((("r", r.index), r.start, r.end, KIND_RESERVATION, r.procs))
-    return pieces
+    return sim.pieces + sim.open_pieces()
 
 
 def finish(rep: _Replication, replication: int, with_segments: bool):
@@ -387,5 +367,5 @@ def replicate(scenario: Scenario, r: int, with_segments: bool, on_step=None, liv
     return Replication(metrics, cols, segments, series, rep.notes)
 
 
-#: reservations, preemption and priorities: every cluster event by event (Python)
+#: reservations, preemption and priorities: every cluster event by event (the compiled event core)
 MODEL = Model("event-driven cluster", needs_local, replicate)

@@ -11,7 +11,8 @@ import math
 import numpy as np
 import pytest
 
-from simengine.local.profile import Profile, compress_queue, replan_queue
+from simengine.local.profile import compress_queue, replan_queue
+from tests.simengine.reference_cluster import Profile
 from simengine.profile import prof_add, prof_find_start
 from simengine.schedulers.conservative import job_classes
 

@@ -29,29 +29,29 @@ def test_suspend_and_resume_with_overhead(policy):
     sim = low_then_high(policy, {"name": "suspend", "params": {"overhead": 10}})
     # L runs [0, 30) on 0-3 and is suspended; H takes the lowest processors, 0-1, for [30, 80).
     # L's checkpoint stays on 0-3: it resumes there at 80 with 70 s left + 10 s overhead -> 160.
-    assert sim.first_start == [0.0, 30.0] and sim.end == [160.0, 80.0]
+    assert sim.first_start.tolist() == [0.0, 30.0] and sim.end.tolist() == [160.0, 80.0]
     assert job_pieces(sim, 0) == [(0.0, 30.0, KIND_RUN, (0, 1, 2, 3)), (30.0, 80.0, KIND_SUSPENDED, (0, 1, 2, 3)),
                                   (80.0, 160.0, KIND_RUN, (0, 1, 2, 3))]
     assert job_pieces(sim, 1) == [(30.0, 80.0, KIND_RUN, (0, 1))]
-    assert (sim.preemptions, sim.resumes, sim.lost) == ([1, 0], [1, 0], [0.0, 0.0])
-    assert sim.state == [DONE, DONE]
+    assert (sim.preemptions.tolist(), sim.resumes.tolist(), sim.lost.tolist()) == ([1, 0], [1, 0], [0.0, 0.0])
+    assert sim.state.tolist() == [DONE, DONE]
 
 
 @pytest.mark.parametrize("policy", POLICIES)
 def test_requeue_loses_the_progress(policy):
     sim = low_then_high(policy, {"name": "requeue", "params": {"overhead": 5}})
     # L's 30 s are lost (a killed segment); it restarts from scratch when H ends: 80 + 100 + 5
-    assert sim.end == [185.0, 80.0]
+    assert sim.end.tolist() == [185.0, 80.0]
     assert job_pieces(sim, 0) == [(0.0, 30.0, KIND_KILLED, (0, 1, 2, 3)), (80.0, 185.0, KIND_RUN, (0, 1, 2, 3))]
-    assert sim.lost == [30.0, 0.0] and sim.preemptions == [1, 0]
+    assert sim.lost.tolist() == [30.0, 0.0] and sim.preemptions.tolist() == [1, 0]
 
 
 @pytest.mark.parametrize("policy", POLICIES)
 def test_kill(policy):
     sim = low_then_high(policy, "kill")
-    assert sim.state == [KILLED, DONE] and sim.end == [30.0, 80.0]
+    assert sim.state.tolist() == [KILLED, DONE] and sim.end.tolist() == [30.0, 80.0]
     assert job_pieces(sim, 0) == [(0.0, 30.0, KIND_KILLED, (0, 1, 2, 3))]
-    assert sim.lost == [30.0, 0.0]
+    assert sim.lost.tolist() == [30.0, 0.0]
 
 
 @pytest.mark.parametrize("policy", POLICIES)
@@ -60,7 +60,7 @@ def test_no_preemption_only_reorders_the_queue(policy):
     # L running, M (priority 0, submit 10) and H (priority 1, submit 30) both wait; H goes first.
     sim = ClusterSim(4, policy, [0, 10, 30], [100, 50, 50], [100, 50, 50], [4, 4, 4], priority=[0, 0, 1],
                      mode=preemption_mode("none")).run()
-    assert sim.first_start == [0.0, 150.0, 100.0]
+    assert sim.first_start.tolist() == [0.0, 150.0, 100.0]
 
 
 def test_victims_lowest_priority_first_then_newest_start():
@@ -69,8 +69,8 @@ def test_victims_lowest_priority_first_then_newest_start():
     # priority 0 first, newest first: B (2, not enough), then A (4 >= 3). C keeps running.
     sim = ClusterSim(6, "easy", [0, 10, 20, 30], [1000] * 4, [1000] * 4, [2, 2, 2, 3], priority=[0, 0, 1, 2],
                      mode=preemption_mode("kill")).run()
-    assert sim.state == [KILLED, KILLED, DONE, DONE]
-    assert sim.end == [30.0, 30.0, 1020.0, 1030.0]
+    assert sim.state.tolist() == [KILLED, KILLED, DONE, DONE]
+    assert sim.end.tolist() == [30.0, 30.0, 1020.0, 1030.0]
     assert job_pieces(sim, 3) == [(30.0, 1030.0, KIND_RUN, (0, 1, 2))]
 
 
@@ -78,7 +78,7 @@ def test_nobody_is_preempted_when_even_all_victims_would_not_do():
     # H needs 4 of 4 but only L1 (2 processors) has a lower priority; M (priority 5) keeps 2
     sim = ClusterSim(4, "easy", [0, 0, 10], [100, 100, 10], [100, 100, 10], [2, 2, 4], priority=[0, 5, 3],
                      mode=preemption_mode("kill")).run()
-    assert sim.state == [DONE, DONE, DONE] and sim.first_start == [0.0, 0.0, 100.0]
+    assert sim.state.tolist() == [DONE, DONE, DONE] and sim.first_start.tolist() == [0.0, 0.0, 100.0]
 
 
 def test_a_suspended_job_resumes_before_queued_jobs_of_its_priority():
@@ -87,7 +87,7 @@ def test_a_suspended_job_resumes_before_queued_jobs_of_its_priority():
     # same priority as Q) goes first: 50 + 70 -> 120; Q then runs [120, 130).
     sim = ClusterSim(4, "fcfs", [0, 5, 30], [100, 10, 20], [100, 10, 20], [4, 4, 4], priority=[0, 0, 1],
                      mode=preemption_mode("suspend")).run()
-    assert sim.end == [120.0, 130.0, 50.0]
+    assert sim.end.tolist() == [120.0, 130.0, 50.0]
 
 
 @pytest.mark.parametrize("mode,state,end", [("none", KILLED, 100.0), ("kill", KILLED, 100.0),
@@ -100,7 +100,7 @@ def test_a_job_overrunning_into_a_reservation_is_preempted_by_it(mode, state, en
     # 20 s + 10 s overhead -> 180. requeue: restarts at 150, 120 s -> 270.
     r = AdvanceReservation(0, 4, 100.0, 150.0)
     sim = ClusterSim(4, "easy", [0], [120], [50], [2], reservations=[r], mode=preemption_mode(mode)).run()
-    assert sim.state == [state] and sim.end == [end]
+    assert sim.state.tolist() == [state] and sim.end.tolist() == [end]
     assert (("r", 0), 100.0, 150.0, KIND_RESERVATION, (0, 1, 2, 3)) in sim.pieces
     first = job_pieces(sim, 0)[0]
     assert first == (0.0, 100.0, KIND_RUN if state == DONE and end == 180.0 else KIND_KILLED, (0, 1))

@@ -151,7 +151,7 @@ def test_easy_backfills_around_a_reservation():
     # [100, 101)); C [2, 52) fits. D needs 4 for 120 s: on [100, 101) B and the window hold all
     # 10, so not before B ends; at 101 [101, 221) has 4 free beside the window and beside A's
     # reservation [200, 350): D starts at 101. A starts at 200 when the window ends.
-    assert sim.first_start == [200.0, 1.0, 2.0, 101.0]
+    assert sim.first_start.tolist() == [200.0, 1.0, 2.0, 101.0]
     assert r.status == AR_DONE and (r.start, r.end) == (100.0, 200.0)
     # at 100 B holds processors 0-3 (C's 4-5 came free at 52): the window takes 4-9
     assert (("r", 0), 100.0, 200.0, KIND_RESERVATION, (4, 5, 6, 7, 8, 9)) in sim.pieces
@@ -162,7 +162,7 @@ def test_fcfs_respects_a_reservation():
     sim, r = four_jobs("fcfs")
     # A cannot start before the window ends (it would overlap it) and FCFS does not backfill:
     # A and B start at 200 (6 + 4), C when B ends (300), D (4) when A ends (350; C holds 2)
-    assert sim.first_start == [200.0, 200.0, 300.0, 350.0]
+    assert sim.first_start.tolist() == [200.0, 200.0, 300.0, 350.0]
     assert (("r", 0), 100.0, 200.0, KIND_RESERVATION, (0, 1, 2, 3, 4, 5)) in sim.pieces
 
 
@@ -170,7 +170,7 @@ def test_conservative_respects_a_reservation():
     sim, r = four_jobs("conservative")
     # reservations at arrival: A at 200 (after the window), B at 1, C at 2, D at 101 (on
     # [100, 101) B and the window hold everything); nobody ends early, so no compression
-    assert sim.first_start == [200.0, 1.0, 2.0, 101.0]
+    assert sim.first_start.tolist() == [200.0, 1.0, 2.0, 101.0]
 
 
 @pytest.mark.parametrize("policy", ["fcfs", "easy", "conservative"])
@@ -181,7 +181,7 @@ def test_queued_jobs_are_replanned_around_a_later_reservation(policy):
     r = AdvanceReservation(0, 4, 120.0, 170.0, request_time=5.0)
     sim = ClusterSim(10, policy, [0, 1], [100, 50], [100, 50], [10, 10], reservations=[r]).run()
     assert r.status == AR_DONE
-    assert sim.first_start == [0.0, 170.0]
+    assert sim.first_start.tolist() == [0.0, 170.0]
 
 
 def test_a_reservation_that_does_not_fit_is_rejected():

@@ -1,0 +1,1029 @@
+"""The compiled event core of the event-driven cluster simulator (simengine.local.cluster).
+
+One cluster's whole state lives in one numba StructRef (:class:`State`): per-job arrays,
+the processors' owners, the queue, an event heap, the conservative profile, the advance
+reservations and the pieces drawn so far. :func:`advance` runs the event loop until nothing
+is left, until a given time (the live Gantt's slices) or until a progress report is due, and
+can be called again to go on; nothing of the loop runs in Python.
+
+The rules are those of the module docstring of simengine.local.cluster (docs/reservations.md,
+"Same-time events"): at each event time t, in this order, job completions and reservation ends
+(in the order they were scheduled), overrun extensions (conservative), reservation requests,
+relaxed reservations sliding earlier, reservation windows opening, arrivals, one scheduling
+pass. tests/simengine/test_local_core.py checks every schedule against the plain-Python
+simulator the core replaced (tests/simengine/reference_cluster.py).
+
+Internally a reservation is known by its position in request order (the Python side maps it
+to the scenario's index); a processor's owner is a job id, -2 - position, or -1 (free).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit, types
+from numba.experimental import structref
+
+from simengine.gantt import KIND_KILLED, KIND_RESERVATION, KIND_RUN, KIND_SUSPENDED
+from simengine.local.profile import (_min_free_lo, _steps, compress_queue, first_backfill, queue_delete,
+                                     queue_insert, replan_queue)
+from simengine.profile import prof_add, prof_advance, prof_find_start
+from simengine.schedulers.base import planned_end
+
+INF = math.inf
+
+WAITING, QUEUED, RUNNING, SUSPENDED, DONE, KILLED = range(6)
+AR_PENDING, AR_ACCEPTED, AR_ACTIVE, AR_DONE, AR_REJECTED = range(5)
+EV_JOB_END, EV_AR_END, EV_OVERRUN = range(3)
+FCFS, EASY, CONSERVATIVE = range(3)
+#: what advance() stopped for
+FINISHED, REACHED_UNTIL, REPORT_DUE = range(3)
+
+
+@structref.register
+class StateType(types.StructRef):
+    def preprocess_fields(self, fields):
+        return tuple((name, types.unliteral(typ)) for name, typ in fields)
+
+
+class State(structref.StructRefProxy):
+    """A cluster's simulation state (fields: :data:`FIELDS`); made by :func:`new_state`."""
+
+
+#: the State's fields, in constructor order
+FIELDS = (
+    # configuration
+    "P", "policy", "cons", "step", "horizon", "preempts", "restarts", "resumes", "overhead", "n",
+    # per job: inputs
+    "submit", "runtime", "size", "prio", "plan0",
+    # per job: outcome
+    "state", "first_start", "end", "preemptions", "resumes_n", "lost",
+    # per job: the current (or next) run
+    "run_start", "pplan", "pact", "off", "gen", "susp_at", "pend", "rstart", "rank", "after", "excl",
+    "run_seq",
+    # conservative job classes (the compression's bounds)
+    "cls", "csize", "cdlo",
+    # running jobs (unordered; run_seq gives the order they started in), suspended count
+    "running", "rpos", "nrun", "nseq", "nsusp",
+    # processors
+    "owner", "pin", "pinned", "nfree",
+    # the queue, completions
+    "qbuf", "qn", "comp", "ncomp",
+    # the event heap: (time, seq) ordered
+    "ev_t", "ev_seq", "ev_kind", "ev_id", "ev_gen", "nev", "seq",
+    # conservative: the profile of free processors
+    "pt", "pf", "plo", "pn",
+    # advance reservations, in request order
+    "ar_p", "ar_start", "ar_end", "ar_req", "ar_est", "ar_lft", "ar_jrt", "ar_status", "ar_off", "ar_at", "nar",
+    # pieces (owner: job id, or -1 - reservation position) and the processor lists they point into
+    "pc_owner", "pc_t0", "pc_t1", "pc_kind", "pc_off", "pc_len", "npc", "pool", "npool",
+    # the loop's own scalars
+    "next_start", "early", "repaired", "arrived", "requested", "finished", "countdown", "report_t",
+)
+
+structref.define_proxy(State, StateType, list(FIELDS))
+
+
+def new_state(processors: int, policy: int, step: float, horizon: float, preempts: bool, restarts: bool,
+              resumes: bool, overhead: float, submit, runtime, size, prio, plan0, classes,
+              ar_p, ar_start, ar_end, ar_req, ar_est, ar_lft, ar_jrt) -> tuple[State, dict]:
+    """A fresh State, and the arrays it shares with the caller by name (they stay current:
+    only the growable buffers -- heap, profile, pieces, pool -- are replaced as the run goes)."""
+    n = len(submit)
+    f = np.float64
+    arrays = dict(
+        submit=np.ascontiguousarray(submit, f), runtime=np.ascontiguousarray(runtime, f),
+        size=np.ascontiguousarray(size, np.int64), prio=np.ascontiguousarray(prio, np.int64),
+        plan0=np.ascontiguousarray(plan0, f),
+        state=np.full(n, WAITING, np.int64), first_start=np.full(n, np.nan), end=np.full(n, np.nan),
+        preemptions=np.zeros(n, np.int64), resumes_n=np.zeros(n, np.int64), lost=np.zeros(n),
+        run_start=np.full(n, np.nan), pplan=np.array(plan0, f), pact=np.array(runtime, f),
+        off=np.full(n, -1, np.int64), gen=np.zeros(n, np.int64), susp_at=np.full(n, np.nan),
+        pend=np.full(n, INF), rstart=np.full(n, INF), rank=np.ones(n, np.int64), after=np.full(n, -INF),
+        excl=np.zeros(n, np.bool_), run_seq=np.zeros(n, np.int64),
+        cls=np.ascontiguousarray(classes[0], np.int64), csize=np.ascontiguousarray(classes[1], np.int64),
+        cdlo=np.ascontiguousarray(classes[2], f),
+        running=np.empty(max(n, 1), np.int64), rpos=np.full(n, -1, np.int64),
+        owner=np.full(processors, -1, np.int64), pin=np.zeros(processors, np.int64),
+        qbuf=np.empty(max(n, 1), np.int64), comp=np.empty(max(n, 1), np.int64),
+        ar_p=np.ascontiguousarray(ar_p, np.int64), ar_start=np.ascontiguousarray(ar_start, f),
+        ar_end=np.ascontiguousarray(ar_end, f), ar_req=np.ascontiguousarray(ar_req, f),
+        ar_est=np.ascontiguousarray(ar_est, f), ar_lft=np.ascontiguousarray(ar_lft, f),
+        ar_jrt=np.ascontiguousarray(ar_jrt, f), ar_status=np.full(len(ar_p), AR_PENDING, np.int64),
+        ar_off=np.full(len(ar_p), -1, np.int64), ar_at=np.full(len(ar_p), np.nan),
+    )
+    cap = max(16, 2 * n)
+    origin = float(arrays["submit"][0]) if n else 0.0
+    values = dict(
+        P=int(processors), policy=int(policy), cons=policy == CONSERVATIVE, step=float(step),
+        horizon=float(horizon), preempts=bool(preempts), restarts=bool(restarts), resumes=bool(resumes),
+        overhead=float(overhead), n=n, nrun=0, nseq=0, nsusp=0, pinned=0, nfree=int(processors), qn=0, ncomp=0,
+        ev_t=np.empty(cap), ev_seq=np.empty(cap, np.int64), ev_kind=np.empty(cap, np.int64),
+        ev_id=np.empty(cap, np.int64), ev_gen=np.empty(cap, np.int64), nev=0, seq=0,
+        pt=np.full(64, origin), pf=np.full(64, int(processors), np.int64), plo=0, pn=1, nar=len(ar_p),
+        pc_owner=np.empty(cap, np.int64), pc_t0=np.empty(cap), pc_t1=np.empty(cap),
+        pc_kind=np.empty(cap, np.int64), pc_off=np.empty(cap, np.int64), pc_len=np.empty(cap, np.int64), npc=0,
+        pool=np.empty(max(16, int(arrays["size"].sum()) + int(arrays["ar_p"].sum())), np.int64), npool=0,
+        next_start=INF, early=False, repaired=False, arrived=0, requested=0, finished=False, countdown=0,
+        report_t=np.nan, **arrays)
+    return _make(*(values[k] for k in FIELDS)), arrays
+
+
+@njit(cache=True)
+def _make(*fields):
+    """The State (built in compiled code, so its constructor comes from numba's cache too)."""
+    return State(*fields)
+
+
+@njit(cache=True)
+def buffers(s):
+    """The growable buffers and counters the Python side reads after a call of advance()."""
+    return (s.pc_owner, s.pc_t0, s.pc_t1, s.pc_kind, s.pc_off, s.pc_len, s.npc, s.pool, s.qbuf, s.qn,
+            s.running, s.nrun, s.ncomp, s.finished, s.arrived, s.report_t)
+
+
+# ---- small pieces of state --------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def _grow_f(a, k):
+    b = np.empty(max(2 * a.shape[0], k), a.dtype)
+    b[:a.shape[0]] = a
+    return b
+
+
+@njit(cache=True)
+def _push(s, t, kind, ident, gen):
+    if s.nev == s.ev_t.shape[0]:
+        s.ev_t = _grow_f(s.ev_t, 16)
+        s.ev_seq = _grow_f(s.ev_seq, 16)
+        s.ev_kind = _grow_f(s.ev_kind, 16)
+        s.ev_id = _grow_f(s.ev_id, 16)
+        s.ev_gen = _grow_f(s.ev_gen, 16)
+    seq = s.seq
+    s.seq += 1
+    i = s.nev
+    s.nev += 1
+    et, es = s.ev_t, s.ev_seq
+    while i > 0:
+        p = (i - 1) // 2
+        if et[p] < t or (et[p] == t and es[p] < seq):
+            break
+        _ev_move(s, p, i)
+        i = p
+    et[i] = t
+    es[i] = seq
+    s.ev_kind[i] = kind
+    s.ev_id[i] = ident
+    s.ev_gen[i] = gen
+
+
+@njit(cache=True)
+def _ev_move(s, a, b):
+    s.ev_t[b] = s.ev_t[a]
+    s.ev_seq[b] = s.ev_seq[a]
+    s.ev_kind[b] = s.ev_kind[a]
+    s.ev_id[b] = s.ev_id[a]
+    s.ev_gen[b] = s.ev_gen[a]
+
+
+@njit(cache=True)
+def _pop(s):
+    """Take the earliest event off the heap: (kind, id, gen)."""
+    kind, ident, gen = s.ev_kind[0], s.ev_id[0], s.ev_gen[0]
+    s.nev -= 1
+    m = s.nev
+    if m > 0:
+        t, seq = s.ev_t[m], s.ev_seq[m]
+        k2, i2, g2 = s.ev_kind[m], s.ev_id[m], s.ev_gen[m]
+        et, es = s.ev_t, s.ev_seq
+        i = 0
+        while True:
+            c = 2 * i + 1
+            if c >= m:
+                break
+            if c + 1 < m and (et[c + 1] < et[c] or (et[c + 1] == et[c] and es[c + 1] < es[c])):
+                c += 1
+            if t < et[c] or (t == et[c] and seq < es[c]):
+                break
+            _ev_move(s, c, i)
+            i = c
+        et[i] = t
+        es[i] = seq
+        s.ev_kind[i] = k2
+        s.ev_id[i] = i2
+        s.ev_gen[i] = g2
+    return kind, ident, gen
+
+
+@njit(cache=True)
+def _piece(s, owner, t0, t1, kind, off, length):
+    if s.npc == s.pc_t0.shape[0]:
+        s.pc_owner = _grow_f(s.pc_owner, 16)
+        s.pc_t0 = _grow_f(s.pc_t0, 16)
+        s.pc_t1 = _grow_f(s.pc_t1, 16)
+        s.pc_kind = _grow_f(s.pc_kind, 16)
+        s.pc_off = _grow_f(s.pc_off, 16)
+        s.pc_len = _grow_f(s.pc_len, 16)
+    k = s.npc
+    s.pc_owner[k] = owner
+    s.pc_t0[k] = t0
+    s.pc_t1[k] = t1
+    s.pc_kind[k] = kind
+    s.pc_off[k] = off
+    s.pc_len[k] = length
+    s.npc += 1
+
+
+@njit(cache=True)
+def _pool_room(s, k):
+    """The offset of k new entries of the processor pool."""
+    if s.npool + k > s.pool.shape[0]:
+        s.pool = _grow_f(s.pool, s.npool + k)
+    off = s.npool
+    s.npool += k
+    return off
+
+
+@njit(cache=True)
+def _take(s, k):
+    """The k lowest free processors, avoiding suspended jobs' checkpoints when possible,
+    written to the pool; their offset."""
+    off = _pool_room(s, k)
+    pool, owner, pin = s.pool, s.owner, s.pin
+    w = 0
+    for p in range(s.P):  # free and without a checkpoint (all free ones when nobody is suspended)
+        if owner[p] == -1 and (s.pinned == 0 or pin[p] == 0):
+            if w < k:
+                pool[off + w] = p
+            w += 1
+    if w >= k:
+        return off
+    w = 0
+    for p in range(s.P):  # not enough: the lowest free ones, checkpoints or not
+        if owner[p] == -1:
+            if w < k:
+                pool[off + w] = p
+            w += 1
+    if w < k:
+        raise RuntimeError("fewer processors free than needed")
+    return off
+
+
+@njit(cache=True)
+def _hold(s, off, k, who):
+    owner, pool = s.owner, s.pool
+    for i in range(off, off + k):
+        owner[pool[i]] = who
+    s.nfree -= k
+
+
+@njit(cache=True)
+def _release(s, off, k):
+    owner, pool = s.owner, s.pool
+    for i in range(off, off + k):
+        owner[pool[i]] = -1
+    s.nfree += k
+
+
+@njit(cache=True)
+def _procs_free(s, j, use_excl):
+    """Are suspended job j's processors free (counting ``excl`` jobs' as free when asked)?"""
+    owner, pool, excl = s.owner, s.pool, s.excl
+    for i in range(s.off[j], s.off[j] + s.size[j]):
+        o = owner[pool[i]]
+        if o != -1 and not (use_excl and o >= 0 and excl[o]):
+            return False
+    return True
+
+
+@njit(cache=True)
+def _run_add(s, j):
+    s.rpos[j] = s.nrun
+    s.running[s.nrun] = j
+    s.nrun += 1
+    s.run_seq[j] = s.nseq
+    s.nseq += 1
+
+
+@njit(cache=True)
+def _run_remove(s, j):
+    i = s.rpos[j]
+    s.nrun -= 1
+    last = s.running[s.nrun]
+    s.running[i] = last
+    s.rpos[last] = i
+    s.rpos[j] = -1
+
+
+@njit(cache=True)
+def _prof_add(s, a, b, delta):
+    if b > a:
+        s.pt, s.pf, s.plo, s.pn = prof_add(s.pt, s.pf, s.plo, s.pn, a, b, delta)
+
+
+@njit(cache=True)
+def _next_start(s):
+    m = INF
+    qbuf, rstart = s.qbuf, s.rstart
+    for q in range(s.qn):
+        x = rstart[qbuf[q]]
+        if x < m:
+            m = x
+    return m
+
+
+@njit(cache=True)
+def _any_live_ar(s, t):
+    status, end = s.ar_status, s.ar_end
+    for r in range(s.nar):
+        if (status[r] == AR_ACCEPTED or status[r] == AR_ACTIVE) and end[r] > t:
+            return True
+    return False
+
+
+@njit(cache=True)
+def _view(s, t, still_running, use_excl, skip_ar):
+    """The step function of free processors from t: running jobs (but ``excl`` ones when asked)
+    until their planned end, and the live reservations (but ``skip_ar``)."""
+    running, excl, pend, run_start, pplan, size = s.running, s.excl, s.pend, s.run_start, s.pplan, s.size
+    status, a_start, a_end, a_p = s.ar_status, s.ar_start, s.ar_end, s.ar_p
+    cons, step = s.cons, s.step
+    nrun, nar = s.nrun, s.nar
+    m = 0
+    for i in range(nrun):
+        if not (use_excl and excl[running[i]]):
+            m += 1
+    k = 0
+    for r in range(nar):
+        if r != skip_ar and (status[r] == AR_ACCEPTED or status[r] == AR_ACTIVE) and a_end[r] > t:
+            k += 1
+    st = np.empty(m + k)
+    en = np.empty(m + k)
+    sz = np.empty(m + k, np.int64)
+    w = 0
+    for i in range(nrun):
+        j = running[i]
+        if use_excl and excl[j]:
+            continue
+        st[w] = t
+        en[w] = pend[j] if cons else planned_end(run_start[j], pplan[j], t, step, still_running)
+        sz[w] = size[j]
+        w += 1
+    for r in range(nar):
+        if r != skip_ar and (status[r] == AR_ACCEPTED or status[r] == AR_ACTIVE) and a_end[r] > t:
+            st[w] = a_start[r]
+            en[w] = a_end[r]
+            sz[w] = a_p[r]
+            w += 1
+    return _steps(t, s.P, st, en, sz)
+
+
+@njit(cache=True)
+def _fits(times, free, t, d, p):
+    """Do p processors stay free on [t, t + d) by plan? A job asking for no time holds nothing."""
+    return d <= 0 or _min_free_lo(times, free, 0, times.shape[0], t, t + d) >= p
+
+
+@njit(cache=True)
+def _earliest(times, free, after, duration, size, limit):
+    return prof_find_start(times, free, 0, times.shape[0], after, duration, size, limit, 0.0, 0.0, 0)
+
+
+@njit(cache=True)
+def _add(times, free, a, b, delta):
+    """A copy of the step function with delta added on [a, b)."""
+    t2 = np.empty(times.shape[0] + 2)
+    f2 = np.empty(times.shape[0] + 2, np.int64)
+    t2[:times.shape[0]] = times
+    f2[:times.shape[0]] = free
+    t2, f2, _, n = prof_add(t2, f2, 0, times.shape[0], a, b, delta)
+    return t2[:n], f2[:n]
+
+
+@njit(cache=True)
+def _identity_free_at(s, j, t):
+    """When every processor of suspended job j is expected to be free (by plan)."""
+    at = t
+    owner, pool, pend, run_start, pplan, a_end = s.owner, s.pool, s.pend, s.run_start, s.pplan, s.ar_end
+    cons, step = s.cons, s.step
+    for i in range(s.off[j], s.off[j] + s.size[j]):
+        o = owner[pool[i]]
+        if o >= 0:
+            e = pend[o] if cons else planned_end(run_start[o], pplan[o], t, step, True)
+            if e > at:
+                at = e
+        elif o <= -2:
+            e = a_end[-2 - o]
+            if e > at:
+                at = e
+    return at
+
+
+# ---- starting, ending, preempting -------------------------------------------------------------------
+
+
+@njit(cache=True)
+def _start(s, j, t):
+    p = s.size[j]
+    if s.state[j] == SUSPENDED:
+        off = s.off[j]
+        _piece(s, j, s.susp_at[j], t, KIND_SUSPENDED, off, p)
+        pin, pool = s.pin, s.pool
+        for i in range(off, off + p):
+            pin[pool[i]] -= 1
+        s.pinned -= 1
+        s.resumes_n[j] += 1
+        s.nsusp -= 1
+    elif s.cons and s.pact[j] == 0:
+        # holds nothing: drawn on the lowest free processors (or the first ones)
+        off = _pool_room(s, p)
+        owner, pool = s.owner, s.pool
+        w = 0
+        for q in range(s.P):
+            if w < p and owner[q] == -1:
+                pool[off + w] = q
+                w += 1
+        if w < p:
+            for q in range(p):
+                pool[off + q] = q
+    else:
+        off = _take(s, p)
+    if not (s.cons and s.pact[j] == 0):
+        _hold(s, off, p, j)
+    s.off[j] = off
+    s.state[j] = RUNNING
+    _run_add(s, j)
+    s.run_start[j] = t
+    if s.first_start[j] != s.first_start[j]:
+        s.first_start[j] = t
+    s.gen[j] += 1
+    _push(s, t + s.pact[j], EV_JOB_END, j, s.gen[j])
+    if s.cons:
+        s.pend[j] = t + s.pplan[j]
+        _push(s, s.pend[j], EV_OVERRUN, j, s.gen[j])
+
+
+@njit(cache=True)
+def _finish(s, j, t):
+    _run_remove(s, j)
+    s.state[j] = DONE
+    s.end[j] = t
+    s.comp[s.ncomp] = j
+    s.ncomp += 1
+    _piece(s, j, s.run_start[j], t, KIND_RUN, s.off[j], s.size[j])
+    if not (s.cons and s.pact[j] == 0):
+        _release(s, s.off[j], s.size[j])
+    if s.cons and s.pend[j] > t:
+        _prof_add(s, t, s.pend[j], s.size[j])
+        s.early = True
+
+
+@njit(cache=True)
+def _victim_order(s, t, below):
+    """Running jobs that may be preempted (not those ending at this very instant), of priority
+    strictly below ``below``, lowest priority first, then newest start first, then start order."""
+    running, run_start, pact, prio = s.running, s.run_start, s.pact, s.prio
+    c = np.empty(s.nrun, np.int64)
+    w = 0
+    for i in range(s.nrun):
+        j = running[i]
+        if run_start[j] + pact[j] > t and prio[j] < below:
+            c[w] = j
+            w += 1
+    c = c[:w]
+    if w > 1:
+        c = c[np.argsort(s.run_seq[c], kind="mergesort")]
+        c = c[np.argsort(-run_start[c], kind="mergesort")]
+        c = c[np.argsort(prio[c], kind="mergesort")]
+    return c
+
+
+@njit(cache=True)
+def _preempt(s, j, t, resumes, restarts, overhead):
+    """Stop running job j now and treat it as the mode (resumes, restarts, overhead) says."""
+    _run_remove(s, j)
+    s.gen[j] += 1  # its completion event no longer counts
+    p = s.size[j]
+    off = s.off[j]
+    _release(s, off, p)
+    if s.cons and s.pend[j] > t:
+        _prof_add(s, t, s.pend[j], p)
+        s.early = True
+    elapsed = t - s.run_start[j]
+    s.preemptions[j] += 1
+    if resumes:
+        _piece(s, j, s.run_start[j], t, KIND_RUN, off, p)
+        rest_plan = s.pplan[j] - elapsed
+        s.pact[j] = s.pact[j] - elapsed + overhead
+        s.pplan[j] = (rest_plan if rest_plan > 0 else s.step) + overhead
+        s.state[j] = SUSPENDED
+        s.nsusp += 1
+        s.susp_at[j] = t
+        pin, pool = s.pin, s.pool
+        for i in range(off, off + p):
+            pin[pool[i]] += 1
+        s.pinned += 1
+        _join_queue(s, j, t)
+        return
+    _piece(s, j, s.run_start[j], t, KIND_KILLED, off, p)
+    s.lost[j] += elapsed
+    if restarts:
+        s.pact[j] = s.runtime[j] + overhead
+        s.pplan[j] = s.plan0[j] + overhead
+        s.state[j] = QUEUED
+        _join_queue(s, j, t)
+    else:
+        s.state[j] = KILLED
+        s.end[j] = t
+
+
+@njit(cache=True)
+def _enqueue(s, j):
+    """Put j in the queue (after every job ranking before it); its position."""
+    s.rank[j] = 0 if s.state[j] == SUSPENDED else 1
+    pos = queue_insert(s.qbuf, s.qn, s.prio, s.rank, j)
+    s.qn += 1
+    return pos
+
+
+@njit(cache=True)
+def _dequeue_at(s, gone):
+    s.qn = queue_delete(s.qbuf, s.qn, gone)
+
+
+@njit(cache=True)
+def _join_queue(s, j, t):
+    """Put j in the queue; conservative: it gets the earliest reservation that fits, and the
+    queued jobs it now ranks before are placed again after it, in queue order."""
+    pos = _enqueue(s, j)
+    if s.cons:
+        _replan(s, t, s.qbuf[pos + 1:s.qn].copy(), s.qbuf[pos:s.qn].copy())
+
+
+@njit(cache=True)
+def _set_after(s, t, place, use_place):
+    """Set ``after`` (when its processors are expected free) for the suspended jobs a replan
+    will place (``place``) or a compression may move (queued after t); the jobs set."""
+    if s.nsusp == 0:
+        return np.empty(0, np.int64)
+    jobs = place if use_place else s.qbuf[:s.qn]
+    state, rstart = s.state, s.rstart
+    out = np.empty(jobs.shape[0], np.int64)
+    w = 0
+    for q in range(jobs.shape[0]):
+        j = jobs[q]
+        if state[j] == SUSPENDED and (use_place or rstart[j] > t):
+            s.after[j] = _identity_free_at(s, j, t)
+            out[w] = j
+            w += 1
+    return out[:w]
+
+
+@njit(cache=True)
+def _replan(s, t, give_back, place):
+    """Give back the queued reservations of ``give_back``, then reserve the earliest fit for
+    each job of ``place`` in turn; the earliest new start."""
+    touched = _set_after(s, t, place, True)
+    s.pt, s.pf, s.plo, s.pn, first = replan_queue(s.pt, s.pf, s.plo, s.pn, t, give_back, place, s.after,
+                                                   s.rstart, s.pend, s.pplan, s.size)
+    s.after[touched] = -INF
+    if first < s.next_start:
+        s.next_start = first
+    return first
+
+
+@njit(cache=True)
+def _repair(s, t, until):
+    """If the profile went below zero before ``until``, queued reservations starting before it
+    are placed again, in queue order, after all the others (the kernel's overrun repair)."""
+    if until <= t or _min_free_lo(s.pt, s.pf, s.plo, s.pn, t, until) >= 0:
+        return
+    qj = s.qbuf[:s.qn]
+    evicted = qj[s.rstart[qj] < until].copy()
+    _replan(s, t, evicted, evicted)
+    s.next_start = _next_start(s)
+    s.repaired = True
+
+
+@njit(cache=True)
+def _compress(s, t):
+    """Move queued reservations earlier where the profile now allows."""
+    if s.qn == 0:
+        return
+    touched = _set_after(s, t, s.qbuf[:0], False)
+    s.pt, s.pf, s.plo, s.pn, first = compress_queue(s.pt, s.pf, s.plo, s.pn, t, s.qbuf[:s.qn], s.after, s.rstart,
+                                                     s.pend, s.pplan, s.size, s.P, s.cls, s.csize, s.cdlo)
+    s.after[touched] = -INF
+    if first < s.next_start:
+        s.next_start = first
+
+
+@njit(cache=True)
+def _reserve(s, j, start):
+    s.rstart[j] = start
+    s.pend[j] = start + s.pplan[j]
+    _prof_add(s, start, s.pend[j], -s.size[j])
+    if start < s.next_start:
+        s.next_start = start
+
+
+# ---- advance reservations ---------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def _admit(s, r, t):
+    times, free = _view(s, t, True, False, -1)
+    d = s.ar_end[r] - s.ar_start[r]
+    p = s.ar_p[r]
+    if s.ar_lft[r] != s.ar_lft[r]:  # rigid
+        ok = _min_free_lo(times, free, 0, times.shape[0], s.ar_start[r], s.ar_end[r]) >= p
+        start = s.ar_start[r] if ok else INF
+    else:
+        start = _earliest(times, free, s.ar_start[r], d, p, np.nextafter(s.ar_lft[r] - d, INF))
+    s.ar_at[r] = t
+    if start == INF:
+        s.ar_status[r] = AR_REJECTED
+        return
+    s.ar_status[r] = AR_ACCEPTED
+    s.ar_start[r] = start
+    s.ar_end[r] = start + d
+    if s.cons:
+        _prof_add(s, start, s.ar_end[r], -p)
+        _repair(s, t, s.ar_end[r])
+
+
+@njit(cache=True)
+def _slide(s, t):
+    """Relaxed reservations not yet started move to the earliest fit at or after max(EST, now)."""
+    for r in range(s.nar):
+        if s.ar_status[r] != AR_ACCEPTED or s.ar_lft[r] != s.ar_lft[r] or s.ar_start[r] <= t:
+            continue
+        times, free = _view(s, t, True, False, r)
+        d = s.ar_end[r] - s.ar_start[r]
+        a = s.ar_est[r] if s.ar_est[r] > t else t
+        x = _earliest(times, free, a, d, s.ar_p[r], s.ar_start[r])
+        if x < s.ar_start[r]:
+            o0, o1 = s.ar_start[r], s.ar_end[r]
+            s.ar_start[r] = x
+            s.ar_end[r] = x + d
+            if s.cons:
+                _prof_add(s, o0, o1, s.ar_p[r])
+                _prof_add(s, x, x + d, -s.ar_p[r])
+                s.early = True  # its old window came free
+                _repair(s, t, s.ar_end[r])
+
+
+@njit(cache=True)
+def _open_window(s, r, t):
+    """Reservation r's window starts: take its processors, preempting jobs if need be (the
+    cluster's mode, or killing when the cluster does not preempt)."""
+    need = s.ar_p[r]
+    if s.nfree < need:
+        cand = _victim_order(s, t, np.iinfo(np.int64).max)
+        total = s.nfree
+        k = 0
+        while k < cand.shape[0]:
+            total += s.size[cand[k]]
+            k += 1
+            if total >= need:
+                break
+        if total >= need:
+            for i in range(k):
+                if s.preempts:
+                    _preempt(s, cand[i], t, s.resumes, s.restarts, s.overhead)
+                else:
+                    _preempt(s, cand[i], t, False, False, 0.0)
+    off = _take(s, need)
+    _hold(s, off, need, -2 - r)
+    s.ar_off[r] = off
+    s.ar_status[r] = AR_ACTIVE
+    _push(s, s.ar_end[r], EV_AR_END, r, 0)
+    if s.ar_jrt[r] == s.ar_jrt[r]:
+        _piece(s, -1 - r, t, t + s.ar_jrt[r], KIND_RUN, off, need)
+
+
+@njit(cache=True)
+def _close_window(s, r, t):
+    _release(s, s.ar_off[r], s.ar_p[r])
+    s.ar_status[r] = AR_DONE
+    _piece(s, -1 - r, s.ar_start[r], s.ar_end[r], KIND_RESERVATION, s.ar_off[r], s.ar_p[r])
+
+
+# ---- preemption for a waiting job -------------------------------------------------------------------
+
+
+@njit(cache=True)
+def _preempt_for(s, j, t):
+    """Preempt lower-priority running jobs so that j starts now (the fewest, lowest priority and
+    newest first); False if that cannot be done."""
+    if not s.preempts:
+        return False
+    p, d = s.size[j], s.pplan[j]
+    suspended = s.state[j] == SUSPENDED
+    cand = _victim_order(s, t, s.prio[j])
+    total = s.nfree
+    found = -1
+    for k in range(cand.shape[0]):
+        v = cand[k]
+        s.excl[v] = True
+        total += s.size[v]
+        if total < p:
+            continue
+        if suspended and not _procs_free(s, j, True):
+            continue
+        times, free = _view(s, t, True, True, -1)
+        if _fits(times, free, t, d, p):
+            found = k
+            break
+    for k in range(cand.shape[0]):
+        s.excl[cand[k]] = False
+    if found < 0:
+        return False
+    for k in range(found + 1):
+        _preempt(s, cand[k], t, s.resumes, s.restarts, s.overhead)
+    return True
+
+
+# ---- FCFS and EASY ----------------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def _can_start(s, j, t, guarded, times, free):
+    if s.size[j] > s.nfree:
+        return False
+    if s.state[j] == SUSPENDED and not _procs_free(s, j, False):
+        return False
+    if guarded and not _fits(times, free, t, s.pplan[j], s.size[j]):
+        return False
+    return True
+
+
+@njit(cache=True)
+def _position(s, j):
+    qbuf = s.qbuf
+    for q in range(s.qn):
+        if qbuf[q] == j:
+            return q
+    return -1
+
+
+@njit(cache=True)
+def _pass_queue(s, t):
+    if s.qn == 0:
+        return
+    guarded = _any_live_ar(s, t)
+    times, free = _view(s, t, False, False, -1) if guarded else (np.empty(0), np.empty(0, np.int64))
+    h = 0
+    while h < s.qn:
+        j = s.qbuf[h]
+        if not _can_start(s, j, t, guarded, times, free):
+            # every job before it has started: j is the top waiting job
+            if not _preempt_for(s, j, t):
+                break
+            guarded = _any_live_ar(s, t)
+            if guarded:
+                times, free = _view(s, t, False, False, -1)
+            if not _can_start(s, j, t, guarded, times, free):
+                raise RuntimeError("preemption did not make room")
+            # the queue may have grown (requeued or suspended victims rank after j)
+            h = _position(s, j)
+        _start(s, j, t)
+        if guarded:
+            times, free = _add(times, free, t, t + s.pplan[j], -s.size[j])
+        h += 1
+    # the started jobs: the first h, and those backfilled
+    gone = np.empty(s.qn, np.int64)
+    gone[:h] = np.arange(h)
+    ng = h
+    if s.policy == EASY and h < s.qn and s.nfree > 0:
+        ng = _backfill(s, t, h, gone, ng)
+    if ng:
+        _dequeue_at(s, gone[:ng])
+
+
+@njit(cache=True)
+def _backfill(s, t, h, gone, ng):
+    """Start the jobs after the blocked head (position h) that fit now without delaying it, in
+    queue order; their positions go to ``gone``. Returns the new count of ``gone``."""
+    qj = s.qbuf[:s.qn]
+    head = qj[h]
+    no_t, no_f = np.empty(0), np.empty(0, np.int64)
+    have_view = False  # built when the first candidate has enough free processors now
+    times, free = no_t, no_f
+    k = h + 1
+    while k < qj.shape[0] and s.nfree > 0:
+        k = first_backfill(qj, k, s.size, s.pplan, s.nfree, times, free, t, have_view)
+        if k >= qj.shape[0]:
+            break
+        j = qj[k]
+        p = s.size[j]
+        if s.state[j] == SUSPENDED and not _procs_free(s, j, False):
+            k += 1
+            continue
+        if not have_view:
+            times, free = _shadow_view(s, t, head)
+            have_view = True
+            if not _fits(times, free, t, s.pplan[j], p):
+                k += 1
+                continue
+        _start(s, j, t)
+        gone[ng] = k
+        ng += 1
+        times, free = _add(times, free, t, t + s.pplan[j], -p)
+        k += 1
+    return ng
+
+
+@njit(cache=True)
+def _shadow_view(s, t, head):
+    """The profile of running jobs (this pass's starts too) and reservations, with the blocked
+    head's reservation at its shadow time (its earliest fit)."""
+    times, free = _view(s, t, False, False, -1)
+    after = t
+    if s.state[head] == SUSPENDED:
+        after = _identity_free_at(s, head, t)
+    shadow = _earliest(times, free, after, s.pplan[head], s.size[head], INF)
+    if shadow < INF:
+        # a head asking for no time still holds its processors at the shadow instant
+        hold = shadow + s.pplan[head] if s.pplan[head] > 0 else np.nextafter(shadow, INF)
+        times, free = _add(times, free, shadow, hold, -s.size[head])
+    return times, free
+
+
+# ---- conservative -----------------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def _pass_conservative(s, t, new_lo, new_hi):
+    if s.early or s.repaired:
+        _compress(s, t)
+    for j in range(new_lo, new_hi):
+        _join_queue(s, j, t)
+    while True:
+        _start_due(s, t)
+        if s.qn == 0:
+            break
+        top = s.qbuf[0]
+        if s.rstart[top] <= t:
+            break  # due but blocked (its processors): re-placed by _start_due
+        if not _preempt_top(s, top, t):
+            break
+
+
+@njit(cache=True)
+def _start_due(s, t):
+    if s.next_start > t:
+        return
+    s.next_start = INF
+    qj = s.qbuf[:s.qn]
+    rstart = s.rstart
+    m = 0
+    due = np.empty(qj.shape[0], np.int64)
+    for q in range(qj.shape[0]):
+        if rstart[qj[q]] <= t:
+            due[m] = q
+            m += 1
+    due = due[:m]
+    gone = np.empty(due.shape[0], np.int64)
+    ng = 0
+    for q in due:
+        j = qj[q]
+        if (s.size[j] > s.nfree and s.pact[j] > 0) or (s.state[j] == SUSPENDED and not _procs_free(s, j, False)):
+            # its processors are still busy (a suspended job's own, or an overrun): later
+            _prof_add(s, s.rstart[j], s.pend[j], s.size[j])
+            after = _identity_free_at(s, j, t) if s.state[j] == SUSPENDED else t
+            nxt = INF
+            ev_t = s.ev_t
+            for e in range(s.nev):
+                if ev_t[e] > t and ev_t[e] < nxt:
+                    nxt = ev_t[e]
+            if nxt == INF:
+                nxt = t + s.step
+            a = after if after > nxt else nxt
+            _reserve(s, j, prof_find_start(s.pt, s.pf, s.plo, s.pn, a, s.pplan[j], s.size[j], INF, 0.0, 0.0, 0))
+            continue
+        # the reservation becomes the running job's plan: nothing changes in the profile
+        plan_end = s.pend[j]
+        _start(s, j, t)
+        s.pend[j] = plan_end
+        gone[ng] = q
+        ng += 1
+    if ng:
+        _dequeue_at(s, gone[:ng])
+    s.next_start = _next_start(s)
+
+
+@njit(cache=True)
+def _preempt_top(s, j, t):
+    if not _preempt_for(s, j, t):
+        return False
+    # j starts now: its reservation moves to [t, t + plan); those it now overlaps move
+    _prof_add(s, s.rstart[j], s.pend[j], s.size[j])
+    gone = np.empty(1, np.int64)
+    gone[0] = _position(s, j)
+    _dequeue_at(s, gone)
+    _start(s, j, t)
+    _prof_add(s, t, s.pend[j], -s.size[j])
+    _repair(s, t, s.pend[j])
+    _compress(s, t)
+    s.next_start = _next_start(s)
+    return True
+
+
+# ---- the loop ---------------------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def advance(s, until, report_every, fresh):
+    """Run the event loop until nothing is left to happen or the horizon (FINISHED), until the
+    first event at or after ``until`` (REACHED_UNTIL), or, when ``report_every`` > 0, until that
+    many event times have passed since the last report (REPORT_DUE, with ``report_t``: the
+    next event's time; ``fresh``: count from this call on). Call again to go on."""
+    n = s.n
+    if fresh:
+        s.countdown = report_every
+    overruns = np.empty(16, np.int64)
+    ov_gen = np.empty(16, np.int64)
+    while True:
+        t = s.submit[s.arrived] if s.arrived < n else INF
+        if s.nev and s.ev_t[0] < t:
+            t = s.ev_t[0]
+        if s.requested < s.nar and s.ar_req[s.requested] < t:
+            t = s.ar_req[s.requested]
+        status, a_start = s.ar_status, s.ar_start
+        for r in range(s.nar):
+            if status[r] == AR_ACCEPTED and a_start[r] < t:
+                t = a_start[r]
+        if s.cons and s.next_start < t:
+            t = s.next_start
+        if t == INF or t > s.horizon:
+            s.finished = True
+            return FINISHED
+        if t >= until:
+            return REACHED_UNTIL
+        if report_every > 0:
+            s.countdown -= 1
+            if s.countdown <= 0:
+                s.countdown = report_every + 1  # this event time is counted again on the way back
+                s.report_t = t
+                return REPORT_DUE
+        if s.cons:
+            s.plo = prof_advance(s.pt, s.plo, s.pn, t)
+        s.early = False
+        s.repaired = False
+        freed = False
+        ext_hi = -INF
+        # 1. completions and reservation ends; overruns (conservative)
+        nov = 0
+        while s.nev and s.ev_t[0] <= t:
+            kind, ident, gen = _pop(s)
+            if kind == EV_JOB_END:
+                if gen == s.gen[ident] and s.state[ident] == RUNNING:
+                    _finish(s, ident, t)
+                    freed = True
+            elif kind == EV_AR_END:
+                _close_window(s, ident, t)
+                freed = True
+            else:
+                if nov == overruns.shape[0]:
+                    overruns = _grow_f(overruns, 16)
+                    ov_gen = _grow_f(ov_gen, 16)
+                overruns[nov] = ident
+                ov_gen[nov] = gen
+                nov += 1
+        for i in range(nov):
+            j, gen = overruns[i], ov_gen[i]
+            if gen != s.gen[j] or s.state[j] != RUNNING or s.pend[j] != t:
+                continue
+            new_end = planned_end(s.run_start[j], s.pplan[j], t, s.step, True)
+            _prof_add(s, t, new_end, -s.size[j])
+            s.pend[j] = new_end
+            _push(s, new_end, EV_OVERRUN, j, gen)
+            if new_end > ext_hi:
+                ext_hi = new_end
+        if ext_hi > t:
+            _repair(s, t, ext_hi)
+        # 2. reservation requests
+        while s.requested < s.nar and s.ar_req[s.requested] <= t:
+            _admit(s, s.requested, t)
+            s.requested += 1
+        # 3. relaxed reservations slide earlier when processors came free
+        if freed:
+            _slide(s, t)
+        # 4. reservation windows starting now
+        for r in range(s.nar):
+            if s.ar_status[r] == AR_ACCEPTED and s.ar_start[r] <= t:
+                _open_window(s, r, t)
+        # 5. arrivals
+        first_new = s.arrived
+        while s.arrived < n and s.submit[s.arrived] <= t:
+            s.state[s.arrived] = QUEUED
+            s.arrived += 1
+        # 6. one scheduling pass
+        if s.cons:
+            _pass_conservative(s, t, first_new, s.arrived)
+        else:
+            for j in range(first_new, s.arrived):
+                _enqueue(s, j)
+            _pass_queue(s, t)
