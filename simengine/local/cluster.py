@@ -229,6 +229,55 @@ class ClusterSim:
                    if r.status == AR_ACTIVE]
         return pieces
 
+    def piece_table(self, start: int = 0, closed: bool = True, still_open: bool = False) -> dict[str, np.ndarray]:
+        """Pieces as arrays, in the order of :attr:`pieces` (from piece ``start`` on, when
+        ``closed``) then of :meth:`open_pieces` (when ``still_open``): ``job`` (-1 for a
+        reservation), ``reservation`` (its index, -1 for a job), ``t0``, ``t1`` (NaN: open),
+        ``kind``, ``count`` (processors), and per block of consecutive processor ids ``block_piece``
+        (the piece's row), ``block_first``, ``block_count``. Built with numpy, no Python per piece."""
+        owner, t0, t1, kind, off, length = [], [], [], [], [], []
+        if closed:
+            k = slice(start, self._npc)
+            owner.append(self._pc_owner[k])
+            t0.append(self._pc_t0[k])
+            t1.append(self._pc_t1[k])
+            kind.append(self._pc_kind[k])
+            off.append(self._pc_off[k])
+            length.append(self._pc_len[k])
+        if still_open:
+            a = self._a
+            run = np.array(self.running, np.int64)
+            sus = np.array(self.suspended, np.int64)
+            act = np.array([k for k, r in enumerate(self.ars) if r.status == AR_ACTIVE], np.int64)
+            owner += [run, sus, -1 - act]
+            t0 += [a["run_start"][run], a["susp_at"][sus], a["ar_start"][act]]
+            t1 += [np.full(len(run) + len(sus), NAN), a["ar_end"][act]]
+            kind += [np.full(len(run), core.KIND_RUN), np.full(len(sus), core.KIND_SUSPENDED),
+                     np.full(len(act), core.KIND_RESERVATION)]
+            off += [a["off"][run], a["off"][sus], a["ar_off"][act]]
+            length += [a["size"][run], a["size"][sus], a["ar_p"][act]]
+        cat = lambda parts, dtype: np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype)  # noqa: E731
+        owner, off, length = cat(owner, np.int64), cat(off, np.int64), cat(length, np.int64)
+        index = np.array([r.index for r in self.ars] + [-1], np.int64)
+        out = {"job": np.where(owner >= 0, owner, -1),
+               "reservation": np.where(owner < 0, index[np.where(owner < 0, -1 - owner, -1)], -1),
+               "t0": cat(t0, np.float64), "t1": cat(t1, np.float64), "kind": cat(kind, np.int64), "count": length}
+        # every piece's processor ids, in order, then the runs of consecutive ids within a piece
+        m, total = len(owner), int(length.sum())
+        piece = np.repeat(np.arange(m), length)
+        begin = np.cumsum(length) - length
+        procs = self._pool[np.arange(total) - np.repeat(begin, length) + np.repeat(off, length)]
+        if np.any((procs[1:] <= procs[:-1]) & (piece[1:] == piece[:-1])):  # the core hands out ids in order
+            order = np.lexsort((procs, piece))
+            piece, procs = piece[order], procs[order]
+        new = np.ones(total, np.bool_)
+        new[1:] = (procs[1:] != procs[:-1] + 1) | (piece[1:] != piece[:-1])
+        first = np.flatnonzero(new)
+        out["block_piece"] = piece[first]
+        out["block_first"] = procs[first]
+        out["block_count"] = np.diff(np.append(first, total))
+        return out
+
     # ---- the main loop --------------------------------------------------------------------------
 
     def run(self, on_step: Callable[[float, float], None] | None = None, until: float = INF) -> "ClusterSim":

@@ -33,7 +33,7 @@ import simengine.results as results
 from simengine.results import (JOB_DTYPES, QUEUE_COLUMNS, order_job_rows, segment_series,
                                warm_up_by_completions)
 from simengine.scenario import Scenario
-from simengine.streaming import LIVE_COLUMNS, LiveGantt, empty_rows, live_rows, run_in_slices
+from simengine.streaming import LiveGantt, concat_rows, empty_rows, live_rows, run_in_slices, take_rows
 from simengine.workload import STATUS_COMPLETED, STATUS_KILLED, STATUS_REJECTED, STATUS_UNFINISHED
 from simengine.workload_build import (drawn_until, early_stop_note, endless_streams, prepare_jobs, stop_horizon, streams_cover,
                                       until_enough)
@@ -145,26 +145,20 @@ def _feed_live(rep: _Replication, live: LiveGantt, horizon: float) -> None:
     stop = StopTime(completions, horizon)
     taken = [0] * len(rep.sims)  # pieces of each simulator reported so far
     done = [0] * len(rep.sims)  # completions of each simulator counted so far
-    held: list[tuple] = []  # closed pieces not reported yet (they end at or after the frontier)
+    held = [empty_rows()]  # closed pieces not reported yet (they end at or after the frontier)
     last = [-math.inf]  # the latest end of a piece reported
 
-    def named(c: int, idx: np.ndarray, pieces: list[tuple]) -> list[tuple]:
-        out = []
-        for owner, s0, s1, kind, procs in pieces:
-            if owner[0] == "j":
-                g = int(idx[owner[1]])
-                job_id, stream = int(jobs.job_id[g]), int(jobs.stream[g])
-            else:
-                job_id, stream = owner[1] + 1, reservation_stream
-            for first, count in _blocks(procs):
-                out.append((c, first, count, s0, s1, kind, 0, job_id, stream))
-        return out
-
-    def rows(items: list[tuple]) -> dict[str, np.ndarray]:
-        if not items:
-            return empty_rows()
-        columns = list(zip(*items))
-        return live_rows(dict(zip(LIVE_COLUMNS, columns)), len(items))
+    def named(c: int, idx: np.ndarray, T: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Live rows, one per block of consecutive processors of each piece."""
+        bp = T["block_piece"]
+        job = T["job"][bp]
+        g = np.append(idx, -1)[job]
+        workload = job >= 0
+        return live_rows({"cluster": np.full(len(bp), c), "first_processor": T["block_first"],
+                          "processors": T["block_count"], "t0": T["t0"][bp], "t1": T["t1"][bp],
+                          "kind": T["kind"][bp],
+                          "job_id": np.where(workload, np.append(jobs.job_id, 0)[g], T["reservation"][bp] + 1),
+                          "stream": np.where(workload, np.append(jobs.stream, 0)[g], reservation_stream)}, len(bp))
 
     def advance(T: float) -> bool:
         for _, _, sim in rep.sims:
@@ -174,26 +168,28 @@ def _feed_live(rep: _Replication, live: LiveGantt, horizon: float) -> None:
     def report(T: float) -> bool:
         ends = []
         for k, (c, idx, sim) in enumerate(rep.sims):
-            new = sim.pieces[taken[k]:]
-            held.extend(named(c, idx, new))
-            last[0] = max([last[0]] + [p[2] for p in new if p[2] == p[2]])
-            taken[k] = len(sim.pieces)
-            ends += [sim.end[j] for j in sim.completed[done[k]:]]
+            new = sim.piece_table(start=taken[k])
+            held.append(named(c, idx, new))
+            ended = new["t1"][~np.isnan(new["t1"])]
+            if len(ended):
+                last[0] = max(last[0], float(ended.max()))
+            taken[k] += len(new["t0"])
+            ends.append(sim.end[sim.completed[done[k]:]])
             done[k] = len(sim.completed)
-        stop.add_ends(np.array(ends, np.float64), T)
+        stop.add_ends(np.concatenate(ends) if ends else np.zeros(0), T)
         F = min(T, stop.time, settled)
         if all(sim.finished for _, _, sim in rep.sims):  # the simulation is over: its time is its last end
             F = min(F, last[0])
-        closed = [row for row in held if row[4] < F]
-        held[:] = [row for row in held if row[4] >= F]
-        opened = []
-        for c, idx, sim in rep.sims:
-            opened += named(c, idx, sim.open_pieces())
-        opened = [row for row in opened if row[3] < F]
+        pending = concat_rows(held)
+        closed = pending["t1"] < F
+        held[:] = [take_rows(pending, ~closed)]
+        opened = concat_rows([named(c, idx, sim.piece_table(closed=False, still_open=True))
+                              for c, idx, sim in rep.sims])
+        opened = take_rows(opened, opened["t0"] < F)
         queued = [0] * len(scenario.platform.clusters)
         for c, _, sim in rep.sims:
             queued[c] = sim.qn
-        live.update(F, rows(closed), rows(opened), queued)
+        live.update(F, take_rows(pending, closed), opened, queued)
         return T >= stop.time or T >= settled
 
     run_in_slices(begin, expected, advance, report)
@@ -202,22 +198,6 @@ def _feed_live(rep: _Replication, live: LiveGantt, horizon: float) -> None:
 def _simulate(scenario: Scenario, replication: int, on_step=None, live: LiveGantt | None = None) -> _Replication:
     return until_enough(scenario, lambda counts: _Replication(scenario, replication, counts, on_step, live),
                         lambda rep: rep.enough())
-
-
-def _blocks(procs: tuple) -> list[tuple[int, int]]:
-    """(first, count) of each run of consecutive processor ids."""
-    out: list[tuple[int, int]] = []
-    for p in sorted(procs):
-        if out and out[-1][0] + out[-1][1] == p:
-            out[-1] = (out[-1][0], out[-1][1] + 1)
-        else:
-            out.append((p, 1))
-    return out
-
-
-def _pieces(sim: ClusterSim) -> list[tuple]:
-    """The simulator's pieces plus those still open when it stopped (t1 NaN)."""
-    return sim.pieces + sim.open_pieces()
 
 
 def finish(rep: _Replication, replication: int, with_segments: bool):
@@ -295,39 +275,40 @@ def finish(rep: _Replication, replication: int, with_segments: bool):
         if k in JOB_DTYPES:
             cols[k] = cols[k].astype(JOB_DTYPES[k])
 
-    # ---- segments (all replications: utilisation and lost work need them)
-    seg = {k: [] for k in SEGMENT_COLUMNS}
+    # ---- segments (all replications: utilisation and lost work need them), per cluster in
+    # piece order, sums accumulated in that order (np.cumsum adds one term after another)
+    seg_parts = []
     busy = np.zeros(len(clusters))
-    lost_work = 0.0
+    killed_work = []
     t0w, t1w = t_warm, t_stop
-    ar_row = {r.index: int(position[keep + i]) for i, r in enumerate(ars)}
+    ar_rows = np.full(len(scenario.reservations) + 1, -1, np.int64)  # reservation index -> row (-1: none)
+    ar_rows[[r.index for r in ars]] = position[keep:keep + nr]
     for c, idx, sim in rep.sims:
-        for owner, s0, s1, kind, procs in _pieces(sim):
-            if s1 != s1:
-                s1 = t_stop
-            if s0 > t_stop:
-                continue
-            s1 = min(s1, t_stop)
-            if owner[0] == "j":
-                g = int(idx[owner[1]])
-                if g >= keep:
-                    continue
-                row = int(position[g])
-            else:
-                if owner[1] not in ar_row:
-                    continue
-                row = ar_row[owner[1]]
-            if kind == KIND_RUN:
-                busy[c] += (min(max(s1, t0w), t1w) - min(max(s0, t0w), t1w)) * len(procs)
-            elif kind == KIND_KILLED:
-                lost_work += (s1 - s0) * len(procs)
-            if with_segments:
-                for f, cnt in _blocks(procs):
-                    for key, v in zip(SEGMENT_COLUMNS, (c, f, cnt, s0, s1, row, 0, kind)):
-                        seg[key].append(v)
+        T = sim.piece_table(still_open=True)
+        s0 = T["t0"]
+        s1 = np.minimum(np.where(np.isnan(T["t1"]), t_stop, T["t1"]), t_stop)
+        job, kind, count = T["job"], T["kind"], T["count"]
+        g = np.append(idx, -1)[job]  # the workload row of a job's piece (-1: a reservation's)
+        job_row = np.append(position, -1)[np.where((g >= 0) & (g < keep), g, -1)]
+        row = np.where(job >= 0, job_row, ar_rows[T["reservation"]])
+        ok = ~(s0 > t_stop) & (row >= 0)
+        run = ok & (kind == KIND_RUN)
+        span_in = np.minimum(np.maximum(s1[run], t0w), t1w) - np.minimum(np.maximum(s0[run], t0w), t1w)
+        if run.any():
+            busy[c] = np.cumsum(span_in * count[run])[-1]
+        killed = ok & (kind == KIND_KILLED)
+        killed_work.append((s1[killed] - s0[killed]) * count[killed])
+        if with_segments:
+            bp = T["block_piece"][ok[T["block_piece"]]]
+            seg_parts.append({"cluster": np.full(len(bp), c), "first_processor": T["block_first"][ok[T["block_piece"]]],
+                              "processors": T["block_count"][ok[T["block_piece"]]], "t0": s0[bp], "t1": s1[bp],
+                              "job": row[bp], "component": np.zeros(len(bp)), "kind": kind[bp]})
+    killed_work = np.concatenate(killed_work) if killed_work else np.zeros(0)
+    lost_work = float(np.cumsum(killed_work)[-1]) if len(killed_work) else 0.0
     segments = None
     if with_segments:
-        segments = ordered_segments(seg)
+        segments = ordered_segments({k: np.concatenate([part[k] for part in seg_parts]) if seg_parts else []
+                                     for k in SEGMENT_COLUMNS})
 
     # ---- metrics
     measured = workload_row & ~cols["warmup"] & ((cols["status"] == STATUS_COMPLETED) |

@@ -55,6 +55,38 @@ def test_the_core_gives_the_reference_schedules(case, horizon):
     assert_same(ref, new)
 
 
+def blocks(procs):
+    """(first, count) of each run of consecutive processor ids."""
+    out = []
+    for p in sorted(procs):
+        if out and out[-1][0] + out[-1][1] == p:
+            out[-1] = (out[-1][0], out[-1][1] + 1)
+        else:
+            out.append((p, 1))
+    return out
+
+
+def assert_table_is_the_pieces(sim):
+    """piece_table (numpy, what the runs read) says what pieces + open_pieces say."""
+    pieces = sim.pieces + sim.open_pieces()
+    T = sim.piece_table(still_open=True)
+    assert len(T["t0"]) == len(pieces)
+    for k, (owner, t0, t1, kind, procs) in enumerate(pieces):
+        assert (T["job"][k], T["reservation"][k]) == ((owner[1], -1) if owner[0] == "j" else (-1, owner[1]))
+        assert T["t0"][k] == t0 and (T["t1"][k] == t1 or (t1 != t1 and T["t1"][k] != T["t1"][k]))
+        assert (T["kind"][k], T["count"][k]) == (kind, len(procs))
+        mine = T["block_piece"] == k
+        assert list(zip(T["block_first"][mine].tolist(), T["block_count"][mine].tolist())) == blocks(procs)
+    assert np.all(np.diff(T["block_piece"]) >= 0)
+
+
+@settings(max_examples=200, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(cluster_case(), st.one_of(st.just(float("inf")), st.integers(0, 120).map(float)))
+def test_the_piece_table_is_the_pieces(case, horizon):
+    _, new = both(case, horizon)
+    assert_table_is_the_pieces(new.run())
+
+
 @settings(max_examples=100, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(cluster_case(), st.lists(st.integers(0, 150), min_size=1, max_size=6))
 def test_the_core_in_slices_is_the_core_in_one_go(case, cuts):

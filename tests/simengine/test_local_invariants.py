@@ -150,14 +150,12 @@ def test_jobs_ending_at_this_instant_are_never_victims():
 @settings(max_examples=100, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(cluster_case(), st.integers(0, 120))
 def test_a_horizon_leaves_consistent_open_pieces(case, horizon):
-    from simengine.local.run import _pieces
-
     P, policy, (mode_name, overhead), submit, runtime, estimate, size, priority, ars = case
     mode = preemption_mode({"name": mode_name, "params": {"overhead": overhead}} if mode_name in ("requeue", "suspend")
                            else mode_name)
     sim = ClusterSim(P, policy, submit, runtime, estimate, size, priority, ars, mode, horizon=float(horizon)).run()
     busy = defaultdict(list)
-    for owner, t0, t1, kind, procs in _pieces(sim):
+    for owner, t0, t1, kind, procs in sim.pieces + sim.open_pieces():
         assert t0 <= horizon  # nothing happens after the horizon
         t1 = min(horizon, t1) if t1 == t1 else horizon
         if (owner[0] == "j" and kind == KIND_RUN) or kind == KIND_RESERVATION:
