@@ -32,11 +32,11 @@ from simengine.kernel_feed import StopTime
 import simengine.results as results
 from simengine.results import (JOB_DTYPES, QUEUE_COLUMNS, order_job_rows, segment_series,
                                warm_up_by_completions)
-from simengine.scenario import Scenario
+from simengine.scenario import Scenario, TraceStream
 from simengine.streaming import LiveGantt, concat_rows, empty_rows, live_rows, run_in_slices, take_rows
 from simengine.workload import STATUS_COMPLETED, STATUS_KILLED, STATUS_REJECTED, STATUS_UNFINISHED
-from simengine.workload_build import (drawn_until, early_stop_note, endless_streams, prepare_jobs, stop_horizon, streams_cover,
-                                      until_enough)
+from simengine.workload_build import (drawn_until, early_stop_note, endless_streams, load_trace_stream, prepare_jobs,
+                                      stop_horizon, streams_cover, until_enough)
 
 #: name of the job stream the reservations' rows belong to (its index: number of workload streams)
 RESERVATION_STREAM = "reservations"
@@ -348,5 +348,14 @@ def replicate(scenario: Scenario, r: int, with_segments: bool, on_step=None, liv
     return Replication(metrics, cols, segments, series, rep.notes)
 
 
+def prepare(scenario: Scenario) -> None:
+    """Traces are read and the event core loaded from numba's cache (compiled, the first time)
+    before the clock starts: engine_seconds is the simulation's own time."""
+    for i, stream in enumerate(scenario.workload.streams):
+        if isinstance(stream, TraceStream):
+            load_trace_stream(stream, scenario, i)
+    ClusterSim(1, "conservative", [0.0], [1.0], [1.0], [1]).run()
+
+
 #: reservations, preemption and priorities: every cluster event by event (the compiled event core)
-MODEL = Model("event-driven cluster", needs_local, replicate)
+MODEL = Model("event-driven cluster", needs_local, replicate, prepare=prepare)
