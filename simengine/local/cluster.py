@@ -164,9 +164,9 @@ class ClusterSim:
 
     def _read(self) -> None:
         (self._pc_owner, self._pc_t0, self._pc_t1, self._pc_kind, self._pc_off, self._pc_len, self._npc,
-         self._pool, qbuf, self.qn, running, nrun, self._ncomp, self.finished, self._arrived,
+         self._pool, queue, self.qn, running, nrun, self._ncomp, self.finished, self._arrived,
          self._report_t) = core.buffers(self._state)
-        self._queue = qbuf[:self.qn]
+        self._queue = queue
         self._running = running[:nrun]
         a, st = self._a, self._a["ar_status"]
         for k, r in enumerate(self.ars):  # the reservations as the caller gave them, updated

@@ -67,8 +67,8 @@ FIELDS = (
     "running", "rpos", "nrun", "nseq", "nsusp",
     # processors
     "owner", "pin", "pinned", "nfree",
-    # the queue, completions
-    "qbuf", "qn", "comp", "ncomp",
+    # the queue (qbuf[qh:qh + qn]: the head moves instead of the queue), completions
+    "qbuf", "qh", "qn", "comp", "ncomp",
     # the event heap: (time, seq) ordered
     "ev_t", "ev_seq", "ev_kind", "ev_id", "ev_gen", "nev", "seq",
     # conservative: the profile of free processors
@@ -105,7 +105,7 @@ def new_state(processors: int, policy: int, step: float, horizon: float, preempt
         cdlo=np.ascontiguousarray(classes[2], f),
         running=np.empty(max(n, 1), np.int64), rpos=np.full(n, -1, np.int64),
         owner=np.full(processors, -1, np.int64), pin=np.zeros(processors, np.int64),
-        qbuf=np.empty(max(n, 1), np.int64), comp=np.empty(max(n, 1), np.int64),
+        qbuf=np.empty(2 * n + 1, np.int64), comp=np.empty(max(n, 1), np.int64),
         ar_p=np.ascontiguousarray(ar_p, np.int64), ar_start=np.ascontiguousarray(ar_start, f),
         ar_end=np.ascontiguousarray(ar_end, f), ar_req=np.ascontiguousarray(ar_req, f),
         ar_est=np.ascontiguousarray(ar_est, f), ar_lft=np.ascontiguousarray(ar_lft, f),
@@ -117,7 +117,7 @@ def new_state(processors: int, policy: int, step: float, horizon: float, preempt
     values = dict(
         P=int(processors), policy=int(policy), cons=policy == CONSERVATIVE, step=float(step),
         horizon=float(horizon), preempts=bool(preempts), restarts=bool(restarts), resumes=bool(resumes),
-        overhead=float(overhead), n=n, nrun=0, nseq=0, nsusp=0, pinned=0, nfree=int(processors), qn=0, ncomp=0,
+        overhead=float(overhead), n=n, nrun=0, nseq=0, nsusp=0, pinned=0, nfree=int(processors), qh=0, qn=0, ncomp=0,
         ev_t=np.empty(cap), ev_seq=np.empty(cap, np.int64), ev_kind=np.empty(cap, np.int64),
         ev_id=np.empty(cap, np.int64), ev_gen=np.empty(cap, np.int64), nev=0, seq=0,
         pt=np.full(64, origin), pf=np.full(64, int(processors), np.int64), plo=0, pn=1, nar=len(ar_p),
@@ -138,7 +138,7 @@ def _make(*fields):
 @njit(cache=True)
 def buffers(s):
     """The growable buffers and counters the Python side reads after a call of advance()."""
-    return (s.pc_owner, s.pc_t0, s.pc_t1, s.pc_kind, s.pc_off, s.pc_len, s.npc, s.pool, s.qbuf, s.qn,
+    return (s.pc_owner, s.pc_t0, s.pc_t1, s.pc_kind, s.pc_off, s.pc_len, s.npc, s.pool, _queue(s), s.qn,
             s.running, s.nrun, s.ncomp, s.finished, s.arrived, s.report_t)
 
 
@@ -325,7 +325,7 @@ def _prof_add(s, a, b, delta):
 @njit(cache=True)
 def _next_start(s):
     m = INF
-    qbuf, rstart = s.qbuf, s.rstart
+    qbuf, rstart = _queue(s), s.rstart
     for q in range(s.qn):
         x = rstart[qbuf[q]]
         if x < m:
@@ -542,14 +542,33 @@ def _preempt(s, j, t, resumes, restarts, overhead):
 def _enqueue(s, j):
     """Put j in the queue (after every job ranking before it); its position."""
     s.rank[j] = 0 if s.state[j] == SUSPENDED else 1
-    pos = queue_insert(s.qbuf, s.qn, s.prio, s.rank, j)
+    if s.qh + s.qn == s.qbuf.shape[0]:  # the queue reached the buffer's end: move it to the front
+        s.qbuf[:s.qn] = s.qbuf[s.qh:s.qh + s.qn].copy()
+        s.qh = 0
+    pos = queue_insert(s.qbuf[s.qh:], s.qn, s.prio, s.rank, j)
     s.qn += 1
     return pos
 
 
 @njit(cache=True)
 def _dequeue_at(s, gone):
-    s.qn = queue_delete(s.qbuf, s.qn, gone)
+    """Take the jobs at these queue positions (ascending) off the queue: a prefix by moving the
+    head, the rest by closing the gaps."""
+    k = 0
+    while k < gone.shape[0] and gone[k] == k:
+        k += 1
+    s.qh += k
+    s.qn -= k
+    if k < gone.shape[0]:
+        s.qn = queue_delete(s.qbuf[s.qh:], s.qn, gone[k:] - k)
+    if s.qn == 0:
+        s.qh = 0
+
+
+@njit(cache=True)
+def _queue(s):
+    """The queue, job ids in queue order (a view: valid until the queue changes)."""
+    return s.qbuf[s.qh:s.qh + s.qn]
 
 
 @njit(cache=True)
@@ -558,7 +577,8 @@ def _join_queue(s, j, t):
     queued jobs it now ranks before are placed again after it, in queue order."""
     pos = _enqueue(s, j)
     if s.cons:
-        _replan(s, t, s.qbuf[pos + 1:s.qn].copy(), s.qbuf[pos:s.qn].copy())
+        q = _queue(s)
+        _replan(s, t, q[pos + 1:].copy(), q[pos:].copy())
 
 
 @njit(cache=True)
@@ -567,7 +587,7 @@ def _set_after(s, t, place, use_place):
     will place (``place``) or a compression may move (queued after t); the jobs set."""
     if s.nsusp == 0:
         return np.empty(0, np.int64)
-    jobs = place if use_place else s.qbuf[:s.qn]
+    jobs = place if use_place else _queue(s)
     state, rstart = s.state, s.rstart
     out = np.empty(jobs.shape[0], np.int64)
     w = 0
@@ -599,7 +619,7 @@ def _repair(s, t, until):
     are placed again, in queue order, after all the others (the kernel's overrun repair)."""
     if until <= t or _min_free_lo(s.pt, s.pf, s.plo, s.pn, t, until) >= 0:
         return
-    qj = s.qbuf[:s.qn]
+    qj = _queue(s)
     evicted = qj[s.rstart[qj] < until].copy()
     _replan(s, t, evicted, evicted)
     s.next_start = _next_start(s)
@@ -612,7 +632,7 @@ def _compress(s, t):
     if s.qn == 0:
         return
     touched = _set_after(s, t, s.qbuf[:0], False)
-    s.pt, s.pf, s.plo, s.pn, first = compress_queue(s.pt, s.pf, s.plo, s.pn, t, s.qbuf[:s.qn], s.after, s.rstart,
+    s.pt, s.pf, s.plo, s.pn, first = compress_queue(s.pt, s.pf, s.plo, s.pn, t, _queue(s), s.after, s.rstart,
                                                      s.pend, s.pplan, s.size, s.P, s.cls, s.csize, s.cdlo)
     s.after[touched] = -INF
     if first < s.next_start:
@@ -761,7 +781,7 @@ def _can_start(s, j, t, guarded, times, free):
 
 @njit(cache=True)
 def _position(s, j):
-    qbuf = s.qbuf
+    qbuf = _queue(s)
     for q in range(s.qn):
         if qbuf[q] == j:
             return q
@@ -776,7 +796,7 @@ def _pass_queue(s, t):
     times, free = _view(s, t, False, False, -1) if guarded else (np.empty(0), np.empty(0, np.int64))
     h = 0
     while h < s.qn:
-        j = s.qbuf[h]
+        j = _queue(s)[h]
         if not _can_start(s, j, t, guarded, times, free):
             # every job before it has started: j is the top waiting job
             if not _preempt_for(s, j, t):
@@ -806,7 +826,7 @@ def _pass_queue(s, t):
 def _backfill(s, t, h, gone, ng):
     """Start the jobs after the blocked head (position h) that fit now without delaying it, in
     queue order; their positions go to ``gone``. Returns the new count of ``gone``."""
-    qj = s.qbuf[:s.qn]
+    qj = _queue(s)
     head = qj[h]
     no_t, no_f = np.empty(0), np.empty(0, np.int64)
     have_view = False  # built when the first candidate has enough free processors now
@@ -864,7 +884,7 @@ def _pass_conservative(s, t, new_lo, new_hi):
         _start_due(s, t)
         if s.qn == 0:
             break
-        top = s.qbuf[0]
+        top = _queue(s)[0]
         if s.rstart[top] <= t:
             break  # due but blocked (its processors): re-placed by _start_due
         if not _preempt_top(s, top, t):
@@ -876,7 +896,7 @@ def _start_due(s, t):
     if s.next_start > t:
         return
     s.next_start = INF
-    qj = s.qbuf[:s.qn]
+    qj = _queue(s)
     rstart = s.rstart
     m = 0
     due = np.empty(qj.shape[0], np.int64)
