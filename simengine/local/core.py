@@ -169,22 +169,18 @@ def _push(s, t, kind, ident, gen):
         p = (i - 1) // 2
         if et[p] < t or (et[p] == t and es[p] < seq):
             break
-        _ev_move(s, p, i)
+        _ev_put(s, i, et[p], es[p], s.ev_kind[p], s.ev_id[p], s.ev_gen[p])
         i = p
-    et[i] = t
-    es[i] = seq
-    s.ev_kind[i] = kind
-    s.ev_id[i] = ident
-    s.ev_gen[i] = gen
+    _ev_put(s, i, t, seq, kind, ident, gen)
 
 
 @njit(cache=True)
-def _ev_move(s, a, b):
-    s.ev_t[b] = s.ev_t[a]
-    s.ev_seq[b] = s.ev_seq[a]
-    s.ev_kind[b] = s.ev_kind[a]
-    s.ev_id[b] = s.ev_id[a]
-    s.ev_gen[b] = s.ev_gen[a]
+def _ev_put(s, i, t, seq, kind, ident, gen):
+    s.ev_t[i] = t
+    s.ev_seq[i] = seq
+    s.ev_kind[i] = kind
+    s.ev_id[i] = ident
+    s.ev_gen[i] = gen
 
 
 @njit(cache=True)
@@ -206,13 +202,9 @@ def _pop(s):
                 c += 1
             if t < et[c] or (t == et[c] and seq < es[c]):
                 break
-            _ev_move(s, c, i)
+            _ev_put(s, i, et[c], es[c], s.ev_kind[c], s.ev_id[c], s.ev_gen[c])
             i = c
-        et[i] = t
-        es[i] = seq
-        s.ev_kind[i] = k2
-        s.ev_id[i] = i2
-        s.ev_gen[i] = g2
+        _ev_put(s, i, t, seq, k2, i2, g2)
     return kind, ident, gen
 
 

@@ -38,13 +38,15 @@ from __future__ import annotations
 
 import heapq
 import math
-from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
 from numba import njit
 
 from simengine.gantt import KIND_KILLED, KIND_RESERVATION, KIND_RUN, KIND_SUSPENDED
+# job and reservation states, and the reservations themselves, are the engine's
+from simengine.local.cluster import (AR_ACCEPTED, AR_ACTIVE, AR_DONE, AR_PENDING, AR_REJECTED,  # noqa: F401
+                                     DONE, KILLED, QUEUED, RUNNING, SUSPENDED, WAITING, AdvanceReservation)
 from simengine.local.profile import (_min_free_lo, _steps, compress_queue, first_backfill, queue_delete, queue_insert,
                                      replan_queue)
 from simengine.profile import prof_add, prof_advance, prof_find_start
@@ -55,9 +57,6 @@ from simengine.schedulers.conservative import job_classes
 INF = math.inf
 NAN = math.nan
 
-WAITING, QUEUED, RUNNING, SUSPENDED, DONE, KILLED = range(6)
-# reservation states
-AR_PENDING, AR_ACCEPTED, AR_ACTIVE, AR_DONE, AR_REJECTED = range(5)
 # event kinds (heap entries: time, seq, kind, id, generation)
 EV_JOB_END, EV_AR_END, EV_OVERRUN = range(3)
 
@@ -157,38 +156,6 @@ class Profile:
         """Fewest free processors on [a, b)."""
         return int(_min_free_lo(self.times, self.free, self.lo, self.n, float(a), float(b)))
 
-
-
-@dataclass
-class AdvanceReservation:
-    """An advance reservation on one cluster, as the simulator sees it (times in seconds).
-
-    ``est``/``lft`` give a relaxed reservation's frame (None: rigid); ``job_runtime`` the
-    run time of the job using it (None: no job). After the run, ``status`` is AR_DONE (or
-    AR_ACTIVE/AR_ACCEPTED when the run stopped first) or AR_REJECTED, ``start``/``end`` the
-    granted window and ``procs`` the processors it held.
-    """
-
-    index: int
-    processors: int
-    start: float
-    end: float
-    request_time: float = 0.0
-    est: float | None = None
-    lft: float | None = None
-    job_runtime: float | None = None
-    status: int = AR_PENDING
-    procs: tuple = ()
-    note: str = ""
-    asked_start: float = field(default=NAN)
-
-    @property
-    def length(self) -> float:
-        return self.end - self.start
-
-    @property
-    def relaxed(self) -> bool:
-        return self.lft is not None
 
 
 #: event times between two on_step calls of ClusterSim.run
