@@ -21,8 +21,9 @@ it times
   loop, which must give the same schedule (start and end of every job, the same pieces).
 
 It prints jobs per second (median of ``--reps``), the core's speed-up over the previous loop, and
-issue 12's targets for the AR+suspend rows on DAS2 (EASY >= 100,000 jobs/s, conservative >= 20,000
-jobs/s) with PASS/MISS. Exit status 1 if a cross-check fails.
+issue 12's targets for the AR+suspend rows (EASY >= 100,000 jobs/s, conservative >= 20,000 jobs/s;
+set for DAS2, printed for ``--random`` too) with PASS/MISS. Exit status 1 if a cross-check fails.
+benchmarks/run_all.py runs the same measurement as its section (e).
 """
 from __future__ import annotations
 
@@ -80,6 +81,61 @@ def timed(fn, reps: int) -> tuple[float, object]:
     return statistics.median(times), out
 
 
+def measure(submit, runtime, estimate, size, processors: int, reps: int, previous: bool = True,
+            out=print) -> list[dict]:
+    """Time the kernel, the event core plain and with AR+suspend, and (``previous``) the
+    previous event loop on the AR+suspend input, for FCFS, EASY and conservative; one dict per
+    policy (jobs/s medians, ``same``: the cross-checks held). ``out`` gets the table's lines."""
+    n = len(submit)
+    priority = (np.arange(n) % 10 == 0).astype(np.int64)
+    span = submit[-1]
+    suspend = preemption_mode({"name": "suspend", "params": {"overhead": 60.0}})
+    out(f"{'policy':<13}{'kernel':>12}{'events':>12}{'AR+suspend':>12}{'previous':>12}{'core faster':>12}"
+        f"{'target':>12}  (jobs/s)")
+    rows = []
+    for policy in ("fcfs", "easy", "conservative"):
+        entry = LOCAL_SCHEDULERS.get(policy)
+        params = entry.params() if entry.params is not BackfillParams else BackfillParams()
+        entry.implementation(submit[:50], runtime[:50], estimate[:50], size[:50], processors, params)  # compile
+        ClusterSim(processors, policy, submit[:50], runtime[:50], estimate[:50], size[:50]).run()
+        t_k, kernel = timed(lambda: entry.implementation(submit, runtime, estimate, size, processors, params), reps)
+        t_e, sim = timed(lambda: ClusterSim(processors, policy, submit, runtime, estimate, size).run(), reps)
+        row = {"policy": policy, "jobs": n, "kernel": n / t_k, "events": n / t_e,
+               "same": bool(np.array_equal(np.asarray(sim.first_start), kernel.start, equal_nan=True))}
+        if not row["same"]:
+            out(f"{policy}: the event core's start times differ from the kernel's")
+
+        def general(module):
+            """The AR+suspend run by ``module`` (the event core's or the previous loop's)."""
+            ars = [module.AdvanceReservation(i, processors // 4, span * (i + 0.5) / 10,
+                                             span * (i + 0.5) / 10 + 3600.0, request_time=span * i / 10)
+                   for i in range(10)]
+            return module.ClusterSim(processors, policy, submit, runtime, estimate, size, priority=priority,
+                                     reservations=ars, mode=suspend).run()
+
+        t_g, got = timed(lambda: general(event_core), reps)
+        row["ar_suspend"] = n / t_g
+        line = f"{policy:<13}{n / t_k:>12,.0f}{n / t_e:>12,.0f}{n / t_g:>12,.0f}"
+        if previous:
+            t_p, want = timed(lambda: general(reference_cluster), 1 if policy == "conservative" else reps)
+            same = (np.array_equal(got.first_start, np.array(want.first_start), equal_nan=True)
+                    and np.array_equal(got.end, np.array(want.end), equal_nan=True) and got.pieces == want.pieces)
+            if not same:
+                out(f"{policy}: the event core's schedule differs from the previous event loop's")
+            row["same"] = row["same"] and same
+            row["previous"] = n / t_p
+            line += f"{n / t_p:>12,.0f}{t_p / t_g:>11,.1f}x"
+        else:
+            line += f"{'':>12}{'':>12}"
+        target = TARGETS.get(policy)
+        if target:
+            row["target"] = target
+            line += f"{f'>= {target:,}':>12}  {'PASS' if n / t_g >= target else 'MISS'}"
+        out(line)
+        rows.append(row)
+    return rows
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--jobs", type=int, default=None, help="the first N jobs (default: the whole trace)")
@@ -93,52 +149,10 @@ def main() -> int:
     else:
         processors = PROCESSORS
         submit, runtime, estimate, size = workload(args.jobs or 10**9)
-    n = len(submit)
-    priority = (np.arange(n) % 10 == 0).astype(np.int64)
-    span = submit[-1]
-    suspend = preemption_mode({"name": "suspend", "params": {"overhead": 60.0}})
     source = "random workload" if args.random else "DAS2-fs1"
-    print(f"{source}, {n} jobs, {processors} processors, offered load 0.85, median of {args.reps}")
-    print(f"{'policy':<13}{'kernel':>12}{'events':>12}{'AR+suspend':>12}{'previous':>12}{'core faster':>12}"
-          f"{'target':>10}  (jobs/s)")
-    failed = False
-    for policy in ("fcfs", "easy", "conservative"):
-        entry = LOCAL_SCHEDULERS.get(policy)
-        params = entry.params() if entry.params is not BackfillParams else BackfillParams()
-        entry.implementation(submit[:50], runtime[:50], estimate[:50], size[:50], processors, params)  # compile
-        ClusterSim(processors, policy, submit[:50], runtime[:50], estimate[:50], size[:50]).run()
-        t_k, kernel = timed(lambda: entry.implementation(submit, runtime, estimate, size, processors, params), args.reps)
-        t_e, sim = timed(lambda: ClusterSim(processors, policy, submit, runtime, estimate, size).run(), args.reps)
-        if not np.array_equal(np.asarray(sim.first_start), kernel.start, equal_nan=True):
-            print(f"{policy}: the event core's start times differ from the kernel's", file=sys.stderr)
-            return 1
-
-        def general(module):
-            """The AR+suspend run by ``module`` (the event core's or the previous loop's)."""
-            ars = [module.AdvanceReservation(i, processors // 4, span * (i + 0.5) / 10,
-                                          span * (i + 0.5) / 10 + 3600.0, request_time=span * i / 10)
-                   for i in range(10)]
-            return module.ClusterSim(processors, policy, submit, runtime, estimate, size, priority=priority,
-                                  reservations=ars, mode=suspend).run()
-
-        t_g, got = timed(lambda: general(event_core), args.reps)
-        row = f"{policy:<13}{n / t_k:>12,.0f}{n / t_e:>12,.0f}{n / t_g:>12,.0f}"
-        if args.no_previous:
-            row += f"{'':>12}{'':>12}"
-        else:
-            t_p, want = timed(lambda: general(reference_cluster), 1 if policy == "conservative" else args.reps)
-            same = (np.array_equal(got.first_start, np.array(want.first_start), equal_nan=True)
-                    and np.array_equal(got.end, np.array(want.end), equal_nan=True) and got.pieces == want.pieces)
-            if not same:
-                print(f"{policy}: the event core's schedule differs from the previous event loop's", file=sys.stderr)
-                failed = True
-            row += f"{n / t_p:>12,.0f}{t_p / t_g:>11,.1f}x"
-        target = TARGETS.get(policy)
-        if target and not args.random:
-            row += f"{f'>= {target:,}':>12}  {'PASS' if n / t_g >= target else 'MISS'}"
-        print(row)
-    return 1 if failed else 0
-
+    print(f"{source}, {len(submit)} jobs, {processors} processors, offered load 0.85, median of {args.reps}")
+    rows = measure(submit, runtime, estimate, size, processors, args.reps, previous=not args.no_previous)
+    return 0 if all(r["same"] for r in rows) else 1
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -47,6 +47,7 @@ RESULTS = ROOT / "benchmarks" / "results" / "latest.json"
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+import local_events  # noqa: E402
 import peers  # noqa: E402
 import simengine  # noqa: E402
 from simengine.registry import LOCAL_SCHEDULERS  # noqa: E402
@@ -446,6 +447,26 @@ def bench_d(cfg: dict, rep: Report) -> None:
             jobs=jobs)
 
 
+# ---- (e) the event core (reservations and preemption) ----------------------------------------
+
+def bench_e(cfg: dict, rep: Report) -> None:
+    log("(e) DAS2-fs1 at offered load 0.85, ten reservations, two priorities, suspend: the event core "
+        "vs the previous event loop")
+    submit, runtime, estimate, size = local_events.workload(10**9)
+    rows = local_events.measure(submit, runtime, estimate, size, local_events.PROCESSORS, cfg["reps"],
+                                out=lambda line: log("  " + line))
+    for r in rows:
+        rep.check(f"e.{r['policy']}.same", f"{r['policy']}: the event core's schedule = the kernel's (plain) and "
+                  "the previous loop's (AR+suspend)", r["same"], f"{r['jobs']} jobs")
+        target = r.get("target")
+        rep.row(f"e.{r['policy']}", f"(e) DAS2-fs1 {r['jobs']} jobs at load 0.85 with reservations and suspend: "
+                f"GridWeb {r['policy']} (event core)", fmt_rate(r["ar_suspend"]),
+                f"previous event loop {fmt_rate(r['previous'])}", r["ar_suspend"] / r["previous"],
+                f">= {target:,.0f} jobs/s" if target else "(information)",
+                r["ar_suspend"] >= target if target else None, gridweb_jobs_per_s=r["ar_suspend"],
+                peer_jobs_per_s=r["previous"], kernel_jobs_per_s=r["kernel"], plain_jobs_per_s=r["events"])
+
+
 # ---- report --------------------------------------------------------------------------------
 
 def machine() -> dict:
@@ -500,7 +521,7 @@ def print_table(report: Report, info: dict) -> None:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="fewer replications and shorter peer runs (< 2 min)")
-    ap.add_argument("--only", default="abcd", help="run only these sections, e.g. --only ab")
+    ap.add_argument("--only", default="abcde", help="run only these sections, e.g. --only ab")
     ap.add_argument("--reps", type=int,
                     help="repetitions of each measurement (default 3); more on a busy machine")
     args = ap.parse_args(argv)
@@ -511,7 +532,7 @@ def main(argv=None) -> int:
     report = Report()
     load_before = os.getloadavg()
     t0 = time.perf_counter()
-    for key, fn in (("a", bench_a), ("b", bench_b), ("c", bench_c), ("d", bench_d)):
+    for key, fn in (("a", bench_a), ("b", bench_b), ("c", bench_c), ("d", bench_d), ("e", bench_e)):
         if key in args.only:
             fn(cfg, report)
     info = {"date": dt.datetime.now().astimezone().isoformat(timespec="seconds"),
