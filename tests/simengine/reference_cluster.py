@@ -2,37 +2,8 @@
 event core (simengine/local/core.py) replaced it, kept as the tests' oracle: the core must give
 exactly its schedules (tests/simengine/test_local_core.py). Not used by the engine.
 
-One cluster, event by event: FCFS, EASY or conservative backfilling with advance
-reservations, priorities and preemption, tracking which processors every job holds
-(docs/reservations.md).
-
-Without reservations, priorities or preemption the start times are exactly those of the
-compiled kernels (simengine.schedulers), which tests/simengine/test_local_events.py checks;
-the same instants, the same tie rules:
-
-- each loop takes the next event time t and handles, in order: job completions and
-  reservation ends (conservative: the unused rest of the plan is given back), overrun
-  extensions (conservative), reservation requests (admission), relaxed reservations
-  sliding earlier (if processors came free), reservation windows starting (overrunning
-  jobs preempted), arrivals, then one scheduling pass;
-- a job with run time 0 completes at its start and frees its processors at the next
-  pass at that same instant (FCFS, EASY); in conservative it holds no processor.
-
-Scheduling passes (queue order: higher priority first, suspended before queued at equal
-priority, then submit order):
-
-- FCFS starts queue heads while they fit now: enough free processors, and -- by their
-  estimate -- no overlap with an accepted reservation window;
-- EASY does the same, then gives the blocked head a reservation at its earliest fit on the
-  profile of running jobs (until their planned end) and reservations (its shadow time),
-  and backfills later jobs that fit on that profile now;
-- conservative gives every queued job the earliest reservation that fits on the profile
-  of running jobs, reservations and earlier queued jobs; compression, overrun repair and
-  reservations re-planned around an accepted (or slid) advance reservation.
-
-Preemption: when the top waiting job cannot start now, running jobs of strictly lower
-priority are preempted (lowest priority, then newest start first; the fewest so the top
-job starts now; nobody if even all would not do), with the cluster's mode.
+The rules it follows are those of simengine/local/cluster.py's docstring and of
+docs/reservations.md ("Same-time events").
 """
 from __future__ import annotations
 
