@@ -114,7 +114,7 @@ def open_page(browser, site, run: int):
 
 def test_a_long_run_draws_while_it_simulates_in_simulated_time_order(full_stack_site, browser):
     site = full_stack_site
-    run = create(site, spec(200_000, name="ten seconds of replication 0"))  # (150,000 took 9.8-11 s)
+    run = create(site, spec(700_000, name="ten seconds of replication 0"))  # (200,000 took 5.1 s, compiled core)
     context, page = open_page(browser, site, run)
     try:
         site.python_json(DISPATCH.format(run=run))
@@ -160,9 +160,10 @@ def test_a_long_run_draws_while_it_simulates_in_simulated_time_order(full_stack_
 def test_late_and_reconnecting_pages_end_with_the_segments_of_one_that_watched_from_the_start(
         full_stack_site, browser):
     site = full_stack_site
-    # Fewer rows than a page holds (100,000), so every page keeps every streamed row; a few
-    # replications after replication 0 keep the run going after its Gantt is out.
-    run = create(site, spec(20_000, replications=4, name="joined late"))
+    # Fewer rows than a page holds (100,000), so every page keeps every streamed row; replications
+    # after replication 0 keep the run going after its Gantt is out (about 0.3 s each since the
+    # event path is compiled: 30 of them).
+    run = create(site, spec(20_000, replications=30, name="joined late"))
     early_context, early = open_page(browser, site, run)
     contexts = [early_context]
     try:
@@ -197,7 +198,7 @@ def test_late_and_reconnecting_pages_end_with_the_segments_of_one_that_watched_f
 
 def test_a_run_cancelled_midway_keeps_the_gantt_of_what_it_simulated(full_stack_site, browser):
     site = full_stack_site
-    run = create(site, spec(70_000, name="cancelled midway"))
+    run = create(site, spec(1_000_000, name="cancelled midway"))  # about 25 s: cancelled long before its end
     site.python_json("import json\nfrom django.contrib.auth import get_user_model\nfrom gridweb.runs.models import Run\n"
                      f"Run.objects.filter(pk={run}).update(owner=get_user_model().objects.get(username='live-watcher'))\n"
                      "print(json.dumps(True))\n")
