@@ -188,12 +188,33 @@ class ClusterSim:
     def pieces(self) -> list[tuple]:
         """The closed pieces so far, in the order they closed (a reservation's own job: when its
         window opened)."""
-        for k in range(len(self._pieces), self._npc):
-            o = int(self._pc_owner[k])
-            owner = ("j", o) if o >= 0 else ("r", self.ars[-1 - o].index)
-            self._pieces.append((owner, float(self._pc_t0[k]), float(self._pc_t1[k]), int(self._pc_kind[k]),
-                                 self._procs_at(int(self._pc_off[k]), int(self._pc_len[k]))))
+        k = slice(len(self._pieces), self._npc)
+        self._pieces += self._tuples(self._pc_owner[k], self._pc_t0[k], self._pc_t1[k], self._pc_kind[k],
+                                     self._pc_off[k], self._pc_len[k])
         return self._pieces
+
+    def _tuples(self, owner, t0, t1, kind, off, length) -> list[tuple]:
+        """Pieces as (owner, t0, t1, kind, processor ids) tuples, owner ("j", job) or ("r", index)."""
+        return [(("j", o) if o >= 0 else ("r", self.ars[-1 - o].index), a, b, k, self._procs_at(f, m))
+                for o, a, b, k, f, m in zip(owner.tolist(), t0.tolist(), t1.tolist(), kind.tolist(), off.tolist(),
+                                             length.tolist())]
+
+    def _open(self) -> tuple[np.ndarray, ...]:
+        """What is in progress now, as the core's piece columns (owner, t0, t1, kind, offset in the
+        processor pool, count): running jobs and suspended jobs' gaps in the order they started or
+        by job (t1 unknown: NaN), then open reservation windows (until their end)."""
+        a = self._a
+        run = np.array(self.running, np.int64)
+        sus = np.array(self.suspended, np.int64)
+        act = np.array([k for k, r in enumerate(self.ars) if r.status == AR_ACTIVE], np.int64)
+        return (np.concatenate([run, sus, -1 - act]),
+                np.concatenate([a["run_start"][run], a["susp_at"][sus], a["ar_start"][act]]),
+                np.concatenate([np.full(len(run) + len(sus), NAN), a["ar_end"][act]]),
+                np.concatenate([np.full(len(run), core.KIND_RUN, np.int64),
+                                np.full(len(sus), core.KIND_SUSPENDED, np.int64),
+                                np.full(len(act), core.KIND_RESERVATION, np.int64)]),
+                np.concatenate([a["off"][run], a["off"][sus], a["ar_off"][act]]),
+                np.concatenate([a["size"][run], a["size"][sus], a["ar_p"][act]]))
 
     @property
     def queue(self) -> list[int]:
@@ -214,20 +235,9 @@ class ClusterSim:
     def completed(self) -> np.ndarray:
         return self._a["comp"][:self._ncomp]
 
-    @property
-    def procs(self) -> "_Procs":
-        """procs[j]: the processors job j holds (or last held, or keeps as a checkpoint)."""
-        return _Procs(self)
-
     def open_pieces(self) -> list[tuple]:
-        """What is in progress now: running jobs and suspended jobs' gaps (t1 unknown: NaN),
-        open reservation windows (until their end)."""
-        procs = self.procs
-        pieces = [(("j", j), float(self.run_start[j]), NAN, core.KIND_RUN, procs[j]) for j in self.running]
-        pieces += [(("j", j), float(self.susp_at[j]), NAN, core.KIND_SUSPENDED, procs[j]) for j in self.suspended]
-        pieces += [(("r", r.index), r.start, r.end, core.KIND_RESERVATION, r.procs) for r in self.ars
-                   if r.status == AR_ACTIVE]
-        return pieces
+        """What is in progress now, as :attr:`pieces` lists pieces (t1 NaN: still running or suspended)."""
+        return self._tuples(*self._open())
 
     def piece_table(self, start: int = 0, closed: bool = True, still_open: bool = False) -> dict[str, np.ndarray]:
         """Pieces as arrays, in the order of :attr:`pieces` (from piece ``start`` on, when
@@ -235,41 +245,26 @@ class ClusterSim:
         reservation), ``reservation`` (its index, -1 for a job), ``t0``, ``t1`` (NaN: open),
         ``kind``, ``count`` (processors), and per block of consecutive processor ids ``block_piece``
         (the piece's row), ``block_first``, ``block_count``. Built with numpy, no Python per piece."""
-        owner, t0, t1, kind, off, length = [], [], [], [], [], []
+        columns = []
         if closed:
             k = slice(start, self._npc)
-            owner.append(self._pc_owner[k])
-            t0.append(self._pc_t0[k])
-            t1.append(self._pc_t1[k])
-            kind.append(self._pc_kind[k])
-            off.append(self._pc_off[k])
-            length.append(self._pc_len[k])
+            columns.append((self._pc_owner[k], self._pc_t0[k], self._pc_t1[k], self._pc_kind[k], self._pc_off[k],
+                            self._pc_len[k]))
         if still_open:
-            a = self._a
-            run = np.array(self.running, np.int64)
-            sus = np.array(self.suspended, np.int64)
-            act = np.array([k for k, r in enumerate(self.ars) if r.status == AR_ACTIVE], np.int64)
-            owner += [run, sus, -1 - act]
-            t0 += [a["run_start"][run], a["susp_at"][sus], a["ar_start"][act]]
-            t1 += [np.full(len(run) + len(sus), NAN), a["ar_end"][act]]
-            kind += [np.full(len(run), core.KIND_RUN), np.full(len(sus), core.KIND_SUSPENDED),
-                     np.full(len(act), core.KIND_RESERVATION)]
-            off += [a["off"][run], a["off"][sus], a["ar_off"][act]]
-            length += [a["size"][run], a["size"][sus], a["ar_p"][act]]
+            columns.append(self._open())
+        owner, t0, t1, kind, off, length = (list(c) for c in zip(*columns)) if columns else ([],) * 6
         cat = lambda parts, dtype: np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype)  # noqa: E731
         owner, off, length = cat(owner, np.int64), cat(off, np.int64), cat(length, np.int64)
         index = np.array([r.index for r in self.ars] + [-1], np.int64)
         out = {"job": np.where(owner >= 0, owner, -1),
                "reservation": np.where(owner < 0, index[np.where(owner < 0, -1 - owner, -1)], -1),
                "t0": cat(t0, np.float64), "t1": cat(t1, np.float64), "kind": cat(kind, np.int64), "count": length}
-        # every piece's processor ids, in order, then the runs of consecutive ids within a piece
+        # every piece's processor ids (the core hands them out in ascending order), then the runs
+        # of consecutive ids within a piece
         m, total = len(owner), int(length.sum())
         piece = np.repeat(np.arange(m), length)
         begin = np.cumsum(length) - length
         procs = self._pool[np.arange(total) - np.repeat(begin, length) + np.repeat(off, length)]
-        if np.any((procs[1:] <= procs[:-1]) & (piece[1:] == piece[:-1])):  # the core hands out ids in order
-            order = np.lexsort((procs, piece))
-            piece, procs = piece[order], procs[order]
         new = np.ones(total, np.bool_)
         new[1:] = (procs[1:] != procs[:-1] + 1) | (piece[1:] != piece[:-1])
         first = np.flatnonzero(new)
@@ -293,14 +288,3 @@ class ClusterSim:
             on_step(self._arrived / self.n if self.n else 1.0, float(self._report_t))
         self._read()
         return self
-
-
-class _Procs:
-    """A simulator's per-job processor lists, read on demand."""
-
-    def __init__(self, sim: ClusterSim):
-        self.sim = sim
-
-    def __getitem__(self, j: int) -> tuple:
-        off = int(self.sim._a["off"][j])
-        return () if off < 0 else self.sim._procs_at(off, int(self.sim._a["size"][j]))
