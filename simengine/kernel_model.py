@@ -21,12 +21,12 @@ from simengine.kernel_feed import feed_live, feed_placed_live
 from simengine.registry import LOCAL_SCHEDULERS, SITE_ALLOCATION
 from simengine.results import (empty_job_rows, finish_rows, kth_smallest_end, measured_rows, time_series,
                                user_metrics)
-from simengine.scenario import Scenario, TraceStream
+from simengine.scenario import Scenario
 from simengine.site_allocation import choose
 from simengine.streaming import LiveGantt
 from simengine.workload import JobTable
-from simengine.workload_build import (build_workload, drawn_until, early_stop_note, endless_streams, load_trace_stream,
-                                      prepare_jobs, replication_rngs, stop_horizon, streams_cover, until_enough)
+from simengine.workload_build import (build_workload, drawn_until, early_stop_note, endless_streams, prepare_jobs,
+                                      read_traces, replication_rngs, stop_horizon, streams_cover, until_enough)
 
 
 @dataclass
@@ -301,9 +301,7 @@ def any_scenario(scenario: Scenario) -> bool:
 def prepare(scenario: Scenario) -> None:
     """Traces are read (and kernels compiled) before the clock starts: engine_seconds is the
     simulation's own time."""
-    for i, stream in enumerate(scenario.workload.streams):
-        if isinstance(stream, TraceStream):
-            load_trace_stream(stream, scenario, i)
+    read_traces(scenario)
     warm_up_kernels(c.scheduler.name for c in scenario.platform.clusters)
 
 

@@ -71,6 +71,14 @@ def load_trace_stream(stream: TraceStream, scenario: Scenario, index: int,
     return jobs, notes
 
 
+def read_traces(scenario: Scenario) -> None:
+    """Read every trace stream of the scenario into the cache (a model's ``prepare``: before the
+    engine clock starts, so engine_seconds is the simulation's own time)."""
+    for i, stream in enumerate(scenario.workload.streams):
+        if isinstance(stream, TraceStream):
+            load_trace_stream(stream, scenario, i)
+
+
 def stream_capacity(stream, scenario: Scenario) -> float:
     clusters = scenario.platform.clusters
     if stream.target == GRID_TARGET:

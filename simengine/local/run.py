@@ -32,10 +32,10 @@ from simengine.kernel_feed import StopTime
 import simengine.results as results
 from simengine.results import (JOB_DTYPES, QUEUE_COLUMNS, order_job_rows, segment_series,
                                warm_up_by_completions)
-from simengine.scenario import Scenario, TraceStream
+from simengine.scenario import Scenario
 from simengine.streaming import LiveGantt, concat_rows, empty_rows, live_rows, run_in_slices, take_rows
 from simengine.workload import STATUS_COMPLETED, STATUS_KILLED, STATUS_REJECTED, STATUS_UNFINISHED
-from simengine.workload_build import (drawn_until, early_stop_note, endless_streams, load_trace_stream, prepare_jobs,
+from simengine.workload_build import (drawn_until, early_stop_note, endless_streams, prepare_jobs, read_traces,
                                       stop_horizon, streams_cover, until_enough)
 
 #: name of the job stream the reservations' rows belong to (its index: number of workload streams)
@@ -351,9 +351,7 @@ def replicate(scenario: Scenario, r: int, with_segments: bool, on_step=None, liv
 def prepare(scenario: Scenario) -> None:
     """Traces are read and the event core loaded from numba's cache (compiled, the first time)
     before the clock starts: engine_seconds is the simulation's own time."""
-    for i, stream in enumerate(scenario.workload.streams):
-        if isinstance(stream, TraceStream):
-            load_trace_stream(stream, scenario, i)
+    read_traces(scenario)
     ClusterSim(1, "conservative", [0.0], [1.0], [1.0], [1]).run()
 
 
