@@ -146,7 +146,8 @@ def buffers(s):
 
 
 @njit(cache=True)
-def _grow_f(a, k):
+def _grown(a, k):
+    """A copy of a with room for at least k entries (twice its size when that is more)."""
     b = np.empty(max(2 * a.shape[0], k), a.dtype)
     b[:a.shape[0]] = a
     return b
@@ -155,11 +156,11 @@ def _grow_f(a, k):
 @njit(cache=True)
 def _push(s, t, kind, ident, gen):
     if s.nev == s.ev_t.shape[0]:
-        s.ev_t = _grow_f(s.ev_t, 16)
-        s.ev_seq = _grow_f(s.ev_seq, 16)
-        s.ev_kind = _grow_f(s.ev_kind, 16)
-        s.ev_id = _grow_f(s.ev_id, 16)
-        s.ev_gen = _grow_f(s.ev_gen, 16)
+        s.ev_t = _grown(s.ev_t, 16)
+        s.ev_seq = _grown(s.ev_seq, 16)
+        s.ev_kind = _grown(s.ev_kind, 16)
+        s.ev_id = _grown(s.ev_id, 16)
+        s.ev_gen = _grown(s.ev_gen, 16)
     seq = s.seq
     s.seq += 1
     i = s.nev
@@ -211,12 +212,12 @@ def _pop(s):
 @njit(cache=True)
 def _piece(s, owner, t0, t1, kind, off, length):
     if s.npc == s.pc_t0.shape[0]:
-        s.pc_owner = _grow_f(s.pc_owner, 16)
-        s.pc_t0 = _grow_f(s.pc_t0, 16)
-        s.pc_t1 = _grow_f(s.pc_t1, 16)
-        s.pc_kind = _grow_f(s.pc_kind, 16)
-        s.pc_off = _grow_f(s.pc_off, 16)
-        s.pc_len = _grow_f(s.pc_len, 16)
+        s.pc_owner = _grown(s.pc_owner, 16)
+        s.pc_t0 = _grown(s.pc_t0, 16)
+        s.pc_t1 = _grown(s.pc_t1, 16)
+        s.pc_kind = _grown(s.pc_kind, 16)
+        s.pc_off = _grown(s.pc_off, 16)
+        s.pc_len = _grown(s.pc_len, 16)
     k = s.npc
     s.pc_owner[k] = owner
     s.pc_t0[k] = t0
@@ -231,7 +232,7 @@ def _piece(s, owner, t0, t1, kind, off, length):
 def _pool_room(s, k):
     """The offset of k new entries of the processor pool."""
     if s.npool + k > s.pool.shape[0]:
-        s.pool = _grow_f(s.pool, s.npool + k)
+        s.pool = _grown(s.pool, s.npool + k)
     off = s.npool
     s.npool += k
     return off
@@ -999,8 +1000,8 @@ def advance(s, until, report_every, fresh):
                 freed = True
             else:
                 if nov == overruns.shape[0]:
-                    overruns = _grow_f(overruns, 16)
-                    ov_gen = _grow_f(ov_gen, 16)
+                    overruns = _grown(overruns, 16)
+                    ov_gen = _grown(ov_gen, 16)
                 overruns[nov] = ident
                 ov_gen[nov] = gen
                 nov += 1
