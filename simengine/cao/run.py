@@ -35,9 +35,9 @@ import math
 
 import numpy as np
 
-from simengine.cao.engine import DONE, LONG, MEDIUM, RUNNING, SUSPENDED, Simulation
+from simengine.cao.engine import DONE, LONG, MEDIUM, RUNNING, SUSPENDED
 from simengine.cao.scheduler import RARS_HEFT, SCOJO_PECT, cao_params
-from simengine.cao.simulate import blocks, simulate, workflows_from_split
+from simengine.cao.simulate import CaoSim, blocks, simulate, warm_up, workflows_from_split
 from simengine.cao.workflows import COMM_RANGE, split_workflows
 from simengine.gantt import KIND_RESERVATION, KIND_RUN, KIND_SUSPENDED, ordered_segments
 from simengine.driver import Model, Replication
@@ -48,7 +48,8 @@ from simengine.scenario import Scenario
 from simengine.streaming import (LIVE_COLUMNS, LiveGantt, empty_rows, live_rows,
                                   run_in_slices)
 from simengine.workload import STATUS_COMPLETED, STATUS_KILLED, STATUS_REJECTED, STATUS_UNFINISHED, JobTable
-from simengine.workload_build import drawn_until, endless_streams, prepare_jobs, streams_cover, until_enough
+from simengine.workload_build import (drawn_until, endless_streams, prepare_jobs, read_traces, streams_cover,
+                                     until_enough)
 from simengine.kernel_feed import StopTime
 
 __all__ = ["is_cao", "MODEL", "replication_input", "CaoReplication"]
@@ -113,82 +114,93 @@ def _simulate(scenario: Scenario, replication: int, counts: list[int] | None, on
         scenario, replication, counts)
     drive = None
     if live is not None:
-        def drive(sim: Simulation) -> None:
+        def drive(sim: CaoSim) -> None:
             _feed_live(scenario, sim, live, jobs, local, wf_rows)
     res = simulate(table, workflows, params, on_step=None if live is not None else on_step, drive=drive)
     return CaoReplication(jobs, cluster, runtime, killed, local, wf_rows, workflows, res, notes)
 
 
-def _feed_live(scenario: Scenario, sim: Simulation, live: LiveGantt, jobs, local: np.ndarray,
+def _feed_live(scenario: Scenario, sim: CaoSim, live: LiveGantt, jobs, local: np.ndarray,
                wf_rows: np.ndarray) -> None:
     """Advance the simulation slice by slice (streaming.run_in_slices) and stream, as finish()
     will name them, the run pieces that closed, the suspended gaps between them and each started
     task's reservation frame [EST, LFT] once it is over (a task that starts after its LFT names
-    its frame late); in progress: running pieces, current suspensions and frames still ahead. A job is named by its workload row's job id and stream, a
-    task by its workflow's, with the task index as component."""
+    its frame late); in progress: running pieces, current suspensions and frames still ahead. A
+    job is named by its workload row's job id and stream, a task by its workflow's, with the task
+    index as component."""
     live.restart()
     run = scenario.run
     horizon = run.stop.horizon if run.stop.horizon is not None else math.inf
     # a retry with more jobs draws the workflows again: nothing streams before the last attempt's end
     settled = -math.inf if run.stop.completions and endless_streams(scenario) else drawn_until(scenario, jobs)
-    nl = len(local)
-    origin = [int(local[k]) if k < nl else int(wf_rows[j.wf]) for k, j in enumerate(sim.jobs)]
+    nl, N = len(local), len(sim)
+    origin = np.concatenate([np.asarray(local, np.int64)[:nl], np.asarray(wf_rows, np.int64)[sim.wf[nl:]]])
     job_id, stream = jobs.job_id, jobs.stream
-    order = sorted(range(len(sim.jobs)), key=lambda k: sim.jobs[k].submit)
+    submit = sim.submit.tolist()
+    order = sorted(range(N), key=lambda k: submit[k])
     submitted = 0
-    pending: list[int] = []  # submitted jobs not yet reported whole
-    pieces_sent = [0] * len(sim.jobs)
-    frame_sent = [False] * len(sim.jobs)
-    counted = [False] * len(sim.jobs)
+    pending: list[int] = []  # submitted jobs not reported whole
+    pieces: list[list[tuple[float, float]]] = [[] for _ in range(N)]  # each job's pieces so far
+    pieces_read = 0  # of the simulation's pieces (they are appended as they close)
+    pieces_sent = [0] * N
+    frame_sent = [False] * N
+    counted = [False] * N
     held: list[tuple] = []  # closed rows not reported yet (they end at or after the frontier)
     stop = StopTime(run.stop.completions, horizon)
     last_end = [-math.inf]
-    begin = min((j.submit for j in sim.jobs), default=0.0)
-    end = max((j.submit for j in sim.jobs), default=0.0)
+    begin = min(submit, default=0.0)
+    end = max(submit, default=0.0)
     live.expect(begin, min(end, horizon))
 
-    def rows_of(k: int, j, a: float, b: float, kind: int, out: list) -> None:
+    def rows_of(k: int, a: float, b: float, kind: int, out: list) -> None:
         if b - a <= 0:  # finish() draws no zero-length segment
             return
         g = origin[k]
-        for first, count in blocks(j.procs):
-            out.append((j.cluster, first, count, a, b, kind, max(j.task, 0), int(job_id[g]), int(stream[g])))
+        for first, count in blocks(sim.procs(k).tolist()):
+            out.append((int(sim.cluster[k]), first, count, a, b, kind, max(int(sim.task[k]), 0), int(job_id[g]),
+                        int(stream[g])))
 
     def report(T: float) -> bool:
-        nonlocal submitted, pending
-        while submitted < len(order) and sim.jobs[order[submitted]].submit < T:
+        nonlocal submitted, pending, pieces_read
+        while submitted < N and submit[order[submitted]] < T:
             pending.append(order[submitted])
             submitted += 1
+        for k, a, b in zip(sim.piece_job[pieces_read:].tolist(), sim.piece_t0[pieces_read:].tolist(),
+                           sim.piece_t1[pieces_read:].tolist()):
+            pieces[k].append((a, b))
+        pieces_read = len(sim.piece_job)
+        state, run_t0, done_at = sim.job_state, sim.run_t0, sim.end
         ends, opened, still = [], [], []
         for k in pending:
-            j = sim.jobs[k]
-            if j.procs is None:
+            if sim.poff[k] < 0:  # not started
                 still.append(k)
                 continue
             # a suspended gap is as finish() draws it, between two recorded pieces: sent when the
             # second is recorded (until then it shows among the rows in progress)
-            for i in range(pieces_sent[k], len(j.pieces)):
-                a, b = j.pieces[i]
+            ps = pieces[k]
+            for i in range(pieces_sent[k], len(ps)):
+                a, b = ps[i]
                 if i:
-                    rows_of(k, j, j.pieces[i - 1][1], a, KIND_SUSPENDED, held)
-                rows_of(k, j, a, b, KIND_RUN, held)
-            pieces_sent[k] = len(j.pieces)
-            if j.wf >= 0 and not frame_sent[k]:
-                if j.lft < T:
-                    rows_of(k, j, j.est_frame, j.lft, KIND_RESERVATION, held)
+                    rows_of(k, ps[i - 1][1], a, KIND_SUSPENDED, held)
+                rows_of(k, a, b, KIND_RUN, held)
+            pieces_sent[k] = len(ps)
+            is_task = sim.wf[k] >= 0
+            if is_task and not frame_sent[k]:
+                if sim.lft[k] < T:
+                    rows_of(k, float(sim.est_frame[k]), float(sim.lft[k]), KIND_RESERVATION, held)
                     frame_sent[k] = True
                 else:
-                    rows_of(k, j, j.est_frame, j.lft, KIND_RESERVATION, opened)
-            if j.state == DONE and not counted[k]:
+                    rows_of(k, float(sim.est_frame[k]), float(sim.lft[k]), KIND_RESERVATION, opened)
+            if state[k] == DONE and not counted[k]:
                 counted[k] = True
-                ends.append(j.end)
-            elif j.state == RUNNING:
-                if j.pieces and j.run_t0 > j.pieces[-1][1]:
-                    rows_of(k, j, j.pieces[-1][1], j.run_t0, KIND_SUSPENDED, opened)
-                rows_of(k, j, j.run_t0, math.inf, KIND_RUN, opened)
-            elif j.state == SUSPENDED and j.pieces:
-                rows_of(k, j, j.pieces[-1][1], math.inf, KIND_SUSPENDED, opened)
-            if not (j.state == DONE and (j.wf < 0 or frame_sent[k])):
+                ends.append(float(done_at[k]))
+            elif state[k] == RUNNING:
+                if ps and run_t0[k] > ps[-1][1]:
+                    rows_of(k, ps[-1][1], float(run_t0[k]), KIND_SUSPENDED, opened)
+                rows_of(k, float(run_t0[k]), math.inf, KIND_RUN, opened)
+            elif state[k] == SUSPENDED and ps:
+                rows_of(k, ps[-1][1], math.inf, KIND_SUSPENDED, opened)
+            if not (state[k] == DONE and (not is_task or frame_sent[k])):
                 still.append(k)
         pending = still
         stop.add_ends(np.array(ends, np.float64), T)
@@ -371,5 +383,12 @@ def replicate(scenario: Scenario, r: int, with_segments: bool, on_step=None, liv
     return Replication(metrics, cols, segments, series, rep.notes)
 
 
-#: Cao's system: the clusters' scojo-pect scheduler with RARS-HEFT workflows (Python event loop)
-MODEL = Model("cao", is_cao, replicate)
+def prepare(scenario: Scenario) -> None:
+    """Traces are read and the compiled loop loaded (compiled, the first time) before the
+    clock starts: engine_seconds is the simulation's own time."""
+    read_traces(scenario)
+    warm_up()
+
+
+#: Cao's system: the clusters' scojo-pect scheduler with RARS-HEFT workflows (compiled loop, simengine/cao/core.py)
+MODEL = Model("cao", is_cao, replicate, prepare=prepare)

@@ -1,4 +1,8 @@
-"""Run Cao's system on a local workload and workflows; collect per-job rows, metrics and Gantt segments."""
+"""Run Cao's system on a local workload and workflows; collect per-job rows, metrics and Gantt segments.
+
+:class:`CaoSim` builds the compiled simulation (simengine/cao/core.py) from a JobTable and
+workflows, runs it (whole, or slice by slice for the live Gantt) and collects a :class:`CaoResult`.
+"""
 from __future__ import annotations
 
 import math
@@ -7,11 +11,12 @@ from typing import Callable
 
 import numpy as np
 
-from simengine.cao.engine import (EV_ARRIVE, EV_GRID, LONG, MEDIUM, CaoParams, Job, Simulation, Workflow)
+from simengine.cao import core
+from simengine.cao.engine import LONG, MEDIUM, STEP_EVENTS, CaoParams, Workflow, heft_ranks
 from simengine.gantt import KIND_RESERVATION, KIND_RUN, KIND_SUSPENDED, SEGMENT_COLUMNS
 from simengine.workload import JobTable
 
-__all__ = ["CaoResult", "simulate", "workflows_from_split", "LOCAL", "TASK"]
+__all__ = ["CaoResult", "CaoSim", "simulate", "workflows_from_split", "LOCAL", "TASK"]
 
 LOCAL, TASK = 0, 1
 
@@ -107,9 +112,180 @@ def _clusters_for(jobs: JobTable, p: CaoParams) -> np.ndarray:
     return cl
 
 
+class CaoSim:
+    """The compiled simulation of Cao's system for given local jobs and workflows.
+
+    Job rows are the local jobs (in the JobTable's order), then each workflow's tasks; the
+    arrays the engine changes (``state``, ``start``, ``end``, ``run_t0``, ``cluster``, ...) are
+    numpy arrays shared with the compiled state, current after every :meth:`run`.
+    """
+
+    def __init__(self, jobs: JobTable, workflows: list[Workflow], p: CaoParams):
+        self.params = p
+        P = p.processors
+        nl = len(jobs)
+        cl = _clusters_for(jobs, p) if nl else np.zeros(0, np.int64)
+        size = np.asarray(jobs.processors, dtype=np.int64)
+        runtime = np.asarray(jobs.runtime, dtype=np.float64)
+        bad_size = (size < 1) | (size > P)
+        bad = np.flatnonzero(bad_size | ~(runtime >= 0))
+        if len(bad):  # the first bad job, its first bad field
+            k = int(bad[0])
+            if bad_size[k]:
+                raise ValueError(f"jobs.processors[{k}]: {int(size[k])} is not in 1..{P}")
+            raise ValueError(f"jobs.runtime[{k}]: must not be negative")
+        est = np.maximum(np.asarray(jobs.estimate, dtype=np.float64), runtime)  # estimates below the run: raised
+        cols = {"job_id": [np.asarray(jobs.job_id, np.int64)], "n": [size], "runtime": [runtime], "est": [est],
+                "submit": [np.asarray(jobs.submit, np.float64)], "cluster": [cl], "wf": [np.full(nl, -1, np.int64)],
+                "task": [np.full(nl, -1, np.int64)]}
+        preds: list[list[tuple[int, float]]] = [[] for _ in range(nl)]
+        succs: list[list[int]] = [[] for _ in range(nl)]
+        wf_first, wf_ntask, wf_submit, wf_order, wf_id = [], [], [], [], []
+        base = nl
+        for w, wf in enumerate(workflows):
+            ests = wf.estimate or wf.runtime
+            k = len(wf.processors)
+            tn, trt, test = [], [], []
+            for i, (n, rt, e) in enumerate(zip(wf.processors, wf.runtime, ests)):
+                n = int(n)
+                if not 1 <= n <= P:
+                    raise ValueError(f"workflows[{w}].processors[{i}]: {n} is not in 1..{P}")
+                tn.append(n)
+                trt.append(float(rt))
+                test.append(max(float(e), float(rt)))
+            tp: list[list[tuple[int, float]]] = [[] for _ in range(k)]
+            ts: list[list[int]] = [[] for _ in range(k)]
+            for a, b, comm in wf.edges:
+                if not (0 <= a < k and 0 <= b < k) or a == b:
+                    raise ValueError(f"workflows[{w}].edges: ({a}, {b}) does not join two tasks")
+                tp[b].append((base + a, float(comm)))
+                ts[a].append(base + b)
+            preds += tp
+            succs += ts
+            rank = heft_ranks(test, [(a, b, float(comm)) for a, b, comm in wf.edges])
+            wf_order += [base + i for i in sorted(range(k), key=lambda i: (-rank[i], i))]
+            wf_first.append(base)
+            wf_ntask.append(k)
+            wf_submit.append(float(wf.submit))
+            wf_id.append(int(wf.job_id))
+            for key, v in (("job_id", np.full(k, int(wf.job_id), np.int64)), ("n", np.array(tn, np.int64)),
+                           ("runtime", np.array(trt)), ("est", np.array(test)),
+                           ("submit", np.full(k, float(wf.submit))), ("cluster", np.full(k, -1, np.int64)),
+                           ("wf", np.full(k, w, np.int64)), ("task", np.arange(k, dtype=np.int64))):
+                cols[key].append(v)
+            base += k
+        a = {key: np.concatenate(v) for key, v in cols.items()}
+        self.nlocal = nl
+        self.job_id, self.n, self.runtime, self.est = a["job_id"], a["n"], a["runtime"], a["est"]
+        self.submit, self.wf, self.task = a["submit"], a["wf"], a["task"]
+        self.cls = np.where(self.est < p.short_limit, 0, np.where(self.est < p.medium_limit, MEDIUM, LONG))
+        pred_ptr = np.cumsum([0] + [len(x) for x in preds])
+        succ_ptr = np.cumsum([0] + [len(x) for x in succs])
+        pred_j = np.array([q for x in preds for q, _ in x], np.int64)
+        pred_comm = np.array([c for x in preds for _, c in x], np.float64)
+        succ_j = np.array([q for x in succs for q in x], np.int64)
+        self.workflow_submit = np.array(wf_submit, np.float64)
+        self.workflow_id = np.array(wf_id, np.int64)
+        self.workflow_first = np.array(wf_first, np.int64)
+        self.workflow_tasks = np.array(wf_ntask, np.int64)
+        self.state = core.new_state(p, self.cls, self.n, self.runtime, self.est, self.submit, a["cluster"],
+                                    self.wf, (pred_ptr, pred_j, pred_comm), (succ_ptr, succ_j),
+                                    self.workflow_first, self.workflow_tasks, self.workflow_submit,
+                                    np.array(wf_order, np.int64), nl)
+        self.done = len(self.n) == 0
+        self._read()
+
+    def __len__(self) -> int:
+        return len(self.n)
+
+    def _read(self) -> None:
+        (self.piece_job, self.piece_t0, self.piece_t1, self.pool, self.poff, self.job_state, self.start,
+         self.end, self.run_t0, self.cluster, self.layer, self.ready, self.preemptions, self.foreign, self.st,
+         self.est_frame, self.lft, self.promised, self.short_slices, self.events, self.unfinished, self.now,
+         report_t) = core.outputs(self.state)
+        self.report_t = float(report_t)
+
+    def run(self, until: float = math.inf, on_step: Callable[[float, float], None] | None = None) -> bool:
+        """Handle the events in order until none is left (True) or the next is at or after
+        ``until`` (False; call again to go on). ``on_step(fraction of the jobs finished,
+        simulated time)`` is called every STEP_EVENTS events."""
+        if self.done:
+            return True
+        every = STEP_EVENTS if on_step is not None else 0
+        total = len(self.n)
+        while True:
+            status = core.advance(self.state, float(until), every)
+            if status != core.REPORT_DUE:
+                break
+            self._read()
+            on_step(1.0 - self.unfinished / total, self.report_t)
+        self._read()
+        self.done = status == core.FINISHED
+        return self.done
+
+    def procs(self, j: int) -> np.ndarray | None:
+        """The processors job row j runs on (None before it starts)."""
+        off = int(self.poff[j])
+        return None if off < 0 else self.pool[off:off + int(self.n[j])]
+
+    def result(self) -> "CaoResult":
+        p = self.params
+        N = len(self.n)
+        kind = np.where(self.wf >= 0, TASK, LOCAL).astype(np.int8)
+        rows = {
+            "job_id": self.job_id.copy(), "kind": kind, "workflow": self.wf.copy(), "task": self.task.copy(),
+            "cls": self.cls.astype(np.int8), "cluster": self.cluster.copy(), "processors": self.n.copy(),
+            "submit": self.ready.copy(), "start": self.start.copy(), "end": self.end.copy(),
+            "runtime": self.runtime.copy(), "estimate": self.est.copy(), "preemptions": self.preemptions.copy(),
+            "foreign": self.foreign.copy(), "est": self.est_frame.copy(), "st": self.st.copy(),
+            "lft": self.lft.copy(),
+        }
+        rows["rr"] = (rows["end"] - rows["submit"]) / np.maximum(rows["runtime"], 1.0)
+        W = len(self.workflow_first)
+        first_start, last_end = np.empty(W), np.empty(W)
+        start, end = self.start.tolist(), self.end.tolist()
+        for w in range(W):  # Python's min/max over the tasks (as the reference took them)
+            a = int(self.workflow_first[w])
+            first_start[w] = min(start[a:a + int(self.workflow_tasks[w])])
+            last_end[w] = max(end[a:a + int(self.workflow_tasks[w])])
+        wf = {"job_id": self.workflow_id.copy(),
+              "submit": self.workflow_submit.copy(), "first_start": first_start, "last_end": last_end}
+        wf["makespan"] = wf["last_end"] - wf["first_start"]
+        submits = self.submit if N else np.zeros(1)
+        w0, w1 = float(submits.min()), float(submits.max())
+        end_all = float(np.nanmax(rows["end"])) if N else 0.0
+        order = np.argsort(self.piece_job, kind="stable")
+        busy, busy_all = core.busy_time(self.piece_job, self.piece_t0, self.piece_t1, order, self.cluster, self.n,
+                                        p.clusters, w0, w1)
+        cap = p.processors
+        util = busy / (cap * (w1 - w0)) if w1 > w0 else np.full(p.clusters, math.nan)
+        util_all = busy_all / (cap * (end_all - w0)) if end_all > w0 else np.full(p.clusters, math.nan)
+        counts = np.bincount(self.piece_job, minlength=N) if N else np.zeros(0, np.int64)
+        t0, t1 = self.piece_t0[order].tolist(), self.piece_t1[order].tolist()
+        pieces, k = [], 0
+        for c in counts.tolist():
+            pieces.append(list(zip(t0[k:k + c], t1[k:k + c])))
+            k += c
+        pool = self.pool.tolist()
+        procs = [None if o < 0 else pool[o:o + m] for o, m in zip(self.poff.tolist(), self.n.tolist())]
+        res = CaoResult(p, rows, wf, util, util_all, (w0, w1), pieces, procs, self.short_slices.tolist(),
+                        int(self.events))
+        res.metrics = metrics(res)
+        return res
+
+
+def warm_up() -> None:
+    """Load the compiled loop from numba's cache (compile it, about 45 s, the first time) with a
+    tiny run: one local job and a two-task workflow."""
+    one = JobTable(np.array([1]), np.array([0.0]), np.array([700.0]), np.array([700.0]), np.array([1]),
+                   np.array([-1]), np.zeros(1))
+    simulate(one, [Workflow(0.0, [1, 1], [700.0, 700.0], [(0, 1, 10.0)], job_id=2)],
+             CaoParams(clusters=1, processors=2))
+
+
 def simulate(jobs: JobTable, workflows: list[Workflow] | None = None, params: CaoParams | None = None,
              on_step: Callable[[float, float], None] | None = None,
-             drive: Callable[[Simulation], None] | None = None) -> CaoResult:
+             drive: Callable[[CaoSim], None] | None = None) -> CaoResult:
     """Simulate Cao's system.
 
     Parameters
@@ -124,107 +300,20 @@ def simulate(jobs: JobTable, workflows: list[Workflow] | None = None, params: Ca
     on_step : callable, optional
         Called every few thousand events with (fraction of the jobs finished, simulated time).
     drive : callable, optional
-        Runs the built simulation to its end instead of ``Simulation.run()`` (the live Gantt
+        Runs the built simulation to its end instead of ``CaoSim.run()`` (the live Gantt
         advances it slice by slice, simengine.cao.run).
 
     Returns
     -------
     CaoResult
     """
-    p = params or CaoParams()
-    workflows = workflows or []
-    sim = Simulation(p)
-    sim.on_step = on_step
-    P = p.processors
-    cl = _clusters_for(jobs, p) if len(jobs) else np.zeros(0, np.int64)
-    for k in range(len(jobs)):
-        n = int(jobs.processors[k])
-        if not 1 <= n <= P:
-            raise ValueError(f"jobs.processors[{k}]: {n} is not in 1..{P}")
-        rt = float(jobs.runtime[k])
-        if not rt >= 0:
-            raise ValueError(f"jobs.runtime[{k}]: must not be negative")
-        est = max(float(jobs.estimate[k]), rt)
-        j = Job(len(sim.jobs), int(jobs.job_id[k]), p.job_class(est), n, rt, est, float(jobs.submit[k]), int(cl[k]))
-        sim.jobs.append(j)
-        sim.push(j.submit, EV_ARRIVE, j.cluster, j)
-    for w, wf in enumerate(workflows):
-        ests = wf.estimate or wf.runtime
-        tasks = []
-        for i, (n, rt, est) in enumerate(zip(wf.processors, wf.runtime, ests)):
-            n = int(n)
-            if not 1 <= n <= P:
-                raise ValueError(f"workflows[{w}].processors[{i}]: {n} is not in 1..{P}")
-            est = max(float(est), float(rt))
-            j = Job(len(sim.jobs), int(wf.job_id), p.job_class(est), n, float(rt), est, float(wf.submit), -1)
-            j.wf, j.task = w, i
-            j.preds, j.succs = [], []
-            tasks.append(j)
-            sim.jobs.append(j)
-        for a, b, comm in wf.edges:
-            if not (0 <= a < len(tasks) and 0 <= b < len(tasks)) or a == b:
-                raise ValueError(f"workflows[{w}].edges: ({a}, {b}) does not join two tasks")
-            tasks[b].preds.append((tasks[a], float(comm)))
-            tasks[a].succs.append(tasks[b])
-        sim.workflows.append({"tasks": tasks, "submit": float(wf.submit), "job_id": int(wf.job_id)})
-        sim.push(float(wf.submit), EV_GRID, w, None)
-    sim.unfinished = len(sim.jobs)
-    if sim.jobs:
+    sim = CaoSim(jobs, workflows or [], params or CaoParams())
+    if len(sim):
         if drive is not None:
             drive(sim)
         else:
-            sim.run()
-    return _collect(sim, p)
-
-
-def _collect(sim: Simulation, p: CaoParams) -> CaoResult:
-    J = sim.jobs
-    n = len(J)
-    f = lambda attr: np.array([getattr(j, attr) for j in J], dtype=np.float64)  # noqa: E731
-    rows = {
-        "job_id": np.array([j.job_id for j in J], dtype=np.int64),
-        "kind": np.array([TASK if j.wf >= 0 else LOCAL for j in J], dtype=np.int8),
-        "workflow": np.array([j.wf for j in J], dtype=np.int64),
-        "task": np.array([j.task for j in J], dtype=np.int64),
-        "cls": np.array([j.cls for j in J], dtype=np.int8),
-        "cluster": np.array([j.cluster for j in J], dtype=np.int64),
-        "processors": np.array([j.n for j in J], dtype=np.int64),
-        "submit": f("ready"),
-        "start": f("start"),
-        "end": f("end"),
-        "runtime": f("runtime"),
-        "estimate": f("est"),
-        "preemptions": np.array([j.preemptions for j in J], dtype=np.int64),
-        "foreign": np.array([j.foreign for j in J], dtype=bool),
-        "est": f("est_frame"),
-        "st": f("st"),
-        "lft": f("lft"),
-    }
-    rows["rr"] = (rows["end"] - rows["submit"]) / np.maximum(rows["runtime"], 1.0)
-    W = sim.workflows
-    wf = {"job_id": np.array([w["job_id"] for w in W], dtype=np.int64),
-          "submit": np.array([w["submit"] for w in W], dtype=np.float64),
-          "first_start": np.array([min(t.start for t in w["tasks"]) for w in W], dtype=np.float64),
-          "last_end": np.array([max(t.end for t in w["tasks"]) for w in W], dtype=np.float64)}
-    wf["makespan"] = wf["last_end"] - wf["first_start"]
-    submits = np.array([j.submit for j in J]) if n else np.zeros(1)
-    w0, w1 = float(submits.min()), float(submits.max())
-    end_all = float(np.nanmax(rows["end"])) if n else 0.0
-    busy = np.zeros(p.clusters)
-    busy_all = np.zeros(p.clusters)
-    for j in J:
-        for a, b in j.pieces:
-            busy_all[j.cluster] += j.n * (b - a)
-            lo, hi = max(a, w0), min(b, w1)
-            if hi > lo:
-                busy[j.cluster] += j.n * (hi - lo)
-    cap = p.processors
-    util = busy / (cap * (w1 - w0)) if w1 > w0 else np.full(p.clusters, math.nan)
-    util_all = busy_all / (cap * (end_all - w0)) if end_all > w0 else np.full(p.clusters, math.nan)
-    res = CaoResult(p, rows, wf, util, util_all, (w0, w1), [list(j.pieces) for j in J], [j.procs for j in J],
-                    [c.short_slices for c in sim.clusters], sim.evseq)
-    res.metrics = metrics(res)
-    return res
+            sim.run(on_step=on_step)
+    return sim.result()
 
 
 def metrics(r: CaoResult) -> dict:

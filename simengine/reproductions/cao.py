@@ -35,7 +35,7 @@ from simengine.cao.simulate import workflows_from_split
 from simengine.cao.workflows import split_workflows
 from simengine.lublin import cao_cluster_workloads
 from simengine.workload import JobTable
-from simengine.cao.simulate import simulate
+from simengine.cao.simulate import simulate, warm_up
 from simengine.lublin import CAO_TABLE3, combined_offered_load, workload_statistics
 from simengine.gantt import KIND_NAMES, SEGMENT_COLUMNS
 
@@ -114,6 +114,7 @@ def measure(size: dict, workers: int, log: Callable[[str], None],
             progress: Progress = no_progress) -> tuple[dict, float]:
     cfgs = configurations(size)
     res, busy = {}, 0.0
+    warm_up()  # compiled once here, not by every worker at once
     if workers > 1:
         with ProcessPoolExecutor(max_workers=workers) as pool:
             for cfg, m, dt in pool.map(run_config, cfgs):
