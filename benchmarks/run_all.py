@@ -16,6 +16,10 @@ of each is compared. The table is also written to ``benchmarks/results/latest.js
     Like for like: GridWeb keeping every job row vs peers keeping a record per job, and
     GridWeb with run.keep_jobs: first vs a SimPy model that only sums response times.
 (d) LCG-2005-1 (188,041 jobs) replay with EASY: peak RSS of the CLI process.
+(e) DAS2-fs1 at load 0.85 with reservations, priorities and suspend: the event core vs the
+    previous (plain-Python) event loop (benchmarks/local_events.py).
+(f) Cao's system: the compiled loop vs the previous one on the reproduction's runs, and the
+    whole reproduction's wall time (benchmarks/cao_events.py; --quick skips the reproduction).
 
 See docs/performance.md.
 """
@@ -47,6 +51,7 @@ RESULTS = ROOT / "benchmarks" / "results" / "latest.json"
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+import cao_events  # noqa: E402
 import local_events  # noqa: E402
 import peers  # noqa: E402
 import simengine  # noqa: E402
@@ -66,9 +71,11 @@ TARGET_D_RSS_GB = 2.0
 PEER_BUDGET_SECONDS = 60.0
 
 FULL = dict(reps=3, conservative_reps=3, zikos_replications=None, simpy_completions=80_000,
-            ciw_completions=80_000, simpy_check_jobs=20_000, ciw_check_jobs=10_000, single_thread=True)
+            ciw_completions=80_000, simpy_check_jobs=20_000, ciw_check_jobs=10_000, single_thread=True,
+            cao_reproduction=True)
 QUICK = dict(reps=3, conservative_reps=1, zikos_replications=10, simpy_completions=20_000,
-             ciw_completions=5_000, simpy_check_jobs=5_000, ciw_check_jobs=3_000, single_thread=False)
+             ciw_completions=5_000, simpy_check_jobs=5_000, ciw_check_jobs=3_000, single_thread=False,
+             cao_reproduction=False)
 
 
 # ---- helpers -------------------------------------------------------------------------------
@@ -467,6 +474,24 @@ def bench_e(cfg: dict, rep: Report) -> None:
                 peer_jobs_per_s=r["previous"], kernel_jobs_per_s=r["kernel"], plain_jobs_per_s=r["events"])
 
 
+# ---- (f) Cao's system -------------------------------------------------------------------------
+
+def bench_f(cfg: dict, rep: Report) -> None:
+    log("(f) Cao's system: the compiled loop vs the previous loop on the reproduction's runs")
+    for r in cao_events.measure_runs(cfg["reps"], out=lambda line: log("  " + line)):
+        what = f"seed {r['seed']}, {r['fraction']:.0%} workflows, propagation {r['propagation']}"
+        rep.check(f"f.{r['seed']}.{r['fraction']}.same", f"Cao {what}: the compiled loop's schedule = the "
+                  "previous loop's", r["same"], f"{r['jobs']} jobs and tasks")
+        rep.row(f"f.{r['seed']}.{r['fraction']}", f"(f) Cao, 4 x 20,000 jobs, {what}: GridWeb (compiled loop)",
+                fmt_s(r["compiled"]), f"previous loop {fmt_s(r['previous'])}", r["previous"] / r["compiled"],
+                "(information)", None, gridweb_seconds=r["compiled"], peer_seconds=r["previous"], jobs=r["jobs"])
+    if cfg["cao_reproduction"]:
+        r = cao_events.measure_reproduction(out=lambda line: log("  " + line))
+        rep.row("f.reproduction", f"(f) python -m simengine reproduce cao: {r['runs']} runs on 2 workers, wall "
+                f"({r['busy']:.0f} s of simulation)", fmt_s(r["wall"]), "—", None,
+                f"< {r['target']:.0f} s", r["wall"] < r["target"], gridweb_seconds=r["wall"])
+
+
 # ---- report --------------------------------------------------------------------------------
 
 def machine() -> dict:
@@ -521,7 +546,7 @@ def print_table(report: Report, info: dict) -> None:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="fewer replications and shorter peer runs (< 2 min)")
-    ap.add_argument("--only", default="abcde", help="run only these sections, e.g. --only ab")
+    ap.add_argument("--only", default="abcdef", help="run only these sections, e.g. --only ab")
     ap.add_argument("--reps", type=int,
                     help="repetitions of each measurement (default 3); more on a busy machine")
     args = ap.parse_args(argv)
@@ -532,7 +557,8 @@ def main(argv=None) -> int:
     report = Report()
     load_before = os.getloadavg()
     t0 = time.perf_counter()
-    for key, fn in (("a", bench_a), ("b", bench_b), ("c", bench_c), ("d", bench_d), ("e", bench_e)):
+    for key, fn in (("a", bench_a), ("b", bench_b), ("c", bench_c), ("d", bench_d), ("e", bench_e),
+                    ("f", bench_f)):
         if key in args.only:
             fn(cfg, report)
     info = {"date": dt.datetime.now().astimezone().isoformat(timespec="seconds"),
