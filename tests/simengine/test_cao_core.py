@@ -45,7 +45,7 @@ def cao_case(draw):
     of 1-6 tasks with random edges (a DAG: edges go from lower to higher task index)."""
     clusters = draw(st.integers(1, 3))
     P = draw(st.integers(4, 24))
-    short_max = draw(st.sampled_from([120.0, 300.0, 600.0]))  # (none: short jobs might never run)
+    short_max = draw(st.sampled_from([120.0, 300.0, 600.0]))
     params = CaoParams(
         clusters=clusters, processors=P, short_slice_max=short_max, overhead=draw(st.sampled_from([0.0, 60.0])),
         cross_slice_backfill=draw(st.booleans()), propagation=draw(st.booleans()),
@@ -54,6 +54,8 @@ def cao_case(draw):
         slpa=draw(st.sampled_from([0.0, 1.0, 3.5])), maf=draw(st.sampled_from([0.0, 4.0])))
     n = draw(st.integers(0, 60))
     times = st.floats(0, 40000, allow_nan=False).map(round)
+    # (no run time of 0: without cross-slice backfilling such short jobs can wait forever, in
+    # both loops -- docs/cao.md, "Known limit")
     runs = st.sampled_from([1.0, 30.0, 599.0, 600.0, 1800.0, 5000.0, 10799.0, 10800.0, 20000.0, 45000.0])
     sub = np.sort(np.array(draw(st.lists(times, min_size=n, max_size=n)), float))
     rt = np.array(draw(st.lists(runs, min_size=n, max_size=n)), float)
