@@ -18,6 +18,7 @@ from simengine.cao.engine import (DONE, EPS, EV_ARRIVE, EV_DONE, EV_GRID, EV_SLI
                                   QUEUED, RUNNING, SHORT, STEP_EVENTS, SUSPENDED, CaoParams, Workflow,
                                   heft_order, preemptions_from_slice_start, relaxed_frame)
 from simengine.cao.simulate import LOCAL, TASK, CaoResult, _clusters_for, metrics
+from simengine.workload import JobTable
 
 
 class Profile:
@@ -750,27 +751,8 @@ class Simulation:
 def simulate(jobs: JobTable, workflows: list[Workflow] | None = None, params: CaoParams | None = None,
              on_step: Callable[[float, float], None] | None = None,
              drive: Callable[[Simulation], None] | None = None) -> CaoResult:
-    """Simulate Cao's system.
-
-    Parameters
-    ----------
-    jobs : JobTable
-        Local jobs; ``cluster`` -1 rows are spread by ``params.distribution``. Estimates below
-        the runtime are raised to the runtime (Cao: runtimes are given by the user).
-    workflows : list of Workflow, optional
-        Workflow grid jobs, each scheduled by RARS-HEFT at its ``submit``.
-    params : CaoParams, optional
-        Defaults are the thesis's.
-    on_step : callable, optional
-        Called every few thousand events with (fraction of the jobs finished, simulated time).
-    drive : callable, optional
-        Runs the built simulation to its end instead of ``Simulation.run()`` (the live Gantt
-        advances it slice by slice, simengine.cao.run).
-
-    Returns
-    -------
-    CaoResult
-    """
+    """Simulate Cao's system: what simengine.cao.simulate.simulate does, with this loop
+    (``drive`` gets the :class:`Simulation`)."""
     p = params or CaoParams()
     workflows = workflows or []
     sim = Simulation(p)
