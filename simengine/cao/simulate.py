@@ -53,38 +53,51 @@ class CaoResult:
     def segments(self, t0: float = -math.inf, t1: float = math.inf) -> dict:
         """Gantt segments (SEGMENT_COLUMNS) overlapping [t0, t1): ``run`` pieces, ``suspended``
         gaps between a job's pieces (on the processors it keeps) and a task's ``reservation``
-        frame [EST, LFT] on the processors it ran on."""
-        out = {c: [] for c in SEGMENT_COLUMNS}
-
-        def emit(cl, procs, a, b, job, comp, kind):
-            if b < t0 or a > t1 or b - a <= 0:
-                return
-            for first, count in blocks(procs):
-                out["cluster"].append(cl)
-                out["first_processor"].append(first)
-                out["processors"].append(count)
-                out["t0"].append(a)
-                out["t1"].append(b)
-                out["job"].append(job)
-                out["component"].append(comp)
-                out["kind"].append(kind)
-
+        frame [EST, LFT] on the processors it ran on. Job by job in row order: the frame, then
+        each piece after the gap before it; each row once per block of consecutive processors."""
         J = self.jobs
-        for r in range(len(J["job_id"])):
-            procs = self.procs[r]
-            if procs is None:
-                continue
-            cl, job = int(J["cluster"][r]), int(J["job_id"][r])
-            comp = int(J["task"][r]) if J["kind"][r] == TASK else 0
-            if J["kind"][r] == TASK:
-                emit(cl, procs, float(J["est"][r]), float(J["lft"][r]), job, comp, KIND_RESERVATION)
-            prev = None
-            for a, b in self.pieces[r]:
-                if prev is not None and a > prev:
-                    emit(cl, procs, prev, a, job, comp, KIND_SUSPENDED)
-                emit(cl, procs, a, b, job, comp, KIND_RUN)
-                prev = b
-        return {c: np.asarray(v, dtype=np.float64 if c in ("t0", "t1") else np.int64) for c, v in out.items()}
+        N = len(J["job_id"])
+        started = np.array([p is not None for p in self.procs], bool) if N else np.zeros(0, bool)
+        # processors: each started job's, sorted, cut into blocks of consecutive ids
+        sizes = np.where(started, J["processors"], 0).astype(np.int64)
+        ids = np.array([q for p in self.procs if p is not None for q in sorted(p)], np.int64)
+        owner = np.repeat(np.arange(N), sizes)
+        new_block = np.ones(len(ids), bool)
+        new_block[1:] = (owner[1:] != owner[:-1]) | (ids[1:] != ids[:-1] + 1)
+        b_first = np.flatnonzero(new_block)
+        b_job = owner[b_first]
+        b_count = np.diff(np.append(b_first, len(ids)))
+        nb = np.bincount(b_job, minlength=N) if N else np.zeros(0, np.int64)
+        b_off = np.concatenate([[0], np.cumsum(nb)[:-1]]) if N else np.zeros(0, np.int64)
+        # rows per job: the frame (order -1), then per piece k its gap (2k) and the piece (2k + 1)
+        counts = np.array([len(x) for x in self.pieces], np.int64)
+        pj = np.repeat(np.arange(N), counts)
+        pa = np.array([a for x in self.pieces for a, _ in x], np.float64)
+        pb = np.array([b for x in self.pieces for _, b in x], np.float64)
+        k = np.arange(len(pj)) - np.repeat(np.concatenate([[0], np.cumsum(counts)[:-1]]) if N else [], counts)
+        gap = np.zeros(len(pj), bool)
+        gap[1:] = (k[1:] > 0) & (pa[1:] > pb[:-1])
+        g = np.flatnonzero(gap)
+        task = np.flatnonzero(started & (J["kind"] == TASK))
+        row_job = np.concatenate([task, pj[g], pj])
+        row_a = np.concatenate([J["est"][task], pb[g - 1], pa])
+        row_b = np.concatenate([J["lft"][task], pa[g], pb])
+        row_kind = np.concatenate([np.full(len(task), KIND_RESERVATION), np.full(len(g), KIND_SUSPENDED),
+                                   np.full(len(pj), KIND_RUN)]).astype(np.int64)
+        row_seq = np.concatenate([np.full(len(task), -1), 2 * k[g], 2 * k + 1])
+        keep = started[row_job] & ~((row_b < t0) | (row_a > t1) | (row_b - row_a <= 0))
+        order = np.lexsort((row_seq[keep], row_job[keep]))
+        row_job, row_a, row_b, row_kind = (x[keep][order] for x in (row_job, row_a, row_b, row_kind))
+        # each row once per block of its job
+        reps = nb[row_job]
+        r = np.repeat(np.arange(len(row_job)), reps)
+        blk = np.repeat(b_off[row_job], reps) + (np.arange(len(r)) - np.repeat(np.cumsum(reps) - reps, reps))
+        job = row_job[r]
+        comp = np.where(J["kind"] == TASK, J["task"], 0)
+        out = {"cluster": J["cluster"][job], "first_processor": ids[b_first[blk]] if len(blk) else np.zeros(0),
+               "processors": b_count[blk], "t0": row_a[r], "t1": row_b[r], "job": J["job_id"][job],
+               "component": comp[job], "kind": row_kind[r]}
+        return {c: np.asarray(out[c], dtype=np.float64 if c in ("t0", "t1") else np.int64) for c in SEGMENT_COLUMNS}
 
 
 def blocks(procs: list[int]) -> list[tuple[int, int]]:

@@ -17,7 +17,8 @@ import numpy as np
 from simengine.cao.engine import (DONE, EPS, EV_ARRIVE, EV_DONE, EV_GRID, EV_SLICE, EV_WAKE, LONG, MEDIUM,  # noqa: F401
                                   QUEUED, RUNNING, SHORT, STEP_EVENTS, SUSPENDED, CaoParams, Workflow,
                                   heft_order, preemptions_from_slice_start, relaxed_frame)
-from simengine.cao.simulate import LOCAL, TASK, CaoResult, _clusters_for, metrics
+from simengine.cao.simulate import LOCAL, TASK, CaoResult, _clusters_for, blocks, metrics
+from simengine.gantt import KIND_RESERVATION, KIND_RUN, KIND_SUSPENDED, SEGMENT_COLUMNS
 from simengine.workload import JobTable
 
 
@@ -847,3 +848,39 @@ def _collect(sim: Simulation, p: CaoParams) -> CaoResult:
                     [c.short_slices for c in sim.clusters], sim.evseq)
     res.metrics = metrics(res)
     return res
+
+
+def segments(result, t0: float = -math.inf, t1: float = math.inf) -> dict:
+    """CaoResult.segments as it was written, job by job in Python (the check of the
+    vectorised one)."""
+    out = {c: [] for c in SEGMENT_COLUMNS}
+
+    def emit(cl, procs, a, b, job, comp, kind):
+        if b < t0 or a > t1 or b - a <= 0:
+            return
+        for first, count in blocks(procs):
+            out["cluster"].append(cl)
+            out["first_processor"].append(first)
+            out["processors"].append(count)
+            out["t0"].append(a)
+            out["t1"].append(b)
+            out["job"].append(job)
+            out["component"].append(comp)
+            out["kind"].append(kind)
+
+    J = result.jobs
+    for r in range(len(J["job_id"])):
+        procs = result.procs[r]
+        if procs is None:
+            continue
+        cl, job = int(J["cluster"][r]), int(J["job_id"][r])
+        comp = int(J["task"][r]) if J["kind"][r] == TASK else 0
+        if J["kind"][r] == TASK:
+            emit(cl, procs, float(J["est"][r]), float(J["lft"][r]), job, comp, KIND_RESERVATION)
+        prev = None
+        for a, b in result.pieces[r]:
+            if prev is not None and a > prev:
+                emit(cl, procs, prev, a, job, comp, KIND_SUSPENDED)
+            emit(cl, procs, a, b, job, comp, KIND_RUN)
+            prev = b
+    return {c: np.asarray(v, dtype=np.float64 if c in ("t0", "t1") else np.int64) for c, v in out.items()}

@@ -34,6 +34,11 @@ def assert_same(new, ref):
     assert new.events == ref.events
     np.testing.assert_array_equal(new.utilisation, ref.utilisation)
     np.testing.assert_array_equal(new.utilisation_all, ref.utilisation_all)
+    # the Gantt segments (vectorised) as the reference's loop drew them, whole and in a window
+    for window in ((-math.inf, math.inf), (5000.0, 20000.0)):
+        got, want = new.segments(*window), reference_cao.segments(ref, *window)
+        for c in want:
+            np.testing.assert_array_equal(got[c], want[c], err_msg=f"segments.{c} {window}")
     assert new.metrics.keys() == ref.metrics.keys()
     for k in ref.metrics:
         assert new.metrics[k] == ref.metrics[k] or (math.isnan(new.metrics[k]) and math.isnan(ref.metrics[k])), k
