@@ -6,6 +6,7 @@ workflows, runs it (whole, or slice by slice for the live Gantt) and collects a 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -35,7 +36,9 @@ class CaoResult:
         reservation frame; NaN for local jobs), ``rr`` (relative response time).
     workflows : dict of numpy arrays: ``job_id``, ``submit``, ``first_start``, ``last_end``, ``makespan``.
     utilisation : per-cluster busy fraction over the arrival window [first submit, last submit].
-    pieces : per job row, its run pieces ``(t0, t1)``; ``procs``: its processors; ``layer``.
+    pieces : per job row, its run pieces ``[(t0, t1), ...]``; ``procs``: its processors (None
+        if it never started). Sequences (:class:`PiecesByJob`, :class:`ProcsByJob`) that read
+        the engine's arrays on demand.
     """
 
     params: CaoParams
@@ -44,8 +47,8 @@ class CaoResult:
     utilisation: np.ndarray
     utilisation_all: np.ndarray
     window: tuple[float, float]
-    pieces: list
-    procs: list
+    pieces: Sequence
+    procs: Sequence
     short_slices: list
     events: int = 0
     metrics: dict = field(default_factory=dict)
@@ -57,10 +60,9 @@ class CaoResult:
         each piece after the gap before it; each row once per block of consecutive processors."""
         J = self.jobs
         N = len(J["job_id"])
-        started = np.array([p is not None for p in self.procs], bool) if N else np.zeros(0, bool)
+        started, ids, counts, pa, pb = self._arrays()
         # processors: each started job's, sorted, cut into blocks of consecutive ids
         sizes = np.where(started, J["processors"], 0).astype(np.int64)
-        ids = np.array([q for p in self.procs if p is not None for q in sorted(p)], np.int64)
         owner = np.repeat(np.arange(N), sizes)
         new_block = np.ones(len(ids), bool)
         new_block[1:] = (owner[1:] != owner[:-1]) | (ids[1:] != ids[:-1] + 1)
@@ -70,10 +72,7 @@ class CaoResult:
         nb = np.bincount(b_job, minlength=N) if N else np.zeros(0, np.int64)
         b_off = np.concatenate([[0], np.cumsum(nb)[:-1]]) if N else np.zeros(0, np.int64)
         # rows per job: the frame (order -1), then per piece k its gap (2k) and the piece (2k + 1)
-        counts = np.array([len(x) for x in self.pieces], np.int64)
         pj = np.repeat(np.arange(N), counts)
-        pa = np.array([a for x in self.pieces for a, _ in x], np.float64)
-        pb = np.array([b for x in self.pieces for _, b in x], np.float64)
         k = np.arange(len(pj)) - np.repeat(np.concatenate([[0], np.cumsum(counts)[:-1]]) if N else [], counts)
         gap = np.zeros(len(pj), bool)
         gap[1:] = (k[1:] > 0) & (pa[1:] > pb[:-1])
@@ -98,6 +97,68 @@ class CaoResult:
                "processors": b_count[blk], "t0": row_a[r], "t1": row_b[r], "job": J["job_id"][job],
                "component": comp[job], "kind": row_kind[r]}
         return {c: np.asarray(out[c], dtype=np.float64 if c in ("t0", "t1") else np.int64) for c in SEGMENT_COLUMNS}
+
+
+    def _arrays(self):
+        """(started per job row, every started job's processors sorted and in row order, pieces
+        per job row, the pieces' starts and ends in row order)."""
+        if isinstance(self.pieces, PiecesByJob) and isinstance(self.procs, ProcsByJob):
+            return self.procs.started_ids() + (self.pieces.counts, self.pieces.t0, self.pieces.t1)
+        started = np.array([p is not None for p in self.procs], bool)
+        ids = np.array([q for p in self.procs if p is not None for q in sorted(p)], np.int64)
+        counts = np.array([len(x) for x in self.pieces], np.int64)
+        pa = np.array([a for x in self.pieces for a, _ in x], np.float64)
+        pb = np.array([b for x in self.pieces for _, b in x], np.float64)
+        return started, ids, counts, pa, pb
+
+
+class PiecesByJob(Sequence):
+    """Each job row's run pieces ``[(t0, t1), ...]`` in time order, read from the engine's
+    arrays when asked (a list per job for 80,000 jobs would cost more than the simulation)."""
+
+    def __init__(self, counts: np.ndarray, t0: np.ndarray, t1: np.ndarray):
+        self.counts, self.t0, self.t1 = counts, t0, t1
+        self.first = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64) if len(counts) else counts
+
+    def __len__(self) -> int:
+        return len(self.counts)
+
+    def __getitem__(self, r):
+        if isinstance(r, slice):
+            return [self[i] for i in range(*r.indices(len(self)))]
+        a, c = int(self.first[r]), int(self.counts[r])
+        return list(zip(self.t0[a:a + c].tolist(), self.t1[a:a + c].tolist()))
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Sequence) and len(self) == len(other) and list(self) == list(other)
+
+
+class ProcsByJob(Sequence):
+    """Each job row's processors (ascending; None before it starts), read from the engine's pool."""
+
+    def __init__(self, pool: np.ndarray, off: np.ndarray, n: np.ndarray):
+        self.pool, self.off, self.n = pool, off, n
+
+    def __len__(self) -> int:
+        return len(self.off)
+
+    def __getitem__(self, r):
+        if isinstance(r, slice):
+            return [self[i] for i in range(*r.indices(len(self)))]
+        o = int(self.off[r])
+        return None if o < 0 else self.pool[o:o + int(self.n[r])].tolist()
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Sequence) and len(self) == len(other) and list(self) == list(other)
+
+    def started_ids(self) -> tuple[np.ndarray, np.ndarray]:
+        """(started per row, the started rows' processors in row order: each job takes the
+        lowest free ones in ascending order, so they are sorted already)."""
+        started = self.off >= 0
+        n = np.where(started, self.n, 0)
+        base = np.repeat(self.off, n)
+        within = np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
+        return started, self.pool[base + within]
 
 
 def blocks(procs: list[int]) -> list[tuple[int, int]]:
@@ -149,10 +210,11 @@ class CaoSim:
             raise ValueError(f"jobs.runtime[{k}]: must not be negative")
         est = np.maximum(np.asarray(jobs.estimate, dtype=np.float64), runtime)  # estimates below the run: raised
         cols = {"job_id": [np.asarray(jobs.job_id, np.int64)], "n": [size], "runtime": [runtime], "est": [est],
-                "submit": [np.asarray(jobs.submit, np.float64)], "cluster": [cl], "wf": [np.full(nl, -1, np.int64)],
-                "task": [np.full(nl, -1, np.int64)]}
-        preds: list[list[tuple[int, float]]] = [[] for _ in range(nl)]
-        succs: list[list[int]] = [[] for _ in range(nl)]
+                "submit": [np.asarray(jobs.submit, np.float64)], "cluster": [np.asarray(cl, np.int64)],
+                "wf": [np.full(nl, -1, np.int64)], "task": [np.full(nl, -1, np.int64)]}
+        tasks: dict[str, list] = {key: [] for key in cols}  # the workflows' tasks' columns
+        preds: list[list[tuple[int, float]]] = []  # of each task (local jobs have none)
+        succs: list[list[int]] = []
         wf_first, wf_ntask, wf_submit, wf_order, wf_id = [], [], [], [], []
         base = nl
         for w, wf in enumerate(workflows):
@@ -181,19 +243,18 @@ class CaoSim:
             wf_ntask.append(k)
             wf_submit.append(float(wf.submit))
             wf_id.append(int(wf.job_id))
-            for key, v in (("job_id", np.full(k, int(wf.job_id), np.int64)), ("n", np.array(tn, np.int64)),
-                           ("runtime", np.array(trt)), ("est", np.array(test)),
-                           ("submit", np.full(k, float(wf.submit))), ("cluster", np.full(k, -1, np.int64)),
-                           ("wf", np.full(k, w, np.int64)), ("task", np.arange(k, dtype=np.int64))):
-                cols[key].append(v)
+            for key, v in (("job_id", [int(wf.job_id)] * k), ("n", tn), ("runtime", trt), ("est", test),
+                           ("submit", [float(wf.submit)] * k), ("cluster", [-1] * k), ("wf", [w] * k),
+                           ("task", list(range(k)))):
+                tasks[key] += v
             base += k
-        a = {key: np.concatenate(v) for key, v in cols.items()}
+        a = {key: np.concatenate([v[0], np.array(tasks[key], v[0].dtype)]) for key, v in cols.items()}
         self.nlocal = nl
         self.job_id, self.n, self.runtime, self.est = a["job_id"], a["n"], a["runtime"], a["est"]
         self.submit, self.wf, self.task = a["submit"], a["wf"], a["task"]
         self.cls = np.where(self.est < p.short_limit, 0, np.where(self.est < p.medium_limit, MEDIUM, LONG))
-        pred_ptr = np.cumsum([0] + [len(x) for x in preds])
-        succ_ptr = np.cumsum([0] + [len(x) for x in succs])
+        pred_ptr = np.concatenate([np.zeros(nl, np.int64), np.cumsum([0] + [len(x) for x in preds])])
+        succ_ptr = np.concatenate([np.zeros(nl, np.int64), np.cumsum([0] + [len(x) for x in succs])])
         pred_j = np.array([q for x in preds for q, _ in x], np.int64)
         pred_comm = np.array([c for x in preds for _, c in x], np.float64)
         succ_j = np.array([q for x in succs for q in x], np.int64)
@@ -273,14 +334,9 @@ class CaoSim:
         cap = p.processors
         util = busy / (cap * (w1 - w0)) if w1 > w0 else np.full(p.clusters, math.nan)
         util_all = busy_all / (cap * (end_all - w0)) if end_all > w0 else np.full(p.clusters, math.nan)
-        counts = np.bincount(self.piece_job, minlength=N) if N else np.zeros(0, np.int64)
-        t0, t1 = self.piece_t0[order].tolist(), self.piece_t1[order].tolist()
-        pieces, k = [], 0
-        for c in counts.tolist():
-            pieces.append(list(zip(t0[k:k + c], t1[k:k + c])))
-            k += c
-        pool = self.pool.tolist()
-        procs = [None if o < 0 else pool[o:o + m] for o, m in zip(self.poff.tolist(), self.n.tolist())]
+        counts = np.bincount(self.piece_job, minlength=N).astype(np.int64) if N else np.zeros(0, np.int64)
+        pieces = PiecesByJob(counts, self.piece_t0[order], self.piece_t1[order])
+        procs = ProcsByJob(self.pool.copy(), self.poff.copy(), self.n.copy())
         res = CaoResult(p, rows, wf, util, util_all, (w0, w1), pieces, procs, self.short_slices.tolist(),
                         int(self.events))
         res.metrics = metrics(res)
