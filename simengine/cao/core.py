@@ -257,6 +257,18 @@ def _bisect_right(t, n, x):
 
 
 @njit(cache=True)
+def _grow_plans(s, cols):
+    """Room for ``cols`` breakpoints in every layer's plan."""
+    m = s.pt.shape[1]
+    pt = np.empty((s.pt.shape[0], cols))
+    pf = np.empty((s.pt.shape[0], cols), np.int64)
+    pt[:, :m] = s.pt
+    pf[:, :m] = s.pf
+    s.pt = pt
+    s.pf = pf
+
+
+@njit(cache=True)
 def _split(s, L, x):
     """The breakpoint index at ``x`` (one within EPS is reused), inserted when missing."""
     t = s.pt[L]
@@ -269,12 +281,7 @@ def _split(s, L, x):
     if t[i - 1] >= x - EPS:
         return i - 1
     if n == s.pt.shape[1]:
-        pt = np.empty((s.pt.shape[0], 2 * n))
-        pf = np.empty((s.pt.shape[0], 2 * n), np.int64)
-        pt[:, :n] = s.pt
-        pf[:, :n] = s.pf
-        s.pt = pt
-        s.pf = pf
+        _grow_plans(s, 2 * n)
         t = s.pt[L]
     f = s.pf[L]
     for k in range(n, i, -1):
@@ -377,12 +384,7 @@ def _set_plan(s, L, origin, a, b, k, m):
             ds[w + 1] = k[i]
             w += 2
     if w + 1 > s.pt.shape[1]:
-        pt = np.empty((s.pt.shape[0], 2 * (w + 1)))
-        pf = np.empty((s.pt.shape[0], 2 * (w + 1)), np.int64)
-        pt[:, :s.pt.shape[1]] = s.pt
-        pf[:, :s.pt.shape[1]] = s.pf
-        s.pt = pt
-        s.pf = pf
+        _grow_plans(s, 2 * (w + 1))
     t, f = s.pt[L], s.pf[L]
     t[0] = origin
     f[0] = P

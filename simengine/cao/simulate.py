@@ -38,7 +38,7 @@ class CaoResult:
     utilisation : per-cluster busy fraction over the arrival window [first submit, last submit].
     pieces : per job row, its run pieces ``[(t0, t1), ...]``; ``procs``: its processors (None
         if it never started). Sequences (:class:`PiecesByJob`, :class:`ProcsByJob`) that read
-        the engine's arrays on demand.
+        the engine's arrays on demand; :meth:`segments` reads those arrays directly.
     """
 
     params: CaoParams
@@ -60,7 +60,8 @@ class CaoResult:
         each piece after the gap before it; each row once per block of consecutive processors."""
         J = self.jobs
         N = len(J["job_id"])
-        started, ids, counts, pa, pb = self._arrays()
+        started, ids = self.procs.started_ids()  # (the engine's sequences, not lists)
+        counts, pa, pb = self.pieces.counts, self.pieces.t0, self.pieces.t1
         # processors: each started job's, sorted, cut into blocks of consecutive ids
         sizes = np.where(started, J["processors"], 0).astype(np.int64)
         owner = np.repeat(np.arange(N), sizes)
@@ -99,22 +100,24 @@ class CaoResult:
         return {c: np.asarray(out[c], dtype=np.float64 if c in ("t0", "t1") else np.int64) for c in SEGMENT_COLUMNS}
 
 
-    def _arrays(self):
-        """(started per job row, every started job's processors sorted and in row order, pieces
-        per job row, the pieces' starts and ends in row order)."""
-        if isinstance(self.pieces, PiecesByJob) and isinstance(self.procs, ProcsByJob):
-            return self.procs.started_ids() + (self.pieces.counts, self.pieces.t0, self.pieces.t1)
-        started = np.array([p is not None for p in self.procs], bool)
-        ids = np.array([q for p in self.procs if p is not None for q in sorted(p)], np.int64)
-        counts = np.array([len(x) for x in self.pieces], np.int64)
-        pa = np.array([a for x in self.pieces for a, _ in x], np.float64)
-        pb = np.array([b for x in self.pieces for _, b in x], np.float64)
-        return started, ids, counts, pa, pb
+class _ByJob(Sequence):
+    """A per-job-row sequence read from the engine's arrays when asked (lists for 80,000 jobs
+    would cost more than the simulation); equal to any sequence with the same items."""
+
+    def _one(self, r: int):
+        raise NotImplementedError
+
+    def __getitem__(self, r):
+        if isinstance(r, slice):
+            return [self._one(i) for i in range(*r.indices(len(self)))]
+        return self._one(r)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Sequence) and len(self) == len(other) and list(self) == list(other)
 
 
-class PiecesByJob(Sequence):
-    """Each job row's run pieces ``[(t0, t1), ...]`` in time order, read from the engine's
-    arrays when asked (a list per job for 80,000 jobs would cost more than the simulation)."""
+class PiecesByJob(_ByJob):
+    """Each job row's run pieces ``[(t0, t1), ...]`` in time order."""
 
     def __init__(self, counts: np.ndarray, t0: np.ndarray, t1: np.ndarray):
         self.counts, self.t0, self.t1 = counts, t0, t1
@@ -123,17 +126,12 @@ class PiecesByJob(Sequence):
     def __len__(self) -> int:
         return len(self.counts)
 
-    def __getitem__(self, r):
-        if isinstance(r, slice):
-            return [self[i] for i in range(*r.indices(len(self)))]
+    def _one(self, r: int):
         a, c = int(self.first[r]), int(self.counts[r])
         return list(zip(self.t0[a:a + c].tolist(), self.t1[a:a + c].tolist()))
 
-    def __eq__(self, other) -> bool:
-        return isinstance(other, Sequence) and len(self) == len(other) and list(self) == list(other)
 
-
-class ProcsByJob(Sequence):
+class ProcsByJob(_ByJob):
     """Each job row's processors (ascending; None before it starts), read from the engine's pool."""
 
     def __init__(self, pool: np.ndarray, off: np.ndarray, n: np.ndarray):
@@ -142,14 +140,9 @@ class ProcsByJob(Sequence):
     def __len__(self) -> int:
         return len(self.off)
 
-    def __getitem__(self, r):
-        if isinstance(r, slice):
-            return [self[i] for i in range(*r.indices(len(self)))]
+    def _one(self, r: int):
         o = int(self.off[r])
         return None if o < 0 else self.pool[o:o + int(self.n[r])].tolist()
-
-    def __eq__(self, other) -> bool:
-        return isinstance(other, Sequence) and len(self) == len(other) and list(self) == list(other)
 
     def started_ids(self) -> tuple[np.ndarray, np.ndarray]:
         """(started per row, the started rows' processors in row order: each job takes the
