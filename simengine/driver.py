@@ -10,16 +10,26 @@ start); any other model in processes, used when ``workers`` > 1 asks for them or
 None, when replication 0 shows that the others would take at least ``POOL_MIN_SECONDS`` here
 (a process pool costs about a second to start). Every replication draws from its own
 SeedSequence child, so the Result does not depend on where or in which order they ran.
+
+Stopping (a cancelled run, a server's wall-clock budget): the progress callback may raise. It is
+called with every chunk, and -- through its ``check()``, when it has one -- at least every
+``STEP_REPORT_SECONDS`` while replications 1..R-1 run: from inside a replication run here (the
+models that report steps stop at once, the others at their end), from the wait on a pool (worker
+processes are terminated; threads, which run compiled kernels that cannot be interrupted, are
+left to finish on their own while the run ends).
 """
 from __future__ import annotations
 
 import ctypes
+import multiprocessing
 import os
 import sys
 import threading
 import time
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Callable, Protocol
 
 import numpy as np
@@ -107,6 +117,7 @@ def run_model(model: Model, scenario: Scenario, on_progress: ProgressCallback | 
     rest = list(range(1, R))
     outcomes: list[Replication] = []
     threads = None
+    stopped = True  # until every replication is in: an exception leaves the pool without waiting
     try:
         if model.gil_free and rest and workers != 1:
             threads = ThreadPoolExecutor(max_workers=_pool_size(workers, len(rest)))
@@ -119,25 +130,27 @@ def run_model(model: Model, scenario: Scenario, on_progress: ProgressCallback | 
         first_seconds = time.perf_counter() - t0
         if threads is not None:
             for future in running:
-                outcomes.append(future.result())
+                outcomes.append(_await(partial(future.result, timeout=STEP_REPORT_SECONDS), FutureTimeout, emit))
                 emit.progress(len(outcomes) / R, 0.0)
         elif rest and not model.gil_free and _processes_pay(workers, len(rest), first_seconds):
             payload = [(model, scenario.model_dump_json(), trace_base_dir(scenario), r) for r in rest]
-            pool = ProcessPoolExecutor(max_workers=_pool_size(workers, len(rest)))
-            try:
-                for out in pool.map(_replicate_in_worker, payload):
-                    outcomes.append(out)
+            with multiprocessing.Pool(_pool_size(workers, len(rest))) as pool:  # leaving it terminates it
+                results = pool.imap(_replicate_in_worker, payload)
+                for _ in rest:
+                    outcomes.append(_await(partial(results.next, timeout=STEP_REPORT_SECONDS),
+                                           multiprocessing.TimeoutError, emit))
                     emit.progress(len(outcomes) / R, 0.0)
-            finally:
-                # A callback that raises (a cancelled run) must not wait for the queued replications.
-                pool.shutdown(wait=True, cancel_futures=True)
         else:
+            poll = _poller(emit)
             for r in rest:
-                outcomes.append(one(r, with_segments=False))
+                outcomes.append(one(r, with_segments=False, on_step=poll))
                 emit.progress(len(outcomes) / R, 0.0)
+        stopped = False
     finally:
         if threads is not None:
-            threads.shutdown(wait=True, cancel_futures=True)
+            if stopped and rows is not None:
+                rows.abandon()  # threads waiting for another's rows give up
+            threads.shutdown(wait=not stopped, cancel_futures=True)
     if rows is not None:
         kept = [rows.result()]
     else:
@@ -160,6 +173,30 @@ def _processes_pay(workers: int | None, remaining: int, first_seconds: float) ->
     if workers is not None:
         return workers > 1
     return (os.cpu_count() or 1) > 1 and first_seconds * remaining >= POOL_MIN_SECONDS
+
+
+def _await(get: Callable[[], Replication], timeout: type[BaseException], emit: ChunkEmitter) -> Replication:
+    """The next replication from a pool; meanwhile the callback is asked every
+    STEP_REPORT_SECONDS whether to stop (its exception ends the wait)."""
+    while True:
+        try:
+            return get()
+        except timeout:
+            emit.poll()
+
+
+def _poller(emit: ChunkEmitter) -> Callable[[float, float], None]:
+    """``on_step`` for replications 1..R-1 run here: asks the callback whether to stop, at most
+    every STEP_REPORT_SECONDS (their progress is reported when each ends)."""
+    last = [time.perf_counter()]
+
+    def on_step(fraction: float, sim_time: float) -> None:
+        now = time.perf_counter()
+        if now - last[0] >= STEP_REPORT_SECONDS:
+            last[0] = now
+            emit.poll()
+
+    return on_step
 
 
 def _replicate_in_worker(args) -> Replication:

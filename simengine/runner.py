@@ -27,6 +27,8 @@ def run(scenario: Any, on_progress: ProgressCallback | None = None, *, workers: 
         closed in a window of simulated time (typed numpy columns) and those in progress;
         ``kind`` "progress" with ``fraction`` done and ``sim_time``; ``kind`` "metrics" at the
         end. ``seq`` numbers every chunk from 0 so a late client can ask for what it missed.
+        An exception it raises stops the run; so does one from its ``check()`` method, when it
+        has one, which is called at least every half second while the run lasts.
     workers : int, optional
         Threads or processes for replications 1..R-1 (1: all in this process); default: as
         many as the machine has cores, when that pays (simengine.driver).

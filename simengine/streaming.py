@@ -41,6 +41,8 @@ LIVE_DTYPES = {"cluster": np.int16, "first_processor": np.int32, "processors": n
                "t1": np.float64, "kind": np.int8, "component": np.int16, "job_id": np.int64, "stream": np.int32}
 LIVE_COLUMNS = tuple(LIVE_DTYPES)
 
+#: called with every numbered chunk; raising stops the run. It may also have a ``check()``
+#: (raise to stop, nothing else) that the driver calls between chunks (ChunkEmitter.poll)
 ProgressCallback = Callable[[dict[str, Any]], None]
 
 
@@ -86,6 +88,12 @@ class ChunkEmitter:
 
     def progress(self, fraction: float, sim_time: float) -> None:
         self.send({"kind": "progress", "fraction": fraction, "sim_time": sim_time})
+
+    def poll(self) -> None:
+        """Between chunks: the callback's ``check()``, when it has one, raises to stop the run."""
+        check = getattr(self.callback, "check", None)
+        if check is not None:
+            check()
 
     def live(self, replications: int = 1) -> LiveGantt | None:
         """The live Gantt of replication 0 (None when nobody listens: models skip the work)."""

@@ -12,6 +12,8 @@ import pytest
 from django.test import Client
 from rest_framework.authtoken.models import Token
 
+from simengine import driver
+
 from gridweb.runs import execution
 from gridweb.runs.models import Run, RunChunk, Status
 from gridweb.runs.services import create_run
@@ -119,3 +121,32 @@ def test_a_run_past_its_wall_clock_budget_fails_with_the_reason_and_keeps_its_ga
     assert chunks.filter(kind="segments").exists()  # replication 0's Gantt went out before the budget ran out
     assert run.segments_count == sum(chunks.values_list("rows", flat=True)) > 0
     assert run.last_seq == max(chunks.values_list("seq", flat=True))
+
+
+def test_the_budget_stops_a_later_replication_while_it_runs(user, settings, monkeypatch):
+    # As in a Celery child: replications one after another in the worker's process. Once
+    # replication 0's Gantt is out the budget is used up; the run must stop inside replication 1
+    # (the driver asks the callback's check() while it runs), not when it ends: the callback
+    # never sees replication 1's end.
+    slow = spec(replications=3)
+    slow["platform"]["clusters"][0]["preemption"] = {"name": "kill"}  # the event-driven model
+    slow["workload"]["streams"][0]["count"] = 60_000
+    run = create_run(user, slow, dispatch_now=False)
+    monkeypatch.setattr(execution, "engine_processes", lambda: 1)
+    monkeypatch.setattr(driver, "STEP_REPORT_SECONDS", 0.01)  # asked often: a small run shows it
+    seen: list[dict] = []
+    store = execution._Progress.__call__
+
+    def watched(self, chunk):
+        seen.append(dict(chunk))
+        store(self, chunk)
+        if chunk.get("final"):
+            settings.GRIDWEB_RUN_WALL_SECONDS = 0
+
+    monkeypatch.setattr(execution._Progress, "__call__", watched)
+    assert execution.execute_run(run.pk) == Status.FAILED
+    run.refresh_from_db()
+    assert "wall-clock" in run.error, run.error
+    final = next(i for i, c in enumerate(seen) if c.get("final"))
+    assert not [c for c in seen[final + 1:] if c["kind"] == "progress"]
+    assert run.segments_count == sum(RunChunk.objects.filter(run=run).values_list("rows", flat=True)) > 0

@@ -1,0 +1,103 @@
+"""A run stops when its progress callback says so, also while replications 1..R-1 run (issue 14:
+the server's wall-clock budget and a cancel must bound every replication, not only replication 0).
+
+The callback's ``check()`` is what the driver asks between chunks; here it always raises, and
+it is only ever called by the driver (the models call the callback itself), so the run must stop
+inside the first replication after replication 0: no progress chunk past 1/R may arrive.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import time
+from pathlib import Path
+
+import pytest
+
+import simengine
+from simengine import driver
+from simengine.scenario import load_scenario
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+class Stop(Exception):
+    pass
+
+
+class Listener:
+    """Records the chunks; ``check()`` stops the run."""
+
+    def __init__(self):
+        self.chunks: list[dict] = []
+        self.checks = 0
+
+    def __call__(self, chunk: dict) -> None:
+        self.chunks.append(chunk)
+
+    def check(self) -> None:
+        self.checks += 1
+        raise Stop
+
+    def fractions(self) -> list[float]:
+        return [c["fraction"] for c in self.chunks if c["kind"] == "progress"]
+
+
+def scenario(path: str, count: int, replications: int):
+    doc = load_scenario(EXAMPLES / path).model_dump(mode="json")
+    doc["run"].update(replications=replications, seed=3)
+    if doc["run"].get("stop"):
+        doc["run"]["stop"] = {"completions": count}
+    for stream in doc["workload"]["streams"]:
+        if stream.get("count"):
+            stream["count"] = count
+    return load_scenario(doc, base_dir=EXAMPLES)
+
+
+@pytest.fixture
+def quick_polls(monkeypatch):
+    # the driver asks every STEP_REPORT_SECONDS; a short one lets small replications show it
+    monkeypatch.setattr(driver, "STEP_REPORT_SECONDS", 0.01)
+
+
+@pytest.mark.parametrize("path, count, workers", [
+    ("reservations-preemption.yaml", 6000, 1),  # event-driven model, replications run here
+    ("cao-scojo-rars.yaml", 4000, 1),           # Cao's compiled loop, here
+    ("reservations-preemption.yaml", 6000, 2),  # in a process pool
+])
+def test_a_run_stops_inside_a_later_replication(path, count, workers, quick_polls):
+    R = 4
+    s = scenario(path, count, R)
+    listener = Listener()
+    with pytest.raises(Stop):
+        simengine.run(s, listener, workers=workers)
+    assert listener.checks == 1
+    # replication 0's Gantt went out, and no replication after it ended (each end is reported)
+    assert any(c["kind"] == "segments" for c in listener.chunks)
+    assert all(f < 1 / R for f in listener.fractions())
+    assert not any(c["kind"] == "metrics" for c in listener.chunks)
+    assert multiprocessing.active_children() == []  # a pool's processes are gone with the run
+
+
+def test_a_run_stops_while_its_threads_simulate(quick_polls):
+    # the kernel path's replications run in threads beside replication 0; the wait on them asks
+    # the callback too, and the run ends without waiting for the threads still simulating
+    R = 40
+    s = scenario("single-cluster-easy.yaml", 60_000, R)
+    listener = Listener()
+    t0 = time.perf_counter()
+    with pytest.raises(Stop):
+        simengine.run(s, listener, workers=2)
+    stopped_after = time.perf_counter() - t0
+    assert listener.checks == 1
+    assert len(listener.fractions()) < R - 1  # not every later replication ended
+    finished = simengine.run(s, workers=2)  # the same run, to its end
+    assert stopped_after < finished.engine_seconds
+
+
+def test_without_a_check_the_run_goes_on():
+    # a callback that is only callable (a plain function) is never asked: every replication ends
+    s = scenario("reservations-preemption.yaml", 300, 3)
+    chunks: list[dict] = []
+    result = simengine.run(s, chunks.append, workers=1)
+    assert result.metrics and chunks[-1]["kind"] == "metrics"
+    assert [c["fraction"] for c in chunks if c["kind"] == "progress"][-1] == pytest.approx(1.0)
