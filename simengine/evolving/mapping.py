@@ -16,6 +16,7 @@ the hold) and ``stretched`` for the held-but-idle rest of a stretched stage.
 from __future__ import annotations
 
 import heapq
+import math
 from typing import Protocol
 
 import numpy as np
@@ -35,38 +36,82 @@ class Schedule(Protocol):
     def applications(self) -> int: ...
 
 
+class Mapping:
+    """Algorithm 1 walked in time order and resumable (the live Gantt follows it):
+    :meth:`advance` maps every change point before a time; ``rows`` are the segments of the
+    held stages begun so far (tuples in SEGMENT_COLUMNS order, in the order they began)."""
+
+    def __init__(self, schedule: Schedule):
+        self.schedule = schedule
+        events: dict[float, list[tuple[int, int, int]]] = {}
+        for a, (h, n) in enumerate(zip(schedule.holds, schedule.stage_nodes)):
+            for i in range(len(n)):
+                events.setdefault(float(h[i]), []).append((a, i, int(n[i])))
+            events.setdefault(float(h[-1]), []).append((a, len(n), 0))
+        self.events = events
+        self.times = sorted(events)
+        self.next = 0  # the first change point not mapped yet
+        self.free = list(range(schedule.n_max))
+        heapq.heapify(self.free)
+        self.held: list[list[int]] = [[] for _ in range(schedule.applications)]  # acquisition order
+        self.sets: list[list[list[int]]] = [[[] for _ in n] for n in schedule.stage_nodes]
+        self.rows: list[tuple] = []
+
+    @property
+    def done(self) -> bool:
+        return self.next == len(self.times)
+
+    def advance(self, until: float) -> bool:
+        """Map every change point before ``until``; True when none is left."""
+        times, release = self.times, self.schedule.release
+        free, held = self.free, self.held
+        while self.next < len(times) and times[self.next] < until:
+            t = times[self.next]
+            self.next += 1
+            changes = self.events[t]
+            for a, i, want in changes:  # shrink first: the application frees nodes of its choice
+                have = held[a]
+                if len(have) > want:
+                    if release == "highest":
+                        have.sort()
+                    gone = have[want:]
+                    del have[want:]
+                    for node in gone:
+                        heapq.heappush(free, node)
+            for a, i, want in changes:  # then grow: take the lowest-numbered free nodes
+                have = held[a]
+                if len(have) < want:
+                    if len(free) < want - len(have):
+                        raise RuntimeError(f"schedule exceeds n_max at t={t}")  # pragma: no cover
+                    have.extend(sorted(heapq.heappop(free) for _ in range(want - len(have))))
+            for a, i, want in changes:
+                if i < len(self.sets[a]):
+                    self.sets[a][i] = ids = sorted(held[a])
+                    self._stage_rows(a, i, ids)
+        return self.done
+
+    def _stage_rows(self, a: int, i: int, ids: list[int]) -> None:
+        h, work = self.schedule.holds[a], self.schedule.stage_work[a]
+        busy_end = h[i] + work[i]
+        for first, count in _blocks(ids):
+            self.rows.append((0, first, count, h[i], busy_end, a, i, KIND_RUN))
+            if h[i + 1] > busy_end:
+                self.rows.append((0, first, count, busy_end, h[i + 1], a, i, KIND_STRETCHED))
+
+    def segments(self) -> dict[str, np.ndarray]:
+        """Every segment, once the walk is done (columns of SEGMENT_COLUMNS; kind as int8 codes)."""
+        self.advance(math.inf)
+        rows = sorted(self.rows, key=lambda r: (r[3], r[1]))
+        cols = list(zip(*rows)) if rows else [()] * len(SEGMENT_COLUMNS)
+        dtypes = (np.int64, np.int64, np.int64, np.float64, np.float64, np.int64, np.int64, np.int8)
+        return {name: np.asarray(col, dtype=dt) for name, col, dt in zip(SEGMENT_COLUMNS, cols, dtypes)}
+
+
 def node_sets(schedule: Schedule) -> list[list[list[int]]]:
     """``sets[a][i]``: the node ids application a holds during its held stage i."""
-    events: dict[float, list[tuple[int, int, int]]] = {}
-    for a, (h, n) in enumerate(zip(schedule.holds, schedule.stage_nodes)):
-        for i in range(len(n)):
-            events.setdefault(float(h[i]), []).append((a, i, int(n[i])))
-        events.setdefault(float(h[-1]), []).append((a, len(n), 0))
-    free = list(range(schedule.n_max))
-    heapq.heapify(free)
-    held: list[list[int]] = [[] for _ in range(schedule.applications)]  # acquisition order
-    sets: list[list[list[int]]] = [[[] for _ in n] for n in schedule.stage_nodes]
-    for t in sorted(events):
-        changes = events[t]
-        for a, i, want in changes:  # shrink first: the application frees nodes of its choice
-            have = held[a]
-            if len(have) > want:
-                if schedule.release == "highest":
-                    have.sort()
-                gone = have[want:]
-                del have[want:]
-                for node in gone:
-                    heapq.heappush(free, node)
-        for a, i, want in changes:  # then grow: take the lowest-numbered free nodes
-            have = held[a]
-            if len(have) < want:
-                if len(free) < want - len(have):
-                    raise RuntimeError(f"schedule exceeds n_max at t={t}")  # pragma: no cover
-                have.extend(sorted(heapq.heappop(free) for _ in range(want - len(have))))
-        for a, i, want in changes:
-            if i < len(sets[a]):
-                sets[a][i] = sorted(held[a])
-    return sets
+    m = Mapping(schedule)
+    m.advance(math.inf)
+    return m.sets
 
 
 def _blocks(ids: list[int]) -> list[tuple[int, int]]:
@@ -82,16 +127,4 @@ def _blocks(ids: list[int]) -> list[tuple[int, int]]:
 
 def segments(schedule: Schedule) -> dict[str, np.ndarray]:
     """Gantt segments (columns of ``simengine.gantt.SEGMENT_COLUMNS``; kind as int8 codes)."""
-    rows: list[tuple] = []
-    for a, stage_sets in enumerate(node_sets(schedule)):
-        h, work = schedule.holds[a], schedule.stage_work[a]
-        for i, ids in enumerate(stage_sets):
-            busy_end = h[i] + work[i]
-            for first, count in _blocks(ids):
-                rows.append((0, first, count, h[i], busy_end, a, i, KIND_RUN))
-                if h[i + 1] > busy_end:
-                    rows.append((0, first, count, busy_end, h[i + 1], a, i, KIND_STRETCHED))
-    rows.sort(key=lambda r: (r[3], r[1]))
-    cols = list(zip(*rows)) if rows else [()] * len(SEGMENT_COLUMNS)
-    dtypes = (np.int64, np.int64, np.int64, np.float64, np.float64, np.int64, np.int64, np.int8)
-    return {name: np.asarray(col, dtype=dt) for name, col, dt in zip(SEGMENT_COLUMNS, cols, dtypes)}
+    return Mapping(schedule).segments()

@@ -20,9 +20,11 @@ from simengine.evolving.models import ALGORITHMS
 from simengine.evolving.schedule import schedule, schedule_flat
 from simengine.driver import Model, Replication
 import simengine.results as results
-from simengine.gantt import ordered_segments
+from simengine.evolving.mapping import Mapping
+from simengine.gantt import SEGMENT_COLUMNS, ordered_segments
 from simengine.results import BOUNDED_SLOWDOWN_TAU, JOB_DTYPES
 from simengine.scenario import EvolvingStream, Scenario
+from simengine.streaming import LiveGantt, empty_rows, live_rows, run_in_slices
 from simengine.workload import STATUS_COMPLETED
 from simengine.workload_build import replication_rngs
 
@@ -52,7 +54,7 @@ def applications(scenario: Scenario, replication: int) -> list[list[tuple[float,
     return [[(float(d[k]), int(n[k])) for k in range(off[a], off[a + 1])] for a in range(apps)]
 
 
-def _replication(scenario: Scenario, r: int, with_segments: bool):
+def _replication(scenario: Scenario, r: int, with_segments: bool, live: LiveGantt | None = None):
     index, stream = next((i, s) for i, s in enumerate(scenario.workload.streams) if isinstance(s, EvolvingStream))
     c = scenario.platform.cluster_index(stream.target)
     cluster = scenario.platform.clusters[c]
@@ -64,6 +66,9 @@ def _replication(scenario: Scenario, r: int, with_segments: bool):
                       "move_first_stage": params["move_first_stage"], "release": params["release"],
                       "applications": [{"name": nm, "stages": [list(s) for s in app]}
                                        for nm, app in zip(names, requested)]})
+    seg = None
+    if with_segments:
+        seg = _segments(sched, live, c, index)
     A = len(requested)
     start = np.array([sched.start(a) for a in range(A)])
     end = np.array([sched.end(a) for a in range(A)])
@@ -83,7 +88,7 @@ def _replication(scenario: Scenario, r: int, with_segments: bool):
 
     w = FlatWorkload.from_tests([requested])
     alg = ALGORITHMS[params["algorithm"]]
-    mine = app_values(w, schedule_flat(w, alg, n_max, params["move_first_stage"]), alg.rigid)
+    mine = app_values(w, sched.flat, alg.rigid)
     cbf = app_values(w, schedule_flat(w, "cbf", n_max), True)
     metrics = {_NAMES[k]: float(np.mean(v)) for k, v in per_test_metrics(w, mine, cbf, n_max).items()}
     makespan = float(end.max())
@@ -95,20 +100,54 @@ def _replication(scenario: Scenario, r: int, with_segments: bool):
         f"utilisation.{cluster.name}": used / (n_max * makespan) if makespan > 0 else math.nan,
         "throughput": A / makespan if makespan > 0 else math.nan,
     })
-    seg = series = None
+    series = None
     if with_segments:
-        seg = sched.segments()
-        seg["cluster"][:] = c
-        seg = ordered_segments(seg)
         series = results.segment_series(seg, scenario.platform.clusters, jobs, makespan)
     return jobs, seg, metrics, series
 
 
+def _segments(sched, live: LiveGantt | None, c: int, stream: int) -> dict[str, np.ndarray]:
+    """Algorithm 1's Gantt on cluster ``c``; ``live``: fed while the mapping walks the
+    schedule in time order (every application is planned at time 0, before any runs, so the
+    mapping is what follows simulated time)."""
+    m = Mapping(sched)
+    if live is not None:
+        makespan = sched.makespan
+        seen, later = 0, []  # rows made and not closed at the last report
+
+        def report(T: float) -> bool:
+            nonlocal seen, later
+            F = min(T, makespan)
+            later += m.rows[seen:]
+            seen = len(m.rows)
+            closed = [row for row in later if row[4] < F]
+            later = [row for row in later if row[4] >= F]
+            live.update(F, _live_rows(closed, c, stream), _live_rows([row for row in later if row[3] < F], c, stream))
+            return m.done
+
+        live.expect(0.0, makespan)
+        run_in_slices(0.0, makespan, m.advance, report)
+    seg = m.segments()
+    seg["cluster"][:] = c
+    return ordered_segments(seg)
+
+
+def _live_rows(rows: list[tuple], c: int, stream: int) -> dict[str, np.ndarray]:
+    """Mapping rows (SEGMENT_COLUMNS order, ``job`` = the application) as streamed rows."""
+    if not rows:
+        return empty_rows()
+    cols = dict(zip(SEGMENT_COLUMNS, zip(*rows)))
+    n = len(rows)
+    return live_rows({"cluster": np.full(n, c), "first_processor": cols["first_processor"],
+                      "processors": cols["processors"], "t0": cols["t0"], "t1": cols["t1"], "kind": cols["kind"],
+                      "component": cols["component"], "job_id": cols["job"], "stream": np.full(n, stream)}, n)
+
+
 def replicate(scenario: Scenario, r: int, with_segments: bool, on_step=None, live=None,
               place=None) -> Replication:
-    """One replication (simengine.driver.Replicate): offline and quick, so no step reports and
-    its Gantt goes out at its end."""
-    jobs, seg, metrics, series = _replication(scenario, r, with_segments=with_segments)
+    """One replication (simengine.driver.Replicate): planned offline (compiled, every
+    application at time 0), then its Gantt streams while Algorithm 1 maps it in time order."""
+    jobs, seg, metrics, series = _replication(scenario, r, with_segments=with_segments, live=live)
     return Replication(metrics, jobs, seg, series)
 
 

@@ -75,6 +75,7 @@ class Schedule:
     holds: list[np.ndarray]
     names: list[str] = field(default_factory=list)
     release: str = "last_acquired"
+    flat: FlatSchedule | None = None  # the one-test schedule this was read from (for the metrics)
 
     @property
     def applications(self) -> int:
@@ -138,4 +139,4 @@ def schedule(scenario: EvolvingScenario | dict) -> Schedule:
         nodes.append(rw.n[lo:hi].copy())
         work.append(rw.d[lo:hi].copy())
     names = [app.name or f"app{a}" for a, app in enumerate(s.applications)]
-    return Schedule(s.n_max, alg, requested, nodes, work, holds, names, s.release)
+    return Schedule(s.n_max, alg, requested, nodes, work, holds, names, s.release, fs)

@@ -1,7 +1,6 @@
 """The live Gantt of every model path (simengine.streaming): chunks numbered without gaps, each
 covering a contiguous window of simulated time, rows that together are exactly the Result's
-segments; the paths that simulate event by event (the kernels, the event-driven clusters, Cao's
-system) stream while replication 0 runs, not only at its end."""
+segments; every path streams while replication 0 runs, not only at its end."""
 from __future__ import annotations
 
 import math
@@ -26,8 +25,7 @@ EXAMPLES = {
     "ballier-4x32.yaml": (True, False),
     "koala-w30.yaml": (True, False),
     "zikos-random.yaml": (True, False),
-    # offline, in one pass: streamed when replication 0 ends
-    "klein-evolving.yaml": (False, False),
+    "klein-evolving.yaml": (True, False),  # planned offline, streamed as Algorithm 1 maps it
 }
 
 
