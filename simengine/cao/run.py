@@ -133,7 +133,7 @@ def _feed_live(scenario: Scenario, sim: CaoSim, live: LiveGantt, jobs, local: np
     horizon = run.stop.horizon if run.stop.horizon is not None else math.inf
     # a retry with more jobs draws the workflows again: nothing streams before the last attempt's end
     settled = -math.inf if run.stop.completions and endless_streams(scenario) else drawn_until(scenario, jobs)
-    nl, N = len(local), len(sim)
+    nl, N, C = len(local), len(sim), len(scenario.platform.clusters)
     origin = np.concatenate([np.asarray(local, np.int64)[:nl], np.asarray(wf_rows, np.int64)[sim.wf[nl:]]])
     job_id, stream = jobs.job_id, jobs.stream
     submit = sim.submit.tolist()
@@ -211,7 +211,8 @@ def _feed_live(scenario: Scenario, sim: CaoSim, live: LiveGantt, jobs, local: np
         closed = [row for row in held if row[4] < F]
         held[:] = [row for row in held if row[4] >= F]
         opened = [(*row[:4], math.nan if row[4] == math.inf else row[4], *row[5:]) for row in opened if row[3] < F]
-        live.update(F, _rows(closed), _rows(opened))
+        waiting = sim.cluster[[k for k in pending if sim.poff[k] < 0]]  # (a task not placed yet: -1)
+        live.update(F, _rows(closed), _rows(opened), np.bincount(waiting[waiting >= 0], minlength=C).tolist())
         return T >= stop.time or T >= settled
 
     run_in_slices(begin, end, lambda T: sim.run(until=T), report)

@@ -186,7 +186,8 @@ class KoalaRun:
     """A replication simulated in slices of simulated time (the live Gantt): after
     ``advance(T)`` every event before T has been handled; ``view`` shows the holds begun
     (``starts``) and when they ended (``hold_end``), the records of the ended ones
-    (``holdings``), the KOALA jobs' states and the local jobs' runtimes. ``outcome`` is set once the replication is over."""
+    (``holdings``), the KOALA jobs' states, the local jobs' runtimes and the local queues (``queues``).
+    ``outcome`` is set once the replication is over."""
 
     def __init__(self, *args):
         self.until = [math.inf]
@@ -531,7 +532,7 @@ def _koala_steps(processors, jobs, policy, files, local, band, horizon, warmup, 
         hold_end[l_hold[i]] = t
         account(c, l_start[i], t, l_size[i], 0)
 
-    view.update(starts=starts, hold_end=hold_end, holdings=holdings, jobs=K, local_runtime=l_rt)
+    view.update(starts=starts, hold_end=hold_end, holdings=holdings, jobs=K, local_runtime=l_rt, queues=queues_local)
     t = 0.0
     while heap:
         if until[0] <= heap[0][0] < horizon:

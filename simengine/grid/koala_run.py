@@ -277,7 +277,7 @@ def _feed_live(live: LiveGantt, run: KoalaRun, w: KoalaWorkload, horizon: float)
         closed, later = [r for r in later if r[4] < F], [r for r in later if r[4] >= F]
         for h in held:
             rows_of(h, [p for p in provisional(h) if p[0] < F], opened)
-        live.update(F, _live_rows(closed), _live_rows(opened))
+        live.update(F, _live_rows(closed), _live_rows(opened), [len(q) for q in view["queues"]])
         return done or T >= horizon
 
     live.restart()
