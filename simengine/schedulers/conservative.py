@@ -319,9 +319,18 @@ def conservative_kernel(submit, runtime, estimate, size, processors, horizon, ov
 
 def job_classes(size: np.ndarray, plan: np.ndarray, ratio: float = CLASS_RATIO):
     """(class of each job, class sizes, class shortest requested times); classes sorted by size."""
-    pairs, inverse = np.unique(np.stack([size.astype(np.float64), plan]), axis=1, return_inverse=True)
-    pcls, csize, cdlo = group_durations(pairs[0].astype(np.int64), pairs[1].copy(), float(ratio))
-    return pcls[np.asarray(inverse).reshape(-1)], csize, cdlo
+    # the distinct (size, plan) pairs in order, and each job's: two numeric sorts (np.unique with
+    # an axis sorts the pairs as records, 20x slower and holding the interpreter)
+    size = np.asarray(size, np.int64)
+    plan = np.asarray(plan, np.float64)
+    order = np.lexsort((plan, size))
+    s, d = size[order], plan[order]
+    first = np.ones(len(order), bool)
+    first[1:] = (s[1:] != s[:-1]) | (d[1:] != d[:-1])
+    inverse = np.empty(len(order), np.int64)
+    inverse[order] = np.cumsum(first) - 1
+    pcls, csize, cdlo = group_durations(s[first], d[first].copy(), float(ratio))
+    return pcls[inverse], csize, cdlo
 
 
 def steps(submit, runtime, estimate, size, processors, params, horizon=math.inf) -> ClusterSteps:
