@@ -123,7 +123,8 @@ def run_model(model: Model, scenario: Scenario, on_progress: ProgressCallback | 
             threads = ThreadPoolExecutor(max_workers=_pool_size(workers, len(rest)))
             running = [threads.submit(one, r, with_segments=False) for r in rest]
         live = emit.live(R)
-        first = one(0, with_segments=True, on_step=_step_reporter(emit, R), live=live)
+        listening = on_progress is not None  # (else nobody hears steps: models need not pause for them)
+        first = one(0, with_segments=True, on_step=_step_reporter(emit, R) if listening else None, live=live)
         if live is not None:
             live.finish(first.segments, first.jobs)  # its Gantt is out while the others run
         outcomes.append(first)
@@ -141,7 +142,7 @@ def run_model(model: Model, scenario: Scenario, on_progress: ProgressCallback | 
                                            multiprocessing.TimeoutError, emit))
                     emit.progress(len(outcomes) / R, 0.0)
         else:
-            poll = _poller(emit)
+            poll = _poller(emit) if listening else None
             for r in rest:
                 outcomes.append(one(r, with_segments=False, on_step=poll))
                 emit.progress(len(outcomes) / R, 0.0)

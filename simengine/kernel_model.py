@@ -23,7 +23,7 @@ from simengine.results import (empty_job_rows, finish_rows, kth_smallest_end, me
                                user_metrics)
 from simengine.scenario import Scenario
 from simengine.site_allocation import choose
-from simengine.streaming import LiveGantt
+from simengine.streaming import LiveGantt, run_in_slices
 from simengine.workload import JobTable
 from simengine.workload_build import (build_workload, drawn_until, early_stop_note, endless_streams, prepare_jobs,
                                       read_traces, replication_rngs, stop_horizon, streams_cover, until_enough)
@@ -47,9 +47,12 @@ class Simulated:
 
 
 def schedule_clusters(scenario: Scenario, jobs: JobTable, cluster: np.ndarray, runtime: np.ndarray,
-                       estimate: np.ndarray, horizon: float, live: LiveGantt | None = None):
+                       estimate: np.ndarray, horizon: float, live: LiveGantt | None = None, on_step=None):
     """Start times (and LWR processors) of every job, cluster by cluster; with ``live``, all
-    clusters advance together slice by slice and their Gantt streams (simengine.kernel_feed)."""
+    clusters advance together slice by slice and their Gantt streams (simengine.kernel_feed);
+    with ``on_step`` (and no ``live``), slice by slice too, ``on_step(fraction, time)`` between
+    slices: the kernels hold the interpreter while they run, so a long replication in one go
+    would keep its caller deaf (a cancel, a budget, a worker's heartbeat) until its end."""
     n = len(jobs)
     start = np.full(n, np.nan)
     proc = np.full(n, -1, np.int64)
@@ -66,6 +69,19 @@ def schedule_clusters(scenario: Scenario, jobs: JobTable, cluster: np.ndarray, r
     if live is not None:
         feed_live(live, steppers, jobs, runtime, scenario.platform.processors, scenario.run.stop.completions,
                   horizon, drawn_until(scenario, jobs))
+    elif on_step is not None and n:
+        begin, end = float(jobs.submit[0]), min(float(jobs.submit[-1]), horizon)
+
+        def advance(T: float) -> bool:
+            for _, _, steps in steppers:
+                steps.advance(T)
+            return all(steps.done for _, _, steps in steppers)
+
+        def report(T: float) -> bool:
+            on_step((T - begin) / (end - begin) if end > begin else 0.0, min(T, end))
+            return False
+
+        run_in_slices(begin, end, advance, report)
     for c, idx, steps in steppers:
         out = steps.to_end()
         start[idx] = out.start
@@ -267,7 +283,8 @@ def replicate(scenario: Scenario, replication: int, with_segments: bool, on_step
     """One replication (simengine.driver.Replicate); ``live``: stream its Gantt while it runs."""
     def attempt(counts):
         jobs, cluster, runtime, estimate, killed, notes = prepare_jobs(scenario, replication, counts)
-        start, proc = schedule_clusters(scenario, jobs, cluster, runtime, estimate, stop_horizon(scenario), live)
+        start, proc = schedule_clusters(scenario, jobs, cluster, runtime, estimate, stop_horizon(scenario), live,
+                                        on_step)
         return Simulated(jobs, cluster, runtime, killed, start, proc, notes)
 
     return finish_replication(scenario, _until_enough(scenario, attempt), replication, with_segments, place)

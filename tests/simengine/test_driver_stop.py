@@ -11,6 +11,7 @@ import multiprocessing
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import simengine
@@ -63,6 +64,7 @@ def quick_polls(monkeypatch):
     ("reservations-preemption.yaml", 6000, 1),  # event-driven model, replications run here
     ("cao-scojo-rars.yaml", 4000, 1),           # Cao's compiled loop, here
     ("reservations-preemption.yaml", 6000, 2),  # in a process pool
+    ("single-cluster-easy.yaml", 200_000, 1),   # the kernel path, here (driven in slices)
 ])
 def test_a_run_stops_inside_a_later_replication(path, count, workers, quick_polls):
     R = 4
@@ -101,3 +103,18 @@ def test_without_a_check_the_run_goes_on():
     result = simengine.run(s, chunks.append, workers=1)
     assert result.metrics and chunks[-1]["kind"] == "metrics"
     assert [c["fraction"] for c in chunks if c["kind"] == "progress"][-1] == pytest.approx(1.0)
+
+
+def test_slices_asked_for_by_a_listener_do_not_change_the_results():
+    # a listener makes the kernel path drive later replications in slices (to be asked between
+    # them); the schedule does not depend on the slicing
+    s = scenario("single-cluster-easy.yaml", 30_000, 3)
+    doc = s.model_dump(mode="json")
+    doc["run"]["keep_jobs"] = "all"
+    doc["platform"]["clusters"][0]["scheduler"] = {"name": "conservative"}
+    s = load_scenario(doc, base_dir=EXAMPLES)
+    quiet = simengine.run(s, workers=1)
+    listened = simengine.run(s, lambda chunk: None, workers=1)
+    for k in quiet.jobs:
+        np.testing.assert_array_equal(listened.jobs[k], quiet.jobs[k], err_msg=k)
+    assert {k: m.values for k, m in listened.metrics.items()} == {k: m.values for k, m in quiet.metrics.items()}
