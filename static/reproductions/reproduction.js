@@ -1,5 +1,17 @@
 // The reproduction page follows a queued or running reproduction: stage, progress and log every
-// second; once it is done, the page reloads to show the claims and figures.
+// second; once it is done, the page reloads to show the claims and figures. Each figure (a
+// standalone Bokeh page in a frame) gets Save SVG / Save PNG buttons (static/runs/figure_export.js).
+(function () {
+  "use strict";
+  const page = document.getElementById("reproduction-page");
+  if (!page || !window.GridwebFigureExport) return;
+  for (const figure of page.querySelectorAll(".reproduction-figure[data-file]")) {
+    const iframe = figure.querySelector("iframe");
+    const name = `${page.dataset.recipe || "reproduction"}-${figure.dataset.file.replace(/\.html$/, "")}`;
+    if (iframe) window.GridwebFigureExport.attachFrame(iframe, name);
+  }
+})();
+
 (function () {
   "use strict";
   const page = document.getElementById("reproduction-page");
