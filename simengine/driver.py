@@ -85,6 +85,9 @@ class Model:
     rows_in_place: bool = False
     #: work done before the clock starts (read traces, compile kernels)
     prepare: Callable[[Scenario], None] | None = None
+    #: load its compiled parts from numba's cache (compile them the first time), whatever the
+    #: scenario: a server's worker does it once when it starts (simengine.models.warm_up)
+    warm_up: Callable[[], None] | None = None
 
 
 def run_model(model: Model, scenario: Scenario, on_progress: ProgressCallback | None = None,

@@ -324,5 +324,6 @@ def prepare(scenario: Scenario) -> None:
 
 #: the kernels release the GIL, so the LWR grid's replications run in threads, writing their
 #: rows in place; the kernel path's replications run in processes (its Python glue holds the GIL)
-KERNEL = Model("kernel", any_scenario, replicate, prepare=prepare)
-LWR_GRID = Model("lwr-grid", is_lwr_grid, replicate_lwr_grid, gil_free=True, rows_in_place=True, prepare=prepare)
+KERNEL = Model("kernel", any_scenario, replicate, prepare=prepare, warm_up=warm_up_kernels)
+LWR_GRID = Model("lwr-grid", is_lwr_grid, replicate_lwr_grid, gil_free=True, rows_in_place=True, prepare=prepare,
+                 warm_up=warm_up_kernels)

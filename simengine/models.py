@@ -17,6 +17,15 @@ from simengine.scenario import Scenario
 MODELS: tuple[Model, ...] = (CAO, KOALA, COALLOCATION, EVOLVING, EVENT_DRIVEN, LWR_GRID, KERNEL)
 
 
+def warm_up() -> None:
+    """Load every model's compiled parts from numba's cache (a few seconds; compiling them the
+    first time after an install takes minutes): a server's worker does it when it starts, so its
+    first run does not pay it."""
+    for model in MODELS:
+        if model.warm_up is not None:
+            model.warm_up()
+
+
 def model_of(scenario: Scenario) -> Model:
     """The model that simulates ``scenario``."""
     return next(m for m in MODELS if m.handles(scenario))

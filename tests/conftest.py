@@ -25,15 +25,12 @@ if os.environ.get("CI"):
 
 
 def pytest_sessionstart(session) -> None:
-    """Compile the compiled event loops (the event-driven cluster simulator's core, Cao's system)
-    once, before any test starts a worker or a subprocess: on a fresh clone that takes about 2
-    minutes, and processes started together would each compile them (and a run's wall-clock
-    budget would count it); later they load numba's cache in a fraction of a second."""
-    from simengine.cao.simulate import warm_up
-    from simengine.local.cluster import ClusterSim
+    """Compile the engine's compiled parts (kernels, event core, Cao's loop, ...) once, before any
+    test starts a worker or a subprocess: on a fresh clone that takes about 2 minutes, and
+    processes started together would each compile them (and a run's wall-clock budget would
+    count it); later they load numba's cache in a fraction of a second."""
+    from simengine.models import warm_up
 
-    for policy in ("fcfs", "conservative"):
-        ClusterSim(2, policy, [0.0, 1.0], [5.0, 0.0], [5.0, 0.0], [1, 2]).run()
     warm_up()
 
 

@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Any
 
 from celery import shared_task
-from celery.signals import task_revoked, worker_ready, worker_shutdown
+from celery.signals import task_revoked, worker_init, worker_ready, worker_shutdown
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, close_old_connections
+
+from simengine import models
 
 from . import execution
 from .sweeps import finish_sweep
@@ -68,6 +71,15 @@ def end_run_of_terminated_task(sender: Any = None, request: Any = None, terminat
         log.exception("could not end the run of revoked task %s", getattr(request, "id", "?"))
     finally:
         close_old_connections()
+
+
+@worker_init.connect
+def warm_up_engine(**_: Any) -> None:
+    """In the worker's main process, before its pool starts: load the engine's compiled parts,
+    which the pool's processes inherit, so a run's first rectangles do not wait for them."""
+    started = time.perf_counter()
+    models.warm_up()
+    log.info("engine warmed up in %.1f s", time.perf_counter() - started)
 
 
 _recovery_stop = threading.Event()

@@ -392,4 +392,4 @@ def prepare(scenario: Scenario) -> None:
 
 
 #: Cao's system: the clusters' scojo-pect scheduler with RARS-HEFT workflows (compiled loop, simengine/cao/core.py)
-MODEL = Model("cao", is_cao, replicate, prepare=prepare)
+MODEL = Model("cao", is_cao, replicate, prepare=prepare, warm_up=warm_up)

@@ -151,5 +151,10 @@ def replicate(scenario: Scenario, r: int, with_segments: bool, on_step=None, liv
     return Replication(metrics, jobs, seg, series)
 
 
+def warm_up() -> None:
+    """Load Algorithm 2's compiled pass (compiled, the first time) on a tiny input."""
+    schedule_flat(FlatWorkload.from_tests([[[(1.0, 1)]]]), "mic+c", 1)
+
+
 #: evolving applications scheduled offline on one cluster (Algorithm 1's node mapping)
-MODEL = Model("evolving", is_evolving, replicate)
+MODEL = Model("evolving", is_evolving, replicate, warm_up=warm_up)

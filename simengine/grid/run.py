@@ -374,4 +374,4 @@ def _prepare(scenario: Scenario) -> None:
 
 
 #: the grid layer's co-allocation (one compiled kernel per replication, which releases the GIL)
-MODEL = Model("co-allocation", is_grid, replicate, gil_free=True, prepare=_prepare)
+MODEL = Model("co-allocation", is_grid, replicate, gil_free=True, prepare=_prepare, warm_up=warm_up)

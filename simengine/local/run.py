@@ -352,8 +352,13 @@ def prepare(scenario: Scenario) -> None:
     """Traces are read and the event core loaded from numba's cache (compiled, the first time)
     before the clock starts: engine_seconds is the simulation's own time."""
     read_traces(scenario)
+    warm_up()
+
+
+def warm_up() -> None:
+    """Load the event core (compiled, the first time) on a tiny input."""
     ClusterSim(1, "conservative", [0.0], [1.0], [1.0], [1]).run()
 
 
 #: reservations, preemption and priorities: every cluster event by event (the compiled event core)
-MODEL = Model("event-driven cluster", needs_local, replicate, prepare=prepare)
+MODEL = Model("event-driven cluster", needs_local, replicate, prepare=prepare, warm_up=warm_up)
