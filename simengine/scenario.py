@@ -81,6 +81,9 @@ __all__ = [
 # --- platform -----------------------------------------------------------------------------------
 
 
+#: the longest scenario name
+NAME_MAX = 200
+
 class PolicyRef(_Model):
     """A policy chosen by registry name, with its parameters.
 
@@ -602,7 +605,8 @@ class RunControl(_Model):
 class Scenario(_Model):
     """A complete simulation: platform, workload, grid policy and run control."""
 
-    name: str = Field("scenario", max_length=200, description="A label for the scenario (at most 200 characters)")
+    name: str = Field("scenario", max_length=NAME_MAX,
+                      description=f"A label for the scenario (at most {NAME_MAX} characters)")
     description: str = Field("", max_length=100_000, description="Free text about the scenario")
     platform: Platform = Field(description="Clusters and their local schedulers, file sites and bandwidths")
     workload: Workload = Field(description="The job streams")

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from simengine.errors import FieldError, ScenarioError
-from simengine.scenario import Scenario, load_scenario, scenario_hash, trace_base_dir
+from simengine.scenario import NAME_MAX, Scenario, load_scenario, scenario_hash, trace_base_dir
 from simengine.runner import run
 
 #: Metrics put in the sweep table (when the runs have them).
@@ -59,6 +59,16 @@ def _reset_params(data: dict, policy_path: str) -> None:
         node["params"] = {}
 
 
+def point_name(base: str, label: str, most: int = NAME_MAX) -> str:
+    """A sweep point's name, "<base> [<point>]", cut to ``most`` characters (the base first:
+    the point is what tells the points apart)."""
+    name = f"{base} [{label}]"
+    if len(name) <= most:
+        return name
+    label = label if len(label) <= most // 2 else label[:most // 2 - 1] + "…"
+    return f"{base[:max(0, most - len(label) - 4)]}… [{label}]"
+
+
 def expand_sweep(base: Any, parameters: dict[str, list], *, base_dir: str | None = None
                  ) -> list[tuple[dict[str, Any], Scenario]]:
     """One (point, scenario) per combination of ``parameters`` values, in grid order.
@@ -87,7 +97,7 @@ def expand_sweep(base: Any, parameters: dict[str, list], *, base_dir: str | None
                 if not any(q.startswith(parent + ".params") for q in point):
                     _reset_params(d, parent)
         label = ", ".join(f"{k}={v}" for k, v in point.items())
-        d["name"] = f"{base_scenario.name} [{label}]"
+        d["name"] = point_name(base_scenario.name, label)
         try:
             points.append((point, load_scenario(d, base_dir=base_dir or trace_base_dir(base_scenario))))
         except ScenarioError as e:

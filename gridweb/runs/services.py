@@ -21,6 +21,7 @@ from django.utils import timezone
 
 import simengine
 from simengine.scenario import GRID_TARGET
+from simengine.sweep import point_name
 from gridweb.scenarios.validation import SpecInvalid, UserLimitReached, trace_streams, validate_spec
 from gridweb.sharing import Visibility, default_group
 from simengine.errors import ScenarioError
@@ -256,7 +257,7 @@ def create_sweep(user, spec: dict[str, Any], parameters: dict[str, list], *, nam
         )
         for point, point_scenario in points:
             label = ", ".join(f"{k}={v}" for k, v in point.items())
-            create_run(user, point_scenario.model_dump(mode="json"), name=f"{sweep_name} [{label}]",
+            create_run(user, point_scenario.model_dump(mode="json"), name=point_name(sweep_name, label, Run._meta.get_field("name").max_length),
                        scenario=scenario, visibility=visibility, group=sweep.group, tags=tags,
                        sweep=sweep, sweep_point=point, dispatch_now=False)
         transaction.on_commit(lambda: _dispatch_sweep(sweep.pk))

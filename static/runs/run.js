@@ -127,7 +127,10 @@
       if (window.GridwebFigureExport) window.GridwebFigureExport.attachAll(grid);
       grid.dataset.ready = "true";
     } catch (err) {
-      grid.innerHTML = `<p class="field-error">Could not load the plots: ${err.message}</p>`;
+      const message = document.createElement("p");  // (an error's text is text, never markup)
+      message.className = "field-error";
+      message.textContent = `Could not load the plots: ${err.message}`;
+      grid.replaceChildren(message);
     }
   }
   document.addEventListener("gridweb:gantt-ready", load);

@@ -450,3 +450,18 @@ def test_fill_the_form_submit_and_watch_the_sweep_finish_with_its_plot(live_serv
     assert page.js_errors == []
     page.screenshot(path=str(SCREENSHOTS / "sweep.png"), full_page=True)
     assert execution.embedded_worker().wait_idle(120)
+
+
+@pytest.mark.django_db
+def test_point_names_fit_a_name_however_long_the_sweep_name(alice):
+    # a sweep of the longest name the API takes: its points' runs are named within the column
+    # (PostgreSQL refuses a longer value: a 500 before)
+    from gridweb.runs.services import create_sweep
+
+    most = Run._meta.get_field("name").max_length
+    sweep = create_sweep(alice, small_spec(), {LOAD: [0.5, 0.7], "workload.streams.0.name": ["u" * 150, "v"]},
+                         name="s" * most)
+    names = list(Run.objects.filter(sweep=sweep).values_list("name", flat=True))
+    assert len(names) == 4 and all(len(n) <= most for n in names), [len(n) for n in names]
+    assert len(set(names)) == 4  # each still tells its point apart
+    assert all(n.startswith("s") for n in names)
