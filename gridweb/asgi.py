@@ -14,7 +14,9 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from gridweb.routing import websocket_urlpatterns  # noqa: E402
 from gridweb.web.origin import SameOriginValidator  # noqa: E402
-from gridweb.web.upload_guard import UploadGuard  # noqa: E402
+from gridweb.web.upload_guard import UploadGuard, install_in_daphne  # noqa: E402
+
+install_in_daphne()  # (under daphne: refused bodies dropped as they come, no form parsing by Twisted)
 
 application = ProtocolTypeRouter(
     {
