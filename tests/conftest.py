@@ -276,12 +276,13 @@ def _wait_until(check, timeout: float, what: str, site: FullStackSite) -> None:
 
 
 @contextmanager
-def full_stack(test_database_url: str, redis_url: str, tmp_path_factory, name: str = E2E_DATABASE
-               ) -> Iterator[FullStackSite]:
+def full_stack(test_database_url: str, redis_url: str, tmp_path_factory, name: str = E2E_DATABASE,
+               **settings_env: str) -> Iterator[FullStackSite]:
     """A GridWeb site in full-stack mode: a fresh PostgreSQL database (``name`` and this process's
     id), the Redis database ``redis_url`` (flushed), ``E2E_WORKERS`` Celery worker processes and
     the ASGI server (HTTP + websockets) on a free port. Logs of every process are in the site's
-    ``logs`` folder (printed when a process dies)."""
+    ``logs`` folder (printed when a process dies). ``settings_env``: more environment variables
+    for every process (settings, e.g. ``GRIDWEB_WORKER_MAX_MEMORY_MB``)."""
     import urllib.request
 
     import redis
@@ -294,7 +295,7 @@ def full_stack(test_database_url: str, redis_url: str, tmp_path_factory, name: s
     logs = tmp_path_factory.mktemp("e2e-logs")
     # the workers look for lost runs every few seconds (a minute by default), so recovery is seen quickly
     env = project_env(DATABASE_URL=database_url, REDIS_URL=redis_url, GRIDWEB_DATA_DIR=str(data_dir),
-                      GRIDWEB_RECOVERY_SECONDS="3")
+                      GRIDWEB_RECOVERY_SECONDS="3", **settings_env)
     port = _free_port()
     site = FullStackSite(env, f"http://127.0.0.1:{port}", logs)
     site.manage("migrate", "--noinput", timeout=300)

@@ -692,3 +692,25 @@ def test_a_restarted_embedded_server_picks_up_what_the_stopped_one_left(tmp_path
 
     assert statuses[str(queued)] == ["done", ""]
     assert statuses[str(interrupted)][0] == "failed" and "interrupted" in statuses[str(interrupted)][1]
+
+
+@pytest.mark.slow
+def test_full_stack_workers_replace_a_process_grown_past_the_memory_limit(test_database_url, test_redis_url,
+                                                                          tmp_path_factory):
+    # Every process of these workers is past a 1 MB limit after any run: each is replaced by a
+    # fresh one after its task (GRIDWEB_WORKER_MAX_MEMORY_MB, Celery's worker_max_memory_per_child).
+    # Two workers of one process each and three runs one after another: without the limit two
+    # processes run them all, so a third process id shows each run had a fresh one.
+    from tests.conftest import E2E_REDIS_DB, full_stack
+
+    redis_url = test_redis_url.rsplit("/", 1)[0] + f"/{E2E_REDIS_DB + 1}"
+    with full_stack(test_database_url, redis_url, tmp_path_factory, name="gridweb_memory",
+                    GRIDWEB_WORKER_MAX_MEMORY_MB="1") as site:
+        database_url = site.env["DATABASE_URL"]
+        pids = []
+        for seed in (1, 2, 3):
+            run_id = site.python_json(START_RUN.format(spec=json.dumps(small_spec(seed=seed, replications=1))))
+            done = wait_on_site(database_url, run_id, lambda s: s["status"] not in ("queued", "running"), 120, "end")
+            assert done["status"] == "done", done
+            pids.append(int(done["worker"].rpartition(":")[2]))
+        assert len(set(pids)) == 3, pids
