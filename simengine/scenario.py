@@ -913,6 +913,13 @@ def _looks_like_path(text: str) -> bool:
 
 
 def _parse_text(text: str, label: str | None, json_first: bool) -> Any:
+    try:
+        return _parse_json_or_yaml(text, label, json_first)
+    except RecursionError:  # (both parsers recurse once per level: 5,000 nested brackets crashed the CLI)
+        raise ScenarioError("nested too deeply to read (a scenario nests about ten levels)", source=label) from None
+
+
+def _parse_json_or_yaml(text: str, label: str | None, json_first: bool) -> Any:
     if json_first:
         try:
             return json.loads(text)

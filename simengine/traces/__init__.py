@@ -12,10 +12,21 @@ from collections.abc import Mapping
 from ..errors import TraceError
 from .batsim import read_batsim
 from .gwf import GWF_FIELDS, read_gwf
-from .swf import NO_CAPS, SWF_FIELDS, UNKNOWN_RUNTIME_KEY, ReadCaps, Trace, read_swf, swf_status, write_swf
+from .swf import (
+    MAX_PROCESSORS,
+    NO_CAPS,
+    SWF_FIELDS,
+    UNKNOWN_RUNTIME_KEY,
+    ReadCaps,
+    Trace,
+    read_swf,
+    swf_status,
+    write_swf,
+)
 
 __all__ = [
     "GWF_FIELDS",
+    "MAX_PROCESSORS",
     "SWF_FIELDS",
     "UNKNOWN_RUNTIME_KEY",
     "Trace",

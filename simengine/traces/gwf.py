@@ -16,6 +16,7 @@ import numpy as np
 
 from ..errors import TraceError
 from .swf import (
+    MAX_PROCESSORS,
     NO_CAPS,
     ReadCaps,
     MAX_SKIPPED_LINES,
@@ -62,9 +63,11 @@ GWF_FIELDS = (
 )
 N_GWF_FIELDS = len(GWF_FIELDS)
 
-# Columns the reader needs as numbers (0-based), and those of them that must be integers.
+# Columns the reader needs as numbers (0-based), those of them that must be integers (stored as
+# int64), and the processor counts (NProcs, ReqNProcs: at most MAX_PROCESSORS).
 _NUMERIC = (0, 1, 2, 3, 4, 7, 8, 10)
 _INTEGER = frozenset({0, 4, 7, 10})
+_PROCESSORS = frozenset({4, 7})
 _ID_COLUMNS = (("user", 11), ("group", 12), ("executable", 13), ("queue", 14), ("partition", 15))
 _ORIG_SITE, _LAST_SITE = 16, 17
 _EXTRA_NAMES = ("wait", "status") + tuple(name for name, _ in _ID_COLUMNS)
@@ -108,8 +111,10 @@ def read_gwf(
     TraceError
         Unreadable file, a data line without exactly 29 columns, a needed column
         (JobID, SubmitTime, WaitTime, RunTime, NProcs, ReqNProcs, ReqTime, Status) that
-        is not a finite number, a negative submit time, or, with ``site_map``, a site
-        it does not name (field ``"17 (OrigSiteID)"`` or ``"18 (LastRunSiteID)"``).
+        is not a finite number (JobID, NProcs, ReqNProcs, Status: an integer within 64 bits),
+        a processor count (NProcs, ReqNProcs, the MaxProcs header) above
+        :data:`~simengine.traces.swf.MAX_PROCESSORS`, a negative submit time, or, with
+        ``site_map``, a site it does not name (field ``"17 (OrigSiteID)"`` or ``"18 (LastRunSiteID)"``).
     """
     path = os.fspath(path)
     if limit is not None and limit < 0:
@@ -155,6 +160,11 @@ def read_gwf(
                     kind = "an integer" if j in _INTEGER else "a finite number"
                     shown = tokens[j].decode("utf-8", errors="replace")[:40]
                     raise TraceError(path, line, field_label(GWF_FIELDS, j), f"not {kind}: {shown!r}")
+                if j in _PROCESSORS and value > MAX_PROCESSORS:
+                    raise TraceError(path, line, field_label(GWF_FIELDS, j),
+                                     f"{value:,.0f} processors, more than the {MAX_PROCESSORS:,} a job may have")
+                if j in _INTEGER and abs(value) >= 2.0**63:
+                    raise TraceError(path, line, field_label(GWF_FIELDS, j), f"{value:g} does not fit a 64-bit integer")
                 nums.append(value)
             job_id, submit, wait, runtime, nprocs, req_procs, req_time, status = nums
             procs = req_procs if req_procs > 0 else nprocs

@@ -66,6 +66,14 @@ MULTI_KEYS = frozenset({"Conversion", "Information", "Note", "Partition", "Queue
 _ID_COLUMNS = (("user", 11), ("group", 12), ("executable", 13), ("queue", 14), ("partition", 15))
 # Fields the reader stores as integers; a fractional value there is malformed.
 _INT_FIELDS = (0, 4, 7, 10) + tuple(i for _, i in _ID_COLUMNS)
+# Allocated and requested processors (0-based).
+_PROC_FIELDS = (4, 7)
+#: The most processors a job, or a trace's MaxProcs, may name (every reader refuses more, naming the
+#: line and field): the largest 32-bit integer, what a PostgreSQL ``integer`` column and the Gantt's
+#: int32 columns hold, and far more than any machine has.
+MAX_PROCESSORS = 2**31 - 1
+# An integer field this large (or larger) does not fit the int64 column it is stored in.
+_INT64_END = 2.0**63
 
 # Blocks of about this many bytes are parsed at once: big enough for numpy to
 # amortise its call overhead, small enough to keep temporaries at a few MB.
@@ -82,7 +90,8 @@ class ReadCaps:
     bytes: int | None = None  # decompressed
     line_bytes: int | None = None  # longest line
     comment_lines: int | None = None
-    jobs: int | None = None  # data lines (skipped ones included)
+    jobs: int | None = None  # data lines (skipped ones included); Batsim: jobs, and profiles too
+    element_bytes: int | None = None  # Batsim JSON: longest job, profile or other top-level value
 
     def check_comments(self, path: str, count: int) -> None:
         if self.comment_lines is not None and count > self.comment_lines:
@@ -234,15 +243,21 @@ def parse_header(comments: Sequence[str], marker: str) -> dict[str, str | list[s
     return header
 
 
-def max_procs_from_header(header: dict[str, str | list[str]]) -> int | None:
-    """Leading integer of ``MaxProcs`` (else ``MaxNodes``): ``"32 (dual CPU)"`` -> 32."""
+def max_procs_from_header(header: dict[str, str | list[str]], path: str = "") -> int | None:
+    """Leading integer of ``MaxProcs`` (else ``MaxNodes``): ``"32 (dual CPU)"`` -> 32.
+
+    A count above :data:`MAX_PROCESSORS` raises :class:`TraceError` naming the header key."""
     for key in ("MaxProcs", "MaxNodes"):
         value = header.get(key)
         if isinstance(value, list):
             value = value[0] if value else None
         m = re.match(r"\s*(\d+)", value or "")
         if m:
-            return int(m.group(1))
+            count = int(m.group(1))
+            if count > MAX_PROCESSORS:
+                raise TraceError(path, None, f"{key} (header)",
+                                 f"{count:,} processors, more than the {MAX_PROCESSORS:,} a trace may name")
+            return count
     return None
 
 
@@ -365,13 +380,23 @@ def _parse_block(path: str, block: bytes, lines: _BlockLines) -> tuple[np.ndarra
         bad = numeric
         rows = rows[rows < numeric.index]
         values = _load(block, lines, rows)
-    # Fields stored as integers must hold integers (8.0 is fine, 8.5 is not).
+    # Fields stored as integers must hold integers (8.0 is fine, 8.5 is not) that fit their int64
+    # column, and processor counts must be at most MAX_PROCESSORS (10**18 would overflow later).
     cols = list(_INT_FIELDS)
-    frac = values[:, cols] != np.floor(values[:, cols])
-    if frac.any():
-        r, c = np.argwhere(frac)[0]
-        bad = _BadLine(int(rows[r]), field_label(SWF_FIELDS, cols[c]),
-                       f"not an integer: {float(values[r, cols[c]])!r}")
+    ints = values[:, cols]
+    procs = np.isin(cols, _PROC_FIELDS)
+    size = np.where(procs, ints, np.abs(ints))  # (a negative count means unknown)
+    wrong = (ints != np.floor(ints)) | (size >= np.where(procs, MAX_PROCESSORS + 1.0, _INT64_END))
+    if wrong.any():
+        r, c = np.argwhere(wrong)[0]
+        value, j = float(values[r, cols[c]]), cols[c]
+        if value != np.floor(value):
+            reason = f"not an integer: {value!r}"
+        elif j in _PROC_FIELDS:
+            reason = f"{value:,.0f} processors, more than the {MAX_PROCESSORS:,} a job may have"
+        else:
+            reason = f"{value:g} does not fit a 64-bit integer"
+        bad = _BadLine(int(rows[r]), field_label(SWF_FIELDS, j), reason)
         rows, values = rows[:r], values[:r]
     return values, rows, bad
 
@@ -418,7 +443,7 @@ def make_trace(cols: _Columns, extra_names: Sequence[str], *, path: str, fmt: st
         format=fmt,
         header=header,
         comments=comments,
-        max_procs=max_procs_from_header(header),
+        max_procs=max_procs_from_header(header, path),
         skipped=skipped,
         skipped_lines=skipped_lines,
         sites=sites,
@@ -453,9 +478,11 @@ def read_swf(path: str | os.PathLike[str], limit: int | None = None, caps: ReadC
     ------
     TraceError
         The file cannot be read, a data line does not have exactly 18 fields, a field
-        is not a (finite) number, an integer field is fractional, or a job has a
-        negative submit time. The error names the file, the 1-based line number
-        (counting comment lines) and the field, e.g. ``"4 (run time)"``.
+        is not a (finite) number, an integer field is fractional or past 64 bits, a
+        processor count (field 5 or 8, or the MaxProcs header) is above
+        :data:`MAX_PROCESSORS`, or a job has a negative submit time. The error names the
+        file, the 1-based line number (counting comment lines) and the field, e.g.
+        ``"4 (run time)"``.
     """
     path = os.fspath(path)
     if limit is not None and limit < 0:

@@ -52,6 +52,10 @@ def test_a_batsim_workload_replays_in_a_scenario(tmp_path):
     (lambda d: d["profiles"].update(d50={"type": "parallel_homogeneous", "cpu": 1e9, "com": 0}), "jobs[0].profile",
      "only 'delay' profiles give a run time"),
     (lambda d: d["profiles"]["d20"].update(delay=-1), "profiles.d20.delay", "number >= 0"),
+    # processor counts past 2**31 - 1 (simengine.traces.MAX_PROCESSORS) would overflow a database integer
+    (lambda d: d["jobs"][2].update(res=10**18), "jobs[2].res", "from 1 to 2,147,483,647; got 1e+18"),
+    (lambda d: d["jobs"][0].update(res=10**400), "jobs[0].res", "finite number"),
+    (lambda d: d.update(nb_res=10**18), "nb_res", "more than the 2,147,483,647"),
 ])
 def test_what_cannot_be_read_is_named(tmp_path, change, field, reason):
     doc = json.loads(json.dumps(WORKLOAD))
@@ -70,3 +74,24 @@ def test_an_untrusted_workload_is_read_within_bounds(tmp_path):
     (tmp_path / "bad.json").write_text("[1, 2")
     with pytest.raises(TraceError, match="not a JSON document"):
         read_trace(tmp_path / "bad.json")
+
+
+def test_a_workload_is_read_a_job_at_a_time_within_the_caps(tmp_path):
+    """The reader holds about one value at a time (caps.element_bytes bounds it), whatever the layout."""
+    jobs = [{"id": f"w0!{i}", "subtime": i, "res": 1 + i % 8, "profile": f"d{i % 3}"} for i in range(20_000)]
+    profiles = {f"d{k}": {"type": "delay", "delay": 10 * (k + 1)} for k in range(3)}
+    caps = ReadCaps(element_bytes=200, jobs=20_000)
+    for doc, indent in (({"nb_res": 8, "jobs": jobs, "profiles": profiles}, None),
+                        ({"profiles": profiles, "jobs": jobs, "nb_res": 8}, 2)):
+        path = tmp_path / "w.json"
+        path.write_text(json.dumps(doc, indent=indent))
+        trace = read_trace(path, caps=caps)
+        assert trace.jobs.job_id.tolist() == list(range(20_000)) and trace.max_procs == 8
+        assert trace.jobs.runtime.tolist() == [10 * (1 + i % 3) for i in range(20_000)]
+        assert trace.jobs.processors.tolist() == [1 + i % 8 for i in range(20_000)]
+    long = dict(WORKLOAD, jobs=WORKLOAD["jobs"] + [{**WORKLOAD["jobs"][0], "note": "x" * 300}])
+    with pytest.raises(TraceError) as e:
+        read_trace(write(tmp_path, long), caps=caps)
+    assert e.value.field == "jobs[3]" and "longer than 200 characters" in e.value.reason
+    with pytest.raises(TraceError, match="more than 1 profiles"):  # (a workload needs no more profiles than jobs)
+        read_trace(write(tmp_path, {"profiles": WORKLOAD["profiles"], "jobs": []}), caps=ReadCaps(jobs=1))

@@ -104,6 +104,22 @@ def test_corrupt_trace_line_names_file_line_and_field(tmp_path):
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.parametrize("name,text,where", [
+    ("big.swf", "; MaxProcs: 8\n1 0 -1 10 2 -1 -1 2 10 -1 1 1 1 -1 1 -1 -1 -1\n"
+                "2 5 -1 10 1000000000000000000 -1 -1 1000000000000000000 10 -1 1 1 1 -1 1 -1 -1 -1\n",
+     "big.swf, line 3, field 5 (allocated processors): 1,000,000,000,000,000,000 processors"),
+    ("big.json", json.dumps({"nb_res": 8, "jobs": [{"id": 1, "subtime": 0, "res": 10**18, "profile": "p"}],
+                             "profiles": {"p": {"type": "delay", "delay": 5}}}),
+     "big.json, field jobs[0].res: must be a whole number of processors from 1 to 2,147,483,647"),
+])
+def test_a_job_of_a_quintillion_processors_is_a_clear_cli_error(tmp_path, name, text, where):
+    (tmp_path / name).write_text(text)
+    out = cli("replay", tmp_path / name, "--processors", "8", "--out", tmp_path / "o")
+    assert out.returncode == 2, out.stderr
+    assert where in out.stderr and "Traceback" not in out.stderr
+    assert not (tmp_path / "o").exists()
+
+
 def test_job_larger_than_every_cluster_is_a_clear_cli_error(tmp_path):
     bad = tmp_path / "big.json"
     bad.write_text(json.dumps({

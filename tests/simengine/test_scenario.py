@@ -408,6 +408,14 @@ def test_unparsable_json_names_file_and_line(tmp_path):
         load_scenario(f)
 
 
+def test_json_or_yaml_nested_thousands_deep_is_a_clear_error(tmp_path):
+    for name, text in (("deep.json", "[" * 5000 + "]" * 5000), ("deep.yaml", "a: " + "[" * 5000 + "]" * 5000)):
+        f = tmp_path / name
+        f.write_text(text)
+        with pytest.raises(ScenarioError, match=f"{name}: nested too deeply"):
+            load_scenario(f)
+
+
 def test_missing_file_and_non_mapping(tmp_path):
     with pytest.raises(ScenarioError, match="nothere.yaml: file not found"):
         load_scenario(tmp_path / "nothere.yaml")

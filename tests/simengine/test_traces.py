@@ -280,6 +280,13 @@ GOOD = "; Version: 2.2\n; MaxProcs: 8\n" + swf_line(job=1) + swf_line(job=2)  # 
         (swf_line(wait="nan"), "3 (wait time)", "not a finite number"),
         (swf_line(alloc="4.5"), "5 (allocated processors)", "not an integer"),
         (swf_line(submit=-3), "2 (submit time)", "negative submit time"),
+        # past MAX_PROCESSORS (2**31 - 1): a PostgreSQL integer and the Gantt's int32 columns overflow
+        (swf_line(alloc=10**18), "5 (allocated processors)",
+         "1,000,000,000,000,000,000 processors, more than the 2,147,483,647 a job may have"),
+        (swf_line(req=10**18), "8 (requested processors)", "more than the 2,147,483,647"),
+        (swf_line(alloc=2**31), "5 (allocated processors)", "2,147,483,648 processors"),
+        (swf_line(req=10**20), "8 (requested processors)", "more than the 2,147,483,647"),
+        (swf_line(job=10**20), "1 (job number)", "does not fit a 64-bit integer"),
     ],
 )
 def test_malformed_line_names_file_line_and_field(tmp_path: Path, bad_line: str, field: str, reason: str) -> None:
@@ -294,6 +301,26 @@ def test_malformed_line_names_file_line_and_field(tmp_path: Path, bad_line: str,
         assert err.value.field == field
         assert reason in err.value.reason
         assert str(path) in str(err.value) and "line 5" in str(err.value) and field in str(err.value)
+
+
+def test_processor_counts_past_32_bits_are_refused_in_every_format(tmp_path: Path) -> None:
+    """Whatever reads the trace (the upload, the CLI, a scenario) is told the line and field."""
+    from simengine.traces import MAX_PROCESSORS
+
+    largest = read_swf(write_text(tmp_path / "ok.swf", swf_line(alloc=MAX_PROCESSORS, req=MAX_PROCESSORS)))
+    assert largest.jobs.processors.tolist() == [MAX_PROCESSORS]  # the largest count is taken
+    for header in ("MaxProcs", "MaxNodes"):
+        path = write_text(tmp_path / "header.swf", f"; {header}: 1000000000000000000\n" + swf_line())
+        with pytest.raises(TraceError) as err:
+            read_swf(path)
+        assert err.value.field == f"{header} (header)" and "more than the 2,147,483,647" in err.value.reason
+    for column, job in (("5 (NProcs)", gwf_line(1, 0, nprocs=10**18)), ("8 (ReqNProcs)", gwf_line(1, 0, req=2**40))):
+        with pytest.raises(TraceError) as err:
+            read_gwf(write_text(tmp_path / "big.gwf", GWF_HEADER + gwf_line(1, 0) + job))
+        assert (err.value.line, err.value.field) == (5, column) and "more than the 2,147,483,647" in err.value.reason
+    with pytest.raises(TraceError) as err:
+        read_gwf(write_text(tmp_path / "header.gwf", "# MaxProcs: 99999999999\n" + gwf_line(1, 0)))
+    assert err.value.field == "MaxProcs (header)"
 
 
 def test_earliest_error_wins(tmp_path: Path) -> None:
