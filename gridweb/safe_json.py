@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 from typing import Any
+from urllib.parse import unquote_to_bytes
 
 import numpy as np
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -77,6 +78,23 @@ def text_error(text: str) -> str | None:
     return "contains " + ("a NUL character" if found.group() == "\x00" else "an unpaired surrogate (not valid Unicode)")
 
 
+def undecodable(raw: bytes) -> tuple[str, str] | None:
+    """(parameter, reason) for the first parameter of a query string (or form body) whose bytes are not
+    UTF-8, which Django silently turns into U+FFFD: ``%ED%A0%80`` (an encoded surrogate), ``%FF``."""
+    for pair in raw.split(b"&"):
+        name, _, value = (unquote_to_bytes(part.replace(b"+", b" ")) for part in pair.partition(b"="))
+        for part in (name, value):
+            try:
+                part.decode("utf-8")
+            except UnicodeDecodeError:
+                try:
+                    reason = text_error(part.decode("utf-8", "surrogatepass"))
+                except UnicodeDecodeError:
+                    reason = None
+                return name.decode("utf-8", "replace"), reason or "contains bytes that are not UTF-8"
+    return None
+
+
 def _check_text(text: str, path: str) -> None:
     reason = text_error(text)
     if reason is not None:
@@ -85,17 +103,24 @@ def _check_text(text: str, path: str) -> None:
 
 class RejectNulMiddleware:
     """Answer 400 ``{"errors": {"<parameter>": [reason]}}`` for a query or form parameter holding
-    a NUL character or an unpaired surrogate, before any view filters a query with it."""
+    a NUL character or an unpaired surrogate (or bytes that are not UTF-8), before any view filters
+    a query with it."""
 
     def __init__(self, get_response):
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         parameters = [request.GET]
+        scope = getattr(request, "scope", None)  # ASGI: the query's bytes; WSGI: latin-1 text (PEP 3333)
+        raw = [scope.get("query_string", b"") if scope is not None
+               else request.META.get("QUERY_STRING", "").encode("latin-1", "replace")]
         # (not multipart bodies: reading them here would fix their upload handlers before the view
         # runs; the trace upload checks its own text fields, gridweb.scenarios.traces)
         if request.method == "POST" and request.content_type == "application/x-www-form-urlencoded":
             parameters.append(request.POST)
+            raw.append(request.body)
+        for found in filter(None, map(undecodable, raw)):
+            return JsonResponse({"errors": {found[0]: [found[1]]}}, status=400)
         for query in parameters:
             for name, values in query.lists():
                 reason = next(filter(None, map(text_error, (name, *values))), None)

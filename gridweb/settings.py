@@ -276,7 +276,9 @@ GRIDWEB_TRACE_CAPS = {
     "bytes": int(os.environ.get("GRIDWEB_MAX_TRACE_DECOMPRESSED_BYTES", 256 * 1024 * 1024)),
     "line_bytes": int(os.environ.get("GRIDWEB_MAX_TRACE_LINE_BYTES", 4096)),
     "comment_lines": int(os.environ.get("GRIDWEB_MAX_TRACE_COMMENT_LINES", 10_000)),
-    "jobs": int(os.environ.get("GRIDWEB_MAX_TRACE_JOBS", 1_000_000)),
+    "jobs": int(os.environ.get("GRIDWEB_MAX_TRACE_JOBS", 1_000_000)),  # (Batsim: and profiles)
+    # Batsim JSON: the longest job, profile or other value (the reader holds one at a time)
+    "element_bytes": int(os.environ.get("GRIDWEB_MAX_TRACE_ELEMENT_BYTES", 1024 * 1024)),
 }
 DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024  # scenario JSON bodies
 # Recovery (full stack; gridweb.runs.execution.recover_lost_runs): a run whose execution is on

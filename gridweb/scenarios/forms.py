@@ -13,6 +13,7 @@ from typing import Any
 from django import forms
 from django.contrib.auth.models import Group
 
+from gridweb import safe_json
 from gridweb.sharing import Visibility
 
 MAX_TAGS = 20
@@ -103,12 +104,21 @@ class ImportForm(forms.Form):
                 f"the file is {upload.size:,} bytes, larger than the limit of {MAX_IMPORT_BYTES:,} bytes")
         raw = upload.read()
         try:
-            data = json.loads(raw.decode("utf-8"))
+            text = raw.decode("utf-8")
         except UnicodeDecodeError:
             raise forms.ValidationError(f"{upload.name}: not UTF-8 text") from None
+        # Measured before parsing: json.loads of 5,000 nested brackets raises RecursionError (a 500).
+        if safe_json.depth(text) > safe_json.MAX_DEPTH:
+            raise forms.ValidationError(f"{upload.name}: nested more than {safe_json.MAX_DEPTH} levels deep")
+        try:
+            data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise forms.ValidationError(
                 f"{upload.name}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+        try:  # (no NUL characters or unpaired surrogates: the builder's page and the database hold neither)
+            safe_json.check_strings(data)
+        except safe_json.BadJson as exc:
+            raise forms.ValidationError(f"{upload.name}: {exc.path}: {exc.reason}") from None
         if isinstance(data, dict) and isinstance(data.get("spec"), dict):
             self.imported_tags = parse_tags(data.get("tags")) if isinstance(data.get("tags"), list) else []
             data = data["spec"]

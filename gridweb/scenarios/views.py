@@ -18,7 +18,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import Group
 from django.contrib.auth.views import redirect_to_login
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, RequestDataTooBig
 from django.core.paginator import Paginator
 from django.db import transaction
 from django.db.models import Q, TextField
@@ -157,6 +157,8 @@ def _json_body(request: HttpRequest) -> Any:
         return safe_json.loads(request.body)
     except safe_json.BadJson as exc:
         raise ValueError(f"the request body is not acceptable JSON: {exc}") from None
+    except RequestDataTooBig:  # (else Django's HTML page, naming nothing)
+        raise ValueError(f"the request body is larger than {settings.DATA_UPLOAD_MAX_MEMORY_SIZE:,} bytes") from None
 
 
 def _bad_request(errors: dict[str, list[str]]) -> JsonResponse:

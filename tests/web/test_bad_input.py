@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from django.contrib.auth.models import User
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from rest_framework.authtoken.models import Token
@@ -56,6 +57,37 @@ def test_json_nested_thousands_deep_is_refused_before_parsing(api, browser_user)
     assert not Scenario.objects.exists() and not Run.objects.exists()
 
 
+def test_the_builders_import_preview_and_save_refuse_json_nested_thousands_deep(browser_user):
+    imported = browser_user.post("/scenarios/import/", {"file": SimpleUploadedFile("deep.json", DEEP.encode())})
+    assert imported.status_code == 400
+    assert "deep.json: nested more than 64 levels deep" in imported.content.decode()
+    for path in ("/scenarios/preview/", "/scenarios/new/"):
+        status, body = post_json(browser_user, path, DEEP)
+        assert status == 400 and "nested more than 64 levels deep" in json.dumps(body), (path, body)
+    owned = Scenario.objects.create(owner=User.objects.get(username="erin"), name="ok", spec=SPEC)
+    status, body = post_json(browser_user, f"/scenarios/{owned.pk}/edit/", DEEP)
+    assert status == 400 and "nested more than 64 levels deep" in json.dumps(body), body
+    assert Scenario.objects.get().spec == SPEC
+
+
+def test_the_builders_import_refuses_unpaired_surrogates_naming_the_path(browser_user):
+    text = json.dumps({**SPEC, "name": "PLACEHOLDER"}).replace("PLACEHOLDER", "\\ud800")
+    imported = browser_user.post("/scenarios/import/", {"file": SimpleUploadedFile("odd.json", text.encode())})
+    assert imported.status_code == 400
+    assert "odd.json: name: contains an unpaired surrogate (not valid Unicode)" in imported.content.decode()
+
+
+def test_a_json_body_past_the_upload_limit_is_refused_naming_the_limit(api, browser_user, settings):
+    """DATA_UPLOAD_MAX_MEMORY_SIZE (5 MB): the API's parser reads past Django's own check of it."""
+    body = json.dumps({"spec": {**SPEC, "description": "x" * settings.DATA_UPLOAD_MAX_MEMORY_SIZE}})
+    for client, path in ((api, "/api/scenarios/"), (api, "/api/runs/"), (browser_user, "/scenarios/new/"),
+                         (browser_user, "/scenarios/preview/")):
+        status, answer = post_json(client, path, body)
+        assert status == 400, (path, answer)
+        assert "the request body is larger than 5,242,880 bytes" in json.dumps(answer), (path, answer)
+    assert not Scenario.objects.exists() and not Run.objects.exists()
+
+
 def test_a_document_of_ordinary_depth_with_brackets_in_its_strings_is_taken():
     text = json.dumps({"a": [[{"b": "[[[[{{{{" * 100}]], "c": "\\\"]"})
     assert safe_json.depth(text) == 4
@@ -84,6 +116,28 @@ def test_list_filters_with_a_nul_character_answer_400_naming_the_parameter(api, 
     assert response.status_code == 400
     parameter = path.split("?")[1].split("=")[0]
     assert response.json() == {"errors": {parameter: ["contains a NUL character"]}}
+
+
+@pytest.mark.parametrize("path", ["/api/runs/?q=%ED%A0%80", "/api/scenarios/?tag=a%ED%B0%80",
+                                  "/api/traces/?author=%ED%A0%80", "/api/runs/?policy=easy%ED%A0%80",
+                                  "/api/runs/?platform=%ED%BF%BF", "/gallery/?q=%ED%A0%80", "/scenarios/?q=%ED%A0%80"])
+def test_list_filters_with_an_encoded_lone_surrogate_answer_400_naming_the_parameter(api, path):
+    """UTF-8 has no surrogates: Django would have searched for three U+FFFD characters instead."""
+    response = api.get(path)
+    assert response.status_code == 400
+    parameter = path.split("?")[1].split("=")[0]
+    assert response.json() == {"errors": {parameter: ["contains an unpaired surrogate (not valid Unicode)"]}}
+
+
+def test_parameters_that_are_not_utf8_answer_400_naming_them(api, browser_user):
+    response = api.get("/api/runs/?q=ok&author=%FF")
+    assert response.status_code == 400 and response.json() == {"errors": {"author": ["contains bytes that are not UTF-8"]}}
+    # unescaped bytes, as a WSGI server hands them over (latin-1 text, PEP 3333)
+    response = api.get("/api/runs/", QUERY_STRING="q=\xed\xa0\x80")
+    assert response.status_code == 400 and list(response.json()["errors"]) == ["q"]
+    response = browser_user.post("/scenarios/validate/", "tag=%ED%A0%80", content_type="application/x-www-form-urlencoded")
+    assert response.status_code == 400 and list(response.json()["errors"]) == ["tag"]
+    assert api.get("/api/runs/?q=%C3%A9t%C3%A9+%F0%9F%99%82").status_code == 200  # (UTF-8 is taken)
 
 
 def test_an_ordinary_filter_still_filters(api):
@@ -146,6 +200,31 @@ def test_the_trace_store_refuses_text_fields_with_nul_characters_whoever_calls_i
                     tags=["ok", "b\ud800"])
     assert refused.value.errors == {"description": ["contains a NUL character"],
                                     "tags": ["contains an unpaired surrogate (not valid Unicode)"]}
+    assert not TraceFile.objects.exists()
+
+
+BIG_SWF = ("; MaxProcs: 8\n1 0 -1 10 2 -1 -1 2 10 -1 1 1 1 -1 1 -1 -1 -1\n"
+           "2 5 -1 10 4 -1 -1 1000000000000000000 10 -1 1 1 1 -1 1 -1 -1 -1\n")
+BIG_BATSIM = json.dumps({"nb_res": 8, "jobs": [{"id": 1, "subtime": 0, "res": 10**18, "profile": "p"}],
+                         "profiles": {"p": {"type": "delay", "delay": 5}}})
+
+
+@pytest.mark.parametrize("name,content,message", [
+    ("big.swf", BIG_SWF, "big.swf, line 3, field 8 (requested processors): 1,000,000,000,000,000,000 processors, "
+                         "more than the 2,147,483,647 a job may have"),
+    ("big.swf", "; MaxProcs: 1000000000000000000\n" + BIG_SWF.splitlines(keepends=True)[1],
+     "big.swf, field MaxProcs (header): 1,000,000,000,000,000,000 processors, more than the 2,147,483,647 a trace "
+     "may name"),
+    ("big.json", BIG_BATSIM, "big.json, field jobs[0].res: must be a whole number of processors from 1 to "
+                             "2,147,483,647; got 1e+18"),
+])
+def test_a_trace_of_a_quintillion_processors_is_refused_naming_the_line_and_field(api, browser_user, name, content,
+                                                                                 message):
+    """TraceFile.max_processors is a PostgreSQL integer: the reader refuses the count, not the database."""
+    for client, path in ((api, "/api/traces/"), (browser_user, "/scenarios/traces/upload/")):
+        response = client.post(path, {"file": SimpleUploadedFile(name, content.encode())})
+        assert response.status_code == 400, (path, response.content)
+        assert response.json()["errors"] == {"file": [message]}, path
     assert not TraceFile.objects.exists()
 
 

@@ -1,8 +1,10 @@
 """Uploads that would exhaust the server's memory are refused within seconds, the server's memory
 barely moving (issue 14, "Uploads exhaust the web server's memory"): a 2 MB gzip of 2 GB of comment
-lines, one 512 MB line, ten million identical jobs. The reader stops at the first cap it passes
-(settings.GRIDWEB_TRACE_CAPS, simengine.traces.ReadCaps). Memory is measured in a fresh process
-(its peak, VmHWM), through the same function the upload view calls."""
+lines, one 512 MB line, ten million identical jobs; and as Batsim JSON workloads, forty million
+empty jobs (``json.loads`` would make gigabytes of objects of them), ten million jobs, ten million
+profiles, one 512 MB value. The reader stops at the first cap it passes (settings.GRIDWEB_TRACE_CAPS,
+simengine.traces.ReadCaps). Memory is measured in a fresh process (its peak, VmHWM), through the
+same function the upload view calls."""
 
 from __future__ import annotations
 
@@ -25,10 +27,10 @@ def peak_mb():
             return int(line.split()[1]) / 1024
 
 
-def gzip_of(piece: bytes, total: int) -> bytes:
+def gzip_of(piece: bytes, total: int, head: bytes = b"") -> bytes:
     z = zlib.compressobj(9, zlib.DEFLATED, 31)  # gzip framing
     chunk = piece * max(1, (1 << 20) // len(piece))
-    out, made = [], 0
+    out, made = [z.compress(head)], 0
     while made < total:
         out.append(z.compress(chunk))
         made += len(chunk)
@@ -36,17 +38,12 @@ def gzip_of(piece: bytes, total: int) -> bytes:
     return b"".join(out)
 
 
-JOB = b"1 0 0 100 4 -1 -1 4 100 -1 1 1 1 1 1 1 -1 -1\\n"
-bombs = {
-    "2 GB of comment lines": gzip_of(b";\\n", 2 << 30),
-    "one 512 MB line": gzip_of(b"1", 512 << 20),
-    "ten million jobs": gzip_of(JOB, 10_000_000 * len(JOB)),
-}
+BOMBS
 found = {"baseline_mb": peak_mb()}
 for name, content in bombs.items():
     t0 = time.monotonic()
     try:
-        inspect_trace(content, "swf", "bomb.swf.gz")
+        inspect_trace(content, FORMAT, "bomb.SUFFIX.gz")
         message = None
     except TraceInvalid as exc:
         message = exc.errors["file"][0]
@@ -54,11 +51,34 @@ for name, content in bombs.items():
 found["peak_mb"] = peak_mb()
 print(json.dumps(found))
 """
+SWF_BOMBS = """
+JOB = b"1 0 0 100 4 -1 -1 4 100 -1 1 1 1 1 1 1 -1 -1\\n"
+bombs = {
+    "2 GB of comment lines": gzip_of(b";\\n", 2 << 30),
+    "one 512 MB line": gzip_of(b"1", 512 << 20),
+    "ten million jobs": gzip_of(JOB, 10_000_000 * len(JOB)),
+}
+"""
+BATSIM_BOMBS = """
+JOB = b'{"id": 1, "subtime": 0, "walltime": 100, "res": 4, "profile": "p"},'
+PROFILE = b'"p": {"type": "delay", "delay": 1}, '
+bombs = {
+    "forty million empty jobs": gzip_of(b"{},", 120 << 20, head=b'{"nb_res": 1, "jobs": ['),
+    "ten million jobs": gzip_of(JOB, 10_000_000 * len(JOB), head=b'{"nb_res": 4, "jobs": ['),
+    "ten million profiles": gzip_of(PROFILE, 10_000_000 * len(PROFILE), head=b'{"nb_res": 4, "profiles": {'),
+    "one 512 MB value": gzip_of(b"x", 512 << 20, head=b'{"nb_res": 4, "note": "'),
+}
+"""
+
+
+def probe(bombs: str, fmt: str, suffix: str, tmp_path) -> dict:
+    code = PROBE.replace("BOMBS", bombs).replace("FORMAT", repr(fmt)).replace("SUFFIX", suffix)
+    return run_python_json(code, env=project_env(GRIDWEB_DATA_DIR=str(tmp_path)), timeout=600)
 
 
 @pytest.mark.slow
 def test_upload_bombs_are_refused_within_seconds_with_bounded_memory(tmp_path):
-    found = run_python_json(PROBE, env=project_env(GRIDWEB_DATA_DIR=str(tmp_path)), timeout=600)
+    found = probe(SWF_BOMBS, "swf", "swf", tmp_path)
     expected = {"2 GB of comment lines": "more than 10,000 comment lines", "one 512 MB line": "a line longer than",
                 "ten million jobs": "more than 1,000,000 jobs"}
     for name, words in expected.items():
@@ -66,6 +86,21 @@ def test_upload_bombs_are_refused_within_seconds_with_bounded_memory(tmp_path):
         assert found[name]["message"].startswith("bomb.swf.gz"), found[name]  # named by the upload's name
         assert found[name]["seconds"] < 10, (name, found[name])
     assert found["2 GB of comment lines"]["gzip_mb"] < 5
+    assert found["peak_mb"] - found["baseline_mb"] < 200, found
+
+
+@pytest.mark.slow
+def test_batsim_bombs_are_refused_within_seconds_with_bounded_memory(tmp_path):
+    """A Batsim workload is parsed a job (or profile) at a time, the caps applied as it goes."""
+    found = probe(BATSIM_BOMBS, "batsim", "json", tmp_path)
+    expected = {"forty million empty jobs": "field jobs[0].subtime: must be a finite number",
+                "ten million jobs": "more than 1,000,000 jobs", "ten million profiles": "more than 1,000,000 profiles",
+                "one 512 MB value": "field note: longer than 1,048,576 characters"}
+    for name, words in expected.items():
+        assert found[name]["message"] is not None and words in found[name]["message"], (name, found[name])
+        assert found[name]["message"].startswith("bomb.json.gz"), found[name]
+        assert found[name]["seconds"] < 10, (name, found[name])
+    assert found["forty million empty jobs"]["gzip_mb"] < 1
     assert found["peak_mb"] - found["baseline_mb"] < 200, found
 
 
