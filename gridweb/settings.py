@@ -301,6 +301,8 @@ GRIDWEB_LIMITS = {
     "platform_processors": int(os.environ.get("GRIDWEB_MAX_PLATFORM_PROCESSORS", 10_000_000)),
     "horizon": float(os.environ.get("GRIDWEB_MAX_HORIZON_SECONDS", 100 * 365 * 86400)),
     "stored_rows": int(os.environ.get("GRIDWEB_MAX_STORED_ROWS", 20_000_000)),  # job rows of a Result
+    # evolving applications' stages per replication (their plan takes time growing with its square)
+    "evolving_stages": int(os.environ.get("GRIDWEB_MAX_EVOLVING_STAGES", 200_000)),
 }
 # Password reset by e-mail (/accounts/password/reset/): printed to the console in embedded mode; a
 # group's server names its SMTP relay (DJANGO_EMAIL_HOST, ...; Django's own settings otherwise).

@@ -89,3 +89,19 @@ def test_no_limit_means_none(field):
     spec = copy.deepcopy(SPEC)
     spec["run"]["replications"] = 10**4
     assert field not in dict(limit_problems(simengine.load_scenario(spec), Limits()))
+
+
+def test_evolving_applications_count_as_jobs_and_their_stages_are_bounded():
+    spec = {"name": "evolving", "platform": {"clusters": [
+                {"name": "m", "processors": 100, "scheduler": {"name": "evolving", "params": {"algorithm": "mic+c"}}}]},
+            "workload": {"streams": [{"kind": "evolving", "name": "k", "target": "m", "generate": {
+                "applications": [10, 20_000], "stages": [1, 20], "duration": [500, 3600], "nodes": [1, 75]}}]},
+            "run": {"replications": 2}}
+    scenario = simengine.load_scenario(spec)
+    assert estimated_jobs(scenario) == [("workload.streams.0.generate.applications", 20_000.0)]
+    found = dict(limit_problems(scenario, Limits(evolving_stages=200_000)))
+    assert list(found) == ["workload.streams.0.generate.applications"]
+    assert "400,000 stages" in found["workload.streams.0.generate.applications"]
+    assert limit_problems(scenario, Limits(evolving_stages=400_000)) == []
+    found = dict(limit_problems(scenario, Limits(jobs=10_000)))
+    assert "about 20,000 jobs" in found["workload.streams.0.generate.applications"]
