@@ -282,12 +282,14 @@ GRIDWEB_TRACE_CAPS = {
 }
 DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024  # scenario JSON bodies
 # Recovery (full stack; gridweb.runs.execution.recover_lost_runs): a run whose execution is on
-# another machine and has not refreshed its heartbeat for this long is taken for dead (generous:
-# a compiled kernel can hold the interpreter, and the heartbeat thread with it, for minutes) ...
-GRIDWEB_HEARTBEAT_STALE_SECONDS = float(os.environ.get("GRIDWEB_HEARTBEAT_STALE_SECONDS", 300))
+# another machine and has not refreshed its heartbeat (every 10 s) for this long is taken for dead
+# (the engine holds the interpreter, and the heartbeat thread with it, for well under a second at a
+# time while a run is watched -- compiled kernels run in slices -- and for about a minute at most in
+# an evolving plan at the default limits) ...
+GRIDWEB_HEARTBEAT_STALE_SECONDS = float(os.environ.get("GRIDWEB_HEARTBEAT_STALE_SECONDS", 120))
 # ... and every Celery worker looks for such runs (and for runs of dead processes of its own machine)
 # this often, and hands them to the workers again.
-GRIDWEB_RECOVERY_SECONDS = float(os.environ.get("GRIDWEB_RECOVERY_SECONDS", 60))
+GRIDWEB_RECOVERY_SECONDS = float(os.environ.get("GRIDWEB_RECOVERY_SECONDS", 30))
 # A worker process that has grown past this (MB) after a task is replaced by a fresh one (a big
 # run's peak memory is not kept for the next).
 CELERY_WORKER_MAX_MEMORY_PER_CHILD = int(os.environ.get("GRIDWEB_WORKER_MAX_MEMORY_MB", 4096)) * 1024  # KiB
