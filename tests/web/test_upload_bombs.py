@@ -15,27 +15,11 @@ from rest_framework.authtoken.models import Token
 from tests.conftest import project_env, run_python_json
 
 PROBE = """
-import json, time, zlib
+import json, time
 import django
 django.setup()
 from gridweb.scenarios.traces import TraceInvalid, inspect_trace
-
-
-def peak_mb():
-    for line in open("/proc/self/status"):
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-
-
-def gzip_of(piece: bytes, total: int, head: bytes = b"") -> bytes:
-    z = zlib.compressobj(9, zlib.DEFLATED, 31)  # gzip framing
-    chunk = piece * max(1, (1 << 20) // len(piece))
-    out, made = [z.compress(head)], 0
-    while made < total:
-        out.append(z.compress(chunk))
-        made += len(chunk)
-    out.append(z.flush())
-    return b"".join(out)
+from tests.web.bombs import gzip_of, peak_mb
 
 
 BOMBS

@@ -9,10 +9,11 @@ import http.client
 import json
 import time
 import uuid
-import zlib
 from urllib.parse import urlsplit
 
 import pytest
+
+from tests.web.bombs import gzip_of, peak_mb
 
 pytestmark = pytest.mark.slow
 
@@ -24,25 +25,6 @@ user, _ = get_user_model().objects.get_or_create(username="bomber")
 print(json.dumps(Token.objects.get_or_create(user=user)[0].key))
 """
 JOB = b"1 0 0 100 4 -1 -1 4 100 -1 1 1 1 1 1 1 -1 -1\n"
-
-
-def gzip_of(piece: bytes, total: int, head: bytes = b"") -> bytes:
-    z = zlib.compressobj(9, zlib.DEFLATED, 31)  # gzip framing
-    chunk = piece * max(1, (1 << 20) // len(piece))
-    out, made = [z.compress(head)], 0
-    while made < total:
-        out.append(z.compress(chunk))
-        made += len(chunk)
-    out.append(z.flush())
-    return b"".join(out)
-
-
-def peak_mb(pid: int) -> float:
-    with open(f"/proc/{pid}/status") as status:
-        for line in status:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    raise AssertionError("no VmHWM")
 
 
 def post_file(base_url: str, token: str, name: str, content: bytes, chunked: bool = False) -> tuple[int, dict, float]:
