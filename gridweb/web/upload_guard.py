@@ -87,7 +87,7 @@ class _Dropped:
 def install_in_daphne() -> None:
     """Daphne's requests (see the module docstring): called once, by gridweb.asgi."""
     try:
-        from daphne.http_protocol import WebRequest
+        from daphne.http_protocol import WebRequest  # (here: the app may run under another ASGI server)
     except ImportError:  # another ASGI server: the middleware alone
         return
     if getattr(WebRequest, "gridweb_guarded", False):
