@@ -108,7 +108,8 @@ def test_replications_are_pooled_by_the_driver_only():
     # go through simengine.driver
     allowed = {"simengine.driver", "simengine.sweep"}
     pooling = {name for name, path in modules("simengine").items()
-               if ("ProcessPoolExecutor" in path.read_text() or "ThreadPoolExecutor" in path.read_text())
+               if any(pool in path.read_text() for pool in ("ProcessPoolExecutor", "ThreadPoolExecutor",
+                                                            "multiprocessing.Pool"))
                and not name.startswith("simengine.reproductions")}
     assert pooling <= allowed, pooling - allowed
 
