@@ -21,12 +21,11 @@ left to finish on their own while the run ends).
 from __future__ import annotations
 
 import ctypes
-import multiprocessing
 import os
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from functools import partial
@@ -138,12 +137,18 @@ def run_model(model: Model, scenario: Scenario, on_progress: ProgressCallback | 
                 emit.progress(len(outcomes) / R, 0.0)
         elif rest and not model.gil_free and _processes_pay(workers, len(rest), first_seconds):
             payload = [(model, scenario.model_dump_json(), trace_base_dir(scenario), r) for r in rest]
-            with multiprocessing.Pool(_pool_size(workers, len(rest))) as pool:  # leaving it terminates it
-                results = pool.imap(_replicate_in_worker, payload)
-                for _ in rest:
-                    outcomes.append(_await(partial(results.next, timeout=STEP_REPORT_SECONDS),
-                                           multiprocessing.TimeoutError, emit))
+            pool = ProcessPoolExecutor(max_workers=_pool_size(workers, len(rest)))
+            finished = False
+            try:
+                for future in [pool.submit(_replicate_in_worker, args) for args in payload]:
+                    outcomes.append(_await(partial(future.result, timeout=STEP_REPORT_SECONDS), FutureTimeout,
+                                           emit))
                     emit.progress(len(outcomes) / R, 0.0)
+                finished = True
+            finally:
+                if not finished:  # stopped, or a replication failed: the others are not waited for
+                    _terminate(pool)
+                pool.shutdown(wait=finished, cancel_futures=True)
         else:
             poll = _poller(emit) if listening else None
             for r in rest:
@@ -187,6 +192,20 @@ def _await(get: Callable[[], Replication], timeout: type[BaseException], emit: C
             return get()
         except timeout:
             emit.poll()
+
+
+def _terminate(pool: ProcessPoolExecutor) -> None:
+    """Stop a process pool's workers now, whatever they simulate (Python 3.14's
+    ``terminate_workers``; before it, the executor's own processes)."""
+    stop = getattr(pool, "terminate_workers", None)
+    if stop is not None:
+        stop()
+        return
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    for process in processes:
+        process.terminate()
+    for process in processes:
+        process.join(timeout=5)
 
 
 def _poller(emit: ChunkEmitter) -> Callable[[float, float], None]:

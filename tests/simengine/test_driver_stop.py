@@ -118,3 +118,33 @@ def test_slices_asked_for_by_a_listener_do_not_change_the_results():
     for k in quiet.jobs:
         np.testing.assert_array_equal(listened.jobs[k], quiet.jobs[k], err_msg=k)
     assert {k: m.values for k, m in listened.metrics.items()} == {k: m.values for k, m in quiet.metrics.items()}
+
+
+def test_a_pool_process_that_dies_fails_the_run_instead_of_hanging():
+    # a replication's process killed (the machine's out-of-memory killer, say): the run raises at
+    # once rather than waiting for a result that never comes
+    import os
+    import signal
+    import threading
+    from concurrent.futures.process import BrokenProcessPool
+
+    s = scenario("reservations-preemption.yaml", 20_000, 4)
+    outcome: dict = {}
+
+    def run() -> None:
+        try:
+            simengine.run(s, workers=2)
+            outcome["result"] = "finished"
+        except BaseException as exc:  # noqa: BLE001 - what the run raised is the test's result
+            outcome["result"] = exc
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not multiprocessing.active_children():
+        assert time.monotonic() < deadline and thread.is_alive(), "the pool never started"
+        time.sleep(0.01)
+    os.kill(multiprocessing.active_children()[0].pid, signal.SIGKILL)
+    thread.join(timeout=60)
+    assert not thread.is_alive(), "the run hung on a dead process"
+    assert isinstance(outcome["result"], BrokenProcessPool), outcome
