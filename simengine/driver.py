@@ -148,7 +148,7 @@ def run_model(model: Model, scenario: Scenario, on_progress: ProgressCallback | 
             finally:
                 if not finished:  # stopped, or a replication failed: the others are not waited for
                     _terminate(pool)
-                pool.shutdown(wait=finished, cancel_futures=True)
+                pool.shutdown(wait=True, cancel_futures=True)  # (its workers gone, at once)
         else:
             poll = _poller(emit) if listening else None
             for r in rest:
