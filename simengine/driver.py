@@ -14,9 +14,9 @@ SeedSequence child, so the Result does not depend on where or in which order the
 Stopping (a cancelled run, a server's wall-clock budget): the progress callback may raise. It is
 called with every chunk, and -- through its ``check()``, when it has one -- at least every
 ``STEP_REPORT_SECONDS`` while replications 1..R-1 run: from inside a replication run here (the
-models that report steps stop at once, the others at their end), from the wait on a pool (worker
-processes are terminated; threads, which run compiled kernels that cannot be interrupted, are
-left to finish on their own while the run ends).
+models that report steps stop at once, the others at their end), and from the wait on a pool
+(the run ends at once; the replications running in the pool's threads or processes are left to
+finish on their own, the queued ones are dropped).
 """
 from __future__ import annotations
 
@@ -146,9 +146,9 @@ def run_model(model: Model, scenario: Scenario, on_progress: ProgressCallback | 
                     emit.progress(len(outcomes) / R, 0.0)
                 finished = True
             finally:
-                if not finished:  # stopped, or a replication failed: the others are not waited for
-                    _terminate(pool)
-                pool.shutdown(wait=True, cancel_futures=True)  # (its workers gone, at once)
+                # stopped, or a replication failed: the queued ones are cancelled and the running
+                # ones not waited for (their processes end with them)
+                pool.shutdown(wait=finished, cancel_futures=True)
         else:
             poll = _poller(emit) if listening else None
             for r in rest:
@@ -192,20 +192,6 @@ def _await(get: Callable[[], Replication], timeout: type[BaseException], emit: C
             return get()
         except timeout:
             emit.poll()
-
-
-def _terminate(pool: ProcessPoolExecutor) -> None:
-    """Stop a process pool's workers now, whatever they simulate (Python 3.14's
-    ``terminate_workers``; before it, the executor's own processes)."""
-    stop = getattr(pool, "terminate_workers", None)
-    if stop is not None:
-        stop()
-        return
-    processes = list((getattr(pool, "_processes", None) or {}).values())
-    for process in processes:
-        process.terminate()
-    for process in processes:
-        process.join(timeout=5)
 
 
 def _poller(emit: ChunkEmitter) -> Callable[[float, float], None]:
