@@ -3,7 +3,9 @@
 The consumer checks that the session's user may view the run, joins the channel-layer group
 ``run-<id>``, sends every stored chunk with ``seq > N`` (N = -1 when absent) in order, then
 the chunks announced while it is connected, and ``{"kind": "status", ...}`` once the run has
-ended (at once for a run that had already ended). Announcements carry only a ``seq``; the
+ended. A run that had already ended is replayed from this process's copy of its chunk list
+(read once however many replay it: a finished run's chunks never change) and its status at once,
+without joining the group. Announcements carry only a ``seq``; the
 chunks themselves are read from the database, each sent once: the consumer keeps the highest
 ``seq`` it sent and only ever sends higher ones, so replay and live chunks never overlap and
 never leave a gap. A run whose worker died starts again as a new ``attempt`` whose chunks are
@@ -27,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import OrderedDict
-from typing import Any
+from typing import Any, Awaitable, Callable
 from urllib.parse import parse_qs
 
 from channels.db import DatabaseSyncToAsync, database_sync_to_async
@@ -54,46 +56,88 @@ BATCH = 64  # chunks read per query (their headers: the rows come from CHUNK_ROW
 LIVE_ROWS_LIMIT = 100_000
 
 
-class ChunkRows:
-    """The rows (binary frames) of stored segments chunks, read from the database once per process
-    and kept, least recently sent out first, up to ``limit`` bytes: a crowd watching or replaying
-    one run costs one read of each chunk, not one per viewer. A chunk's rows never change once
-    stored (a restarted run's new chunks are new rows), so its primary key and the time it was
-    stored name them (the time too: a database may give a rolled-back key out again)."""
+class SharedReads:
+    """Values read from the database once per process and kept, least recently used out first,
+    up to ``limit`` bytes (``size`` of each): a crowd watching or replaying one run costs one read,
+    not one per viewer; viewers asking while it is read wait for that read. Only for values that
+    never change under their key."""
 
-    def __init__(self, limit: int):
-        self.limit, self.size = limit, 0
-        self.kept: OrderedDict[tuple, bytes] = OrderedDict()
+    def __init__(self, limit: int, read: Callable[..., Awaitable[Any]], size: Callable[[Any], int] = len):
+        self.limit, self.size, self.read, self.size_of = limit, 0, read, size
+        self.kept: OrderedDict[tuple, Any] = OrderedDict()
         self.reading: dict[tuple, asyncio.Future] = {}
 
-    async def get(self, pk: int, stored) -> bytes:
-        key = (pk, stored)
-        data = self.kept.get(key)
-        if data is not None:
+    async def get(self, *key) -> Any:
+        value = self.kept.get(key)
+        if value is not None:
             self.kept.move_to_end(key)
-            return data
+            return value
         pending = self.reading.get(key)
         if pending is not None:  # another viewer is reading it: wait for that read
             return await asyncio.shield(pending)
-        pending = self.reading[key] = asyncio.ensure_future(_read_rows(pk))
+        pending = self.reading[key] = asyncio.ensure_future(self.read(*key))
         try:
-            data = await pending
+            value = await pending
         finally:
             del self.reading[key]
-        self.kept[key] = data
-        self.size += len(data)
+        self.kept[key] = value
+        self.size += self.size_of(value)
         while self.size > self.limit and len(self.kept) > 1:
-            self.size -= len(self.kept.popitem(last=False)[1])
-        return data
+            self.size -= self.size_of(self.kept.popitem(last=False)[1])
+        return value
 
 
 @in_pool
-def _read_rows(pk: int) -> bytes:
+def _read_rows(pk: int, stored) -> bytes:
     return bytes(RunChunk.objects.filter(pk=pk).values_list("data", flat=True).get())
 
 
-#: this process's chunk rows (docs/deploy.md: GRIDWEB_CHUNK_CACHE_MB)
-CHUNK_ROWS = ChunkRows(int(settings.GRIDWEB_CHUNK_CACHE_MB) << 20)
+#: the rows (binary frames) of stored segments chunks (docs/deploy.md: GRIDWEB_CHUNK_CACHE_MB). A
+#: chunk's rows never change once stored (a restarted run's new chunks are new rows), so its primary
+#: key and the time it was stored name them (the time too: a database may give a rolled-back key
+#: out again).
+CHUNK_ROWS = SharedReads(int(settings.GRIDWEB_CHUNK_CACHE_MB) << 20, _read_rows)
+
+
+def chunk_headers(run_id: int, after: int, limit: int | None = None) -> list[tuple[int, Any, int, str, bool, int, int]]:
+    """(pk, when stored, seq, payload text, binary?, rows before, rows) of a run's chunks after
+    ``after``, in seq order: their rows' bytes come from CHUNK_ROWS, once per process however many
+    viewers send them."""
+    query = (RunChunk.objects.filter(run_id=run_id, seq__gt=after).order_by("seq")
+             .annotate(text=Cast("payload", TextField()),
+                       binary=Case(When(data__isnull=False, then=Value(True)), default=Value(False),
+                                   output_field=BooleanField()))
+             .values_list("pk", "created", "seq", "text", "binary", "rows_before", "rows"))
+    return list(query if limit is None else query[:limit])
+
+
+class FinishedStream:
+    """A finished run's chunk headers, and their summary frames once asked for."""
+
+    def __init__(self, headers: list[tuple]):
+        self.headers = headers
+        last = next((h for h in reversed(headers) if h[4]), None)
+        self.rows = last[5] + last[6] if last else 0  # segment rows stored
+        self.size = sum(len(h[3]) for h in headers)
+        self.summaries: dict[int, bytes] = {}
+
+    def summary(self, k: int) -> bytes:
+        frame = self.summaries.get(k)
+        if frame is None:
+            frame = self.summaries[k] = summary_frame(json.loads(self.headers[k][3]))
+        return frame
+
+
+@in_pool
+def _read_finished(run_id: int, attempt: int, finished_at) -> FinishedStream:
+    return FinishedStream(chunk_headers(run_id, -1))
+
+
+#: the chunk lists of finished runs: a crowd replaying a big run costs one query of its chunks, not
+#: two per viewer. A finished run's chunks never change (a run starts again only while it is
+#: running, as a new attempt), so its id, attempt and end name them. (Headers are a fraction of
+#: the rows' size: a quarter of CHUNK_ROWS' bytes.)
+FINISHED_STREAMS = SharedReads(int(settings.GRIDWEB_CHUNK_CACHE_MB) << 18, _read_finished, lambda s: s.size)
 
 
 class RunStreamConsumer(AsyncWebsocketConsumer):
@@ -112,13 +156,16 @@ class RunStreamConsumer(AsyncWebsocketConsumer):
             await self.close(code=CLOSE_BAD_REQUEST)
             return
         after, attempt = query
-        access, self.attempt = await self._access()
+        access, state = await self._access()
         if access is not None:
             await self.close(code=access)
             return
-        if attempt is not None:  # a reconnecting client says whose chunks it holds
-            self.attempt = attempt
+        self.attempt = state["attempt"] if attempt is None else attempt  # (a reconnecting client says whose chunks it holds)
         self.sent = after
+        if state["status"] in FINISHED:
+            # Nothing more will be stored or announced: the process's copy of the chunk list, no group.
+            await self._send_finished(state)
+            return
         # A page that joins once more rows are stored than it may hold would take them in only to
         # switch to tiles at the limit: it gets the summaries at once and draws from tiles at once.
         self.summaries_only = await self._stored_rows() > LIVE_ROWS_LIMIT
@@ -130,6 +177,15 @@ class RunStreamConsumer(AsyncWebsocketConsumer):
         ended = await self._ended()
         if ended is not None:
             await self._send_status(*ended)
+
+    async def _send_finished(self, state: dict[str, Any]) -> None:
+        """Replay a finished run from this process's copy of its chunk list, then its status."""
+        stream = await FINISHED_STREAMS.get(self.run_id, state["attempt"], state["finished_at"])
+        if state["attempt"] != self.attempt:  # the client holds an earlier attempt's chunks
+            await self._restart(state["attempt"])
+        self.summaries_only = stream.rows > LIVE_ROWS_LIMIT
+        await self._send_chunks(stream.headers, stream)
+        await self._send_status(state["status"], state["error"])
 
     async def disconnect(self, code: int) -> None:
         if self.joined:
@@ -153,31 +209,38 @@ class RunStreamConsumer(AsyncWebsocketConsumer):
     # Helpers
     async def _send_new_chunks(self) -> None:
         while True:
-            rows = await self._chunks_after(self.sent)
-            # read after the chunks: while it is unchanged they are this attempt's (a new attempt
-            # deletes the old chunks and takes the run in one transaction)
-            attempt = await self._attempt()
+            rows, attempt = await self._chunks_after(self.sent)
             if attempt is not None and attempt != self.attempt:
-                restarted = self.sent >= 0  # (a client that holds nothing just takes the new attempt)
-                self.attempt, self.sent = attempt, -1
-                self.summaries_only = False  # the new attempt's rows start from none
-                if restarted:
-                    await self.send(text_data=json.dumps({"kind": "restart", "attempt": attempt}))
+                await self._restart(attempt)
                 continue
             if not rows:
                 return
-            for pk, stored, seq, text, binary, rows_before, count in rows:
-                if seq <= self.sent:
-                    continue
-                if not binary:
-                    await self.send(text_data=text)
-                elif not self.summaries_only and rows_before + count <= LIVE_ROWS_LIMIT:
-                    await self.send(bytes_data=await CHUNK_ROWS.get(pk, stored))
-                else:
-                    await self.send(bytes_data=summary_frame(json.loads(text)))
-                self.sent = seq
-            # A long replay gives way between batches to the other viewers and new handshakes.
-            await asyncio.sleep(0)
+            await self._send_chunks(rows)
+
+    async def _restart(self, attempt: int) -> None:
+        """The run started again (its worker died): from now on this client gets the new attempt's chunks."""
+        restarted = self.sent >= 0  # (a client that holds nothing just takes the new attempt)
+        self.attempt, self.sent = attempt, -1
+        self.summaries_only = False  # the new attempt's rows start from none
+        if restarted:
+            await self.send(text_data=json.dumps({"kind": "restart", "attempt": attempt}))
+
+    async def _send_chunks(self, rows: list[tuple], finished: FinishedStream | None = None) -> None:
+        """Send the chunks of ``rows`` (headers, in seq order) after the highest seq sent."""
+        for k, (pk, stored, seq, text, binary, rows_before, count) in enumerate(rows):
+            if seq <= self.sent:
+                continue
+            if not binary:
+                await self.send(text_data=text)
+            elif not self.summaries_only and rows_before + count <= LIVE_ROWS_LIMIT:
+                await self.send(bytes_data=await CHUNK_ROWS.get(pk, stored))
+            else:
+                await self.send(bytes_data=finished.summary(k) if finished else summary_frame(json.loads(text)))
+            self.sent = seq
+            if k % BATCH == BATCH - 1:
+                # A long replay gives way to the other viewers and new handshakes.
+                await asyncio.sleep(0)
+        await asyncio.sleep(0)
 
     async def _send_status(self, status: str, error: str) -> None:
         if self.status_sent:
@@ -187,12 +250,13 @@ class RunStreamConsumer(AsyncWebsocketConsumer):
                                               "last_seq": self.sent}))
 
     @database_sync_to_async  # (not in_pool: a handshake never waits behind a crowd's replay)
-    def _access(self) -> tuple[int | None, int]:
-        """(close code or None, the run's attempt): hidden answers as missing does."""
+    def _access(self) -> tuple[int | None, dict[str, Any]]:
+        """(close code or None, the run's attempt, status, error and end): hidden answers as missing does."""
         run = Run.objects.filter(pk=self.run_id).first()
         if run is None or not run.can_view(self.scope.get("user")):
-            return CLOSE_NOT_FOUND, 0
-        return None, run.attempt
+            return CLOSE_NOT_FOUND, {}
+        return None, {"attempt": run.attempt, "status": run.status, "error": run.error,
+                      "finished_at": run.finished_at}
 
     @in_pool
     def _stored_rows(self) -> int:
@@ -202,18 +266,12 @@ class RunStreamConsumer(AsyncWebsocketConsumer):
         return sum(last) if last else 0
 
     @in_pool
-    def _attempt(self) -> int | None:
-        return Run.objects.filter(pk=self.run_id).values_list("attempt", flat=True).first()
-
-    @in_pool
-    def _chunks_after(self, after: int) -> list[tuple[int, Any, int, str, bool, int, int]]:
-        """(pk, when stored, seq, payload text, binary?, rows before, rows) of the next chunks: their
-        rows' bytes come from CHUNK_ROWS, once per process however many viewers send them."""
-        return list(RunChunk.objects.filter(run_id=self.run_id, seq__gt=after).order_by("seq")
-                    .annotate(text=Cast("payload", TextField()),
-                              binary=Case(When(data__isnull=False, then=Value(True)), default=Value(False),
-                                          output_field=BooleanField()))
-                    .values_list("pk", "created", "seq", "text", "binary", "rows_before", "rows")[:BATCH])
+    def _chunks_after(self, after: int) -> tuple[list[tuple[int, Any, int, str, bool, int, int]], int | None]:
+        """The next chunks' headers (``chunk_headers``) and then the run's attempt: while that is
+        unchanged they are this attempt's (a new attempt deletes the old chunks and takes the run
+        in one transaction)."""
+        rows = chunk_headers(self.run_id, after, BATCH)
+        return rows, Run.objects.filter(pk=self.run_id).values_list("attempt", flat=True).first()
 
     @database_sync_to_async
     def _ended(self) -> tuple[str, str] | None:

@@ -8,6 +8,7 @@ same segments, and a client that reconnects with ?after= misses nothing and gets
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 import time
@@ -140,6 +141,42 @@ def test_replay_after_n_sends_exactly_the_chunks_after_n_as_stored(people):
     assert [c["seq"] for c in chunks] == [s for s in sorted(stored) if s > 0]
     assert all(c == stored[c["seq"]] for c in chunks)
     assert status["kind"] == "status" and status["status"] == "done"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_crowd_replaying_a_finished_run_reads_its_chunk_list_once(people, monkeypatch):
+    """Replays of a finished run come from one read of its chunk list per process, however many
+    viewers replay it at once or later, and each viewer still gets exactly the stored chunks after
+    its ``after``; a run that ends later is read anew (its list is not taken for a finished one's)."""
+    from gridweb.runs import consumers
+
+    run = finished_run(people["alice"])
+    stored = sorted(RunChunk.objects.filter(run=run).values_list("seq", flat=True))
+    reads = []
+    original = consumers.chunk_headers
+
+    def counted(run_id, after, limit=None):
+        reads.append((run_id, after, limit))
+        return original(run_id, after, limit)
+
+    monkeypatch.setattr(consumers, "chunk_headers", counted)
+    headers = session_cookie(people["alice"])
+
+    async def crowd() -> list[dict]:
+        return list(await asyncio.gather(*(watch(f"/ws/runs/{run.pk}/?after={after}", headers)
+                                           for after in (-1, -1, 0, 2, -1))))
+
+    watched = async_to_sync(crowd)() + [async_to_sync(watch)(f"/ws/runs/{run.pk}/", headers)]
+    assert reads == [(run.pk, -1, None)]
+    for after, seen in zip((-1, -1, 0, 2, -1, -1), watched):
+        assert [m["seq"] for m in seen["messages"][:-1]] == [s for s in stored if s > after]
+        assert seen["messages"][-1] == {"kind": "status", "status": "done", "error": "", "last_seq": stored[-1]}
+
+    other = finished_run(people["alice"])
+    again = async_to_sync(watch)(f"/ws/runs/{other.pk}/", headers)
+    assert reads[1:] == [(other.pk, -1, None)]
+    assert [m["seq"] for m in again["messages"][:-1]] == sorted(
+        RunChunk.objects.filter(run=other).values_list("seq", flat=True))
 
 
 @pytest.mark.django_db(transaction=True)
