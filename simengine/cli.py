@@ -245,7 +245,7 @@ def _simulate(scenario, out: str, quiet: bool, workers: int | None = None, swf_p
     from simengine.runner import run
 
     bar = _ProgressBar(enabled=not quiet)
-    result = run(scenario, on_progress=bar.update, workers=workers)
+    result = run(scenario, on_progress=bar if bar.enabled else None, workers=workers)
     bar.close()
     result.write(out, swf_precision=swf_precision, batsim=batsim)
     if not quiet:
@@ -264,14 +264,17 @@ def _simulate(scenario, out: str, quiet: bool, workers: int | None = None, swf_p
 
 
 class _ProgressBar:
-    """A terminal progress bar that only appears once a run has taken more than a second."""
+    """A terminal progress bar that only appears once a run has taken more than a second (the
+    run's progress callback: it follows progress only, so no Gantt is built for it)."""
+
+    wants_segments = False
 
     def __init__(self, enabled: bool):
         self.enabled = enabled and sys.stderr.isatty()
         self.t0 = time.monotonic()
         self.bar = None
 
-    def update(self, chunk: dict) -> None:
+    def __call__(self, chunk: dict) -> None:
         if not self.enabled or chunk.get("kind") != "progress":
             return
         if self.bar is None and time.monotonic() - self.t0 > 1.0:

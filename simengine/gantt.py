@@ -10,7 +10,7 @@ gives one segment per contiguous block.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from simengine.jit import njit
 
 from simengine.schedulers._heap import heap_pop, heap_push
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from simengine.jit import njit
 
 from simengine.gantt import KIND_NAMES
 from simengine.streaming import LIVE_COLUMNS, LIVE_DTYPES

@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from simengine.jit import njit
 
 #: ``policy`` codes of the kernel.
 POLICY_RANDOM, POLICY_DEFERRED, POLICY_SB_DEFERRED = 0, 1, 2

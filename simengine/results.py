@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from numba import njit
+from simengine.jit import njit
 
 from simengine.gantt import KIND_NAMES, SEGMENT_COLUMNS
 from simengine.statistics import JOB_MEANS, batch_means_half_width, shaky, t_half_width, within_domain

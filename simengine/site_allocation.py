@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import numpy as np
-from numba import njit
+from simengine.jit import njit
 from pydantic import BaseModel, ConfigDict, Field
 
 from simengine.grid_lwr import POLICY_DEFERRED, POLICY_SB_DEFERRED

@@ -42,7 +42,8 @@ LIVE_DTYPES = {"cluster": np.int16, "first_processor": np.int32, "processors": n
 LIVE_COLUMNS = tuple(LIVE_DTYPES)
 
 #: called with every numbered chunk; raising stops the run. It may also have a ``check()``
-#: (raise to stop, nothing else) that the driver calls between chunks (ChunkEmitter.poll)
+#: (raise to stop, nothing else) that the driver calls between chunks (ChunkEmitter.poll), and
+#: ``wants_segments = False`` when it only follows progress (no Gantt is built for it)
 ProgressCallback = Callable[[dict[str, Any]], None]
 
 
@@ -79,6 +80,8 @@ class ChunkEmitter:
     def __init__(self, callback: ProgressCallback | None):
         self.callback, self.seq = callback, 0
         self.sent_segments = False
+        #: someone draws the Gantt (a progress bar does not)
+        self.wants_segments = callback is not None and getattr(callback, "wants_segments", True)
 
     def send(self, chunk: dict[str, Any]) -> None:
         if self.callback is not None:
@@ -97,7 +100,7 @@ class ChunkEmitter:
 
     def live(self, replications: int = 1) -> LiveGantt | None:
         """The live Gantt of replication 0 (None when nobody listens: models skip the work)."""
-        if self.callback is None:
+        if not self.wants_segments:
             return None
         return LiveGantt(self, replications)
 
@@ -105,7 +108,7 @@ class ChunkEmitter:
                  replications: int = 1) -> None:
         """Replication 0's segments at once (models without a live feed)."""
         self.sent_segments = True
-        if self.callback is not None:
+        if self.wants_segments:
             LiveGantt(self, replications).finish(seg, jobs)
 
     def metrics(self, metrics: dict[str, Any]) -> None:

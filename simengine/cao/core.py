@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, types
+from simengine.jit import njit, types
 from numba.experimental import structref
 
 from simengine.cao.engine import (DONE, EPS, EV_ARRIVE, EV_DONE, EV_GRID, EV_SLICE, EV_WAKE, LONG, MEDIUM, QUEUED,

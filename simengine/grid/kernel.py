@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from simengine.jit import njit
 
 from simengine.schedulers._heap import heap_pop, heap_push
 

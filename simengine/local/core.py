@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, types
+from simengine.jit import njit, types
 from numba.experimental import structref
 
 from simengine.gantt import KIND_KILLED, KIND_RESERVATION, KIND_RUN, KIND_SUSPENDED

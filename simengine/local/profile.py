@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from simengine.jit import njit
 
 from simengine.profile import prof_add, prof_find_start, prof_grow, prof_index
 

@@ -6,7 +6,7 @@ keeps simultaneous completions deterministic.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from simengine.jit import njit
 
 
 @njit(cache=True, inline="always")

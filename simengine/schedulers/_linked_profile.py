@@ -37,7 +37,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from simengine.jit import njit
 
 INF = math.inf
 PREV, NEXT, REF, GEN = 0, 1, 2, 3  # rows of L

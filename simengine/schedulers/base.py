@@ -5,7 +5,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
+from simengine.jit import njit
 from pydantic import BaseModel, ConfigDict, Field
 
 

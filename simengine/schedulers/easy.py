@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from simengine.jit import njit
 
 from simengine.registry import LOCAL_SCHEDULERS
 from simengine.schedulers._heap import heap_pop, heap_push, new_heap

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 
-from numba import njit
+from simengine.jit import njit
 
 from simengine.registry import LOCAL_SCHEDULERS, NoParams
 from simengine.schedulers._heap import heap_pop, heap_push, new_heap

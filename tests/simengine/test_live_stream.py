@@ -45,6 +45,33 @@ def test_every_model_path_streams_exactly_its_gantt(monkeypatch, name):
     assert sim_times[-1] <= float(np.max(result.segments["t1"])) + 1e-9
 
 
+@pytest.mark.parametrize("name", ["single-cluster-easy.yaml", "reservations-preemption.yaml", "koala-w30.yaml"])
+def test_a_listener_that_follows_progress_only_gets_no_gantt_and_the_same_result(monkeypatch, name):
+    """A callback with ``wants_segments = False`` (the command line's progress bar) gets progress
+    but no segments chunk: no Gantt is built for it; the result is the one of a run with no
+    listener and of one with a Gantt listener."""
+    monkeypatch.setattr(streaming, "LIVE_INTERVAL", 0.0)
+
+    class ProgressOnly(list):
+        wants_segments = False
+
+        def __call__(self, chunk):
+            self.append(chunk)
+
+    progress_only, everything = ProgressOnly(), []
+    followed = simengine.run(ROOT / "examples" / name, on_progress=progress_only)
+    drawn = simengine.run(ROOT / "examples" / name, on_progress=everything.append)
+    alone = simengine.run(ROOT / "examples" / name)
+    assert progress_only and progress_only[-1]["kind"] == "metrics" and progress_only[-1]["fraction"] == 1.0
+    assert {c["kind"] for c in everything} - {c["kind"] for c in progress_only} == {"segments"}
+    assert [c["seq"] for c in progress_only] == list(range(len(progress_only)))
+    for result in (followed, drawn):
+        for name_, column in alone.jobs.items():
+            np.testing.assert_array_equal(result.jobs[name_], column, err_msg=name_)
+        for name_, column in alone.segments.items():
+            np.testing.assert_array_equal(result.segments[name_], column, err_msg=name_)
+
+
 def rows(t0, t1):
     n = len(t0)
     return live_rows({"t0": np.asarray(t0, float), "t1": np.asarray(t1, float), "cluster": np.zeros(n),
