@@ -10,8 +10,8 @@ gives one segment per contiguous block.
 from __future__ import annotations
 
 import numpy as np
-from simengine.jit import njit
 
+from simengine.jit import njit
 from simengine.schedulers._heap import heap_pop, heap_push
 
 #: Segment kinds, in the order of MODELS.md §8; stored as int8 codes.

@@ -18,9 +18,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from simengine.jit import njit
 
 from simengine.gantt import KIND_NAMES
+from simengine.jit import njit
 from simengine.streaming import LIVE_COLUMNS, LIVE_DTYPES
 
 #: rows per block of the index

@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+
 from simengine.jit import njit
 
 #: ``policy`` codes of the kernel.

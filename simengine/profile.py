@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+
 from simengine.jit import njit
 
 INF = math.inf

@@ -18,10 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from simengine.jit import njit
 
 from simengine.gantt import KIND_NAMES, SEGMENT_COLUMNS
+from simengine.jit import njit
 from simengine.statistics import JOB_MEANS, batch_means_half_width, shaky, t_half_width, within_domain
+from simengine.text_columns import column_text, csv_bytes
 from simengine.version import ENGINE_VERSION
 from simengine.workload import (STATUS_COMPLETED, STATUS_KILLED, STATUS_NAMES, STATUS_REJECTED,
                                 STATUS_UNFINISHED)
@@ -678,24 +679,8 @@ def assemble_result(scenario, kept_jobs: list[dict[str, np.ndarray]], metric_val
 
 
 def _write_csv(path: Path, cols: dict[str, np.ndarray]) -> None:
-    """Fast CSV of equal-length columns; floats in shortest round-trip form, NaN as empty.
-    Each column becomes a list of strings once, and the rows are joined by C-level ``zip`` and
-    ``str.join`` (a per-row Python loop was most of a replay's output time)."""
-    names = list(cols)
-    text_cols = []
-    for name in names:
-        v = np.asarray(cols[name])
-        if v.dtype.kind == "f":
-            text = [repr(x) for x in v.tolist()]  # the shortest text that reads back as the same float
-            for i in np.flatnonzero(np.isnan(v)).tolist():
-                text[i] = ""
-        elif len(v) and v.dtype.kind in "iu" and 0 <= v.min() and v.max() < 256:  # codes, flags
-            text = np.asarray([str(k) for k in range(int(v.max()) + 1)], dtype=object)[v].tolist()
-        else:
-            text = list(map(str, v.tolist()))
-        text_cols.append(text)
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write(",".join(names) + "\n")
-        if text_cols and text_cols[0]:
-            fh.write("\n".join(map(",".join, zip(*text_cols))))
-            fh.write("\n")
+    """CSV of equal-length columns; floats in shortest round-trip form, NaN as empty. Each column
+    is turned into text at once (simengine.text_columns), not value by value."""
+    with open(path, "wb") as fh:
+        fh.write((",".join(cols) + "\n").encode("utf-8"))
+        fh.write(csv_bytes([column_text(values) for values in cols.values()]))

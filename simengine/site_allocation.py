@@ -16,10 +16,10 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import numpy as np
-from simengine.jit import njit
 from pydantic import BaseModel, ConfigDict, Field
 
 from simengine.grid_lwr import POLICY_DEFERRED, POLICY_SB_DEFERRED
+from simengine.jit import njit
 
 from simengine.registry import SITE_ALLOCATION
 from simengine.workload import JobTable

@@ -21,11 +21,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from simengine.jit import njit, types
 from numba.experimental import structref
 
 from simengine.cao.engine import (DONE, EPS, EV_ARRIVE, EV_DONE, EV_GRID, EV_SLICE, EV_WAKE, LONG, MEDIUM, QUEUED,
                                   RUNNING, SHORT, SUSPENDED)
+from simengine.jit import njit, types
 
 INF = math.inf
 #: what advance() stopped for

@@ -23,8 +23,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from simengine.jit import njit
 
+from simengine.jit import njit
 from simengine.schedulers._heap import heap_pop, heap_push
 
 EV_LOCAL_END, EV_GLOBAL_END, EV_GLOBAL_START, EV_ATTEMPT, EV_LOCAL_ARRIVAL, EV_DISPATCH = 0, 1, 2, 3, 4, 5

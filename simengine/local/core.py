@@ -21,10 +21,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from simengine.jit import njit, types
 from numba.experimental import structref
 
 from simengine.gantt import KIND_KILLED, KIND_RESERVATION, KIND_RUN, KIND_SUSPENDED
+from simengine.jit import njit, types
 from simengine.local.profile import (_min_free_lo, _steps, compress_queue, first_backfill, queue_delete,
                                      queue_insert, replan_queue)
 from simengine.profile import prof_add, prof_advance, prof_find_start

@@ -17,8 +17,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from simengine.jit import njit
 
+from simengine.jit import njit
 from simengine.profile import prof_add, prof_find_start, prof_grow, prof_index
 
 INF = math.inf

@@ -6,6 +6,7 @@ keeps simultaneous completions deterministic.
 from __future__ import annotations
 
 import numpy as np
+
 from simengine.jit import njit
 
 

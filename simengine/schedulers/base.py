@@ -5,6 +5,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+
 from simengine.jit import njit
 from pydantic import BaseModel, ConfigDict, Field
 

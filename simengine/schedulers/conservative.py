@@ -27,8 +27,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from simengine.jit import njit
 
+from simengine.jit import njit
 from simengine.registry import LOCAL_SCHEDULERS
 from simengine.schedulers._heap import heap_pop, heap_push
 from simengine.schedulers._linked_profile import (

@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from simengine.jit import njit
 
+from simengine.jit import njit
 from simengine.registry import LOCAL_SCHEDULERS
 from simengine.schedulers._heap import heap_pop, heap_push, new_heap
 from simengine.schedulers.base import (BackfillParams, ClusterSchedule, ClusterSteps, check_inputs, compact_queue,

@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from simengine.jit import njit
 
+from simengine.jit import njit
 from simengine.registry import LOCAL_SCHEDULERS, NoParams
 from simengine.schedulers.base import ClusterSchedule, ClusterSteps, check_inputs
 

@@ -30,6 +30,7 @@ from typing import IO
 import numpy as np
 
 from ..errors import TraceError
+from ..text_columns import integer_text
 from ..workload import JobTable
 
 #: Names of the 18 SWF fields, in file order (field ``i`` is ``SWF_FIELDS[i - 1]``).
@@ -593,38 +594,37 @@ def _rounded_times(arrays: dict[str, np.ndarray], precision: int) -> dict[str, n
 
 
 def _format_column(values: np.ndarray) -> np.ndarray:
-    """ASCII text of one column (bytes array): integers without a decimal point, NaN/inf as -1."""
+    """ASCII text of one column, right-aligned in an (n, width) byte matrix padded with NUL
+    bytes: integers without a decimal point, NaN/inf as -1 (simengine.text_columns)."""
     v = np.asarray(values)
     if v.dtype.kind in "iub":
-        return v.astype(np.int64).astype(np.bytes_)
+        return integer_text(v)
     v = v.astype(np.float64)
     v = np.where(np.isfinite(v), v, -1.0)
     integral = v == np.round(v)
     if integral.all():
-        return v.astype(np.int64).astype(np.bytes_)
+        return integer_text(v)
     # Shortest repr that reads back to the same float, so write -> read is exact.
     text = np.array([repr(x).encode() for x in v.tolist()], dtype=object)
     text[integral] = v[integral].astype(np.int64).astype(np.bytes_)
-    return text.astype(np.bytes_)
+    text = text.astype(np.bytes_)
+    width = text.dtype.itemsize
+    return np.ascontiguousarray(np.char.rjust(text, width).astype(f"S{width}")).view(np.uint8).reshape(len(v), width)
 
 
 def _render_rows(text_cols: list[np.ndarray]) -> np.ndarray:
-    """The data lines as one (n, width) byte matrix: right-aligned columns, one blank apart.
-
-    Built with array copies rather than per-value Python strings, so writing a 200k-job
-    schedule takes a fraction of a second.
-    """
+    """The data lines as one (n, width) byte matrix: right-aligned columns (the matrices of
+    :func:`_format_column`), one blank apart. Built with array copies rather than per-value
+    Python strings, so writing a 200k-job schedule takes a fraction of a second."""
     n = len(text_cols[0])
     if n == 0:
         return np.empty((0, 0), dtype=np.uint8)
-    widths = [int(np.char.str_len(t).max()) for t in text_cols]
-    out = np.full((n, sum(widths) + len(widths)), ord(" "), dtype=np.uint8)
+    out = np.zeros((n, sum(t.shape[1] for t in text_cols) + len(text_cols)), dtype=np.uint8)
     pos = 0
-    for text, width in zip(text_cols, widths):
-        # Right-align (like archive traces), then view the fixed-width bytes as a matrix.
-        cells = np.char.rjust(text, width).astype(f"S{width}")
-        out[:, pos:pos + width] = cells.view(np.uint8).reshape(n, width)
-        pos += width + 1
+    for text in text_cols:
+        out[:, pos:pos + text.shape[1]] = text
+        pos += text.shape[1] + 1
+    out[out == 0] = ord(" ")  # the padding and the gaps: blanks, right-aligned like archive traces
     out[:, -1] = ord("\n")
     return out
 
@@ -695,7 +695,7 @@ def write_swf(
         columns[i] = arrays[name]
     for name, arr in extra.items():
         columns[WRITE_EXTRA_FIELDS[name]] = np.asarray(arr)
-    minus_one = np.full(n, b"-1")
+    minus_one = integer_text(np.full(n, -1))
     rows = _render_rows([minus_one if col is None else _format_column(col) for col in columns])
 
     # One comment per line: an embedded line break must not start a bogus data line.
