@@ -1,5 +1,5 @@
 """What the reservation/preemption path costs, and issue 12's event-core targets: the compiled
-event core (simengine.local.ClusterSim) against the compiled kernels and against the plain-Python
+event core (simengine.local.cluster.ClusterSim) against the compiled kernels and against the plain-Python
 event loop it replaced (tests/simengine/reference_cluster.py), side by side on the same jobs.
 
     .venv/bin/python benchmarks/local_events.py [--jobs N] [--reps 3] [--random] [--no-previous]

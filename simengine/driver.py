@@ -25,7 +25,7 @@ import os
 import sys
 import threading
 import time
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from functools import partial
@@ -136,6 +136,9 @@ def run_model(model: Model, scenario: Scenario, on_progress: ProgressCallback | 
                 outcomes.append(_await(partial(future.result, timeout=STEP_REPORT_SECONDS), FutureTimeout, emit))
                 emit.progress(len(outcomes) / R, 0.0)
         elif rest and not model.gil_free and _processes_pay(workers, len(rest), first_seconds):
+            # (imported here: multiprocessing adds ~5 ms to every command-line replay that has no pool)
+            from concurrent.futures import ProcessPoolExecutor
+
             payload = [(model, scenario.model_dump_json(), trace_base_dir(scenario), r) for r in rest]
             pool = ProcessPoolExecutor(max_workers=_pool_size(workers, len(rest)))
             finished = False
