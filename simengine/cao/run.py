@@ -36,7 +36,8 @@ import math
 import numpy as np
 
 from simengine.cao.engine import DONE, LONG, MEDIUM, RUNNING, SUSPENDED
-from simengine.cao.scheduler import RARS_HEFT, SCOJO_PECT, cao_params
+from simengine.cao.schema import is_cao
+from simengine.cao.scheduler import RARS_HEFT, cao_params
 from simengine.cao.simulate import CaoSim, blocks, simulate, warm_up, workflows_from_split
 from simengine.cao.workflows import COMM_RANGE, split_workflows
 from simengine.gantt import KIND_RESERVATION, KIND_RUN, KIND_SUSPENDED, ordered_segments
@@ -53,11 +54,6 @@ from simengine.workload_build import (drawn_until, endless_streams, prepare_jobs
 from simengine.kernel_feed import StopTime
 
 __all__ = ["is_cao", "MODEL", "replication_input", "CaoReplication"]
-
-
-def is_cao(scenario: Scenario) -> bool:
-    """Does the scenario run Cao's system (its clusters use ``scojo-pect``; validation makes it all of them)?"""
-    return any(c.scheduler.name == SCOJO_PECT for c in scenario.platform.clusters)
 
 
 class CaoReplication:

@@ -3,10 +3,12 @@ clusters and rars-heft workflows, registered with simengine.schema_base (their p
 are registered with the policies, simengine.cao.scheduler)."""
 from __future__ import annotations
 
+from typing import Any
+
 from simengine.cao.scheduler import RARS_HEFT, SCOJO_PECT
 from simengine.schema_base import Problems, scenario_check
 
-__all__ = ["cao_problems"]
+__all__ = ["cao_problems", "is_cao"]
 
 
 @scenario_check(order=30)
@@ -54,3 +56,8 @@ def cao_problems(s, check_policy=None) -> Problems:
             found.append((("workload", "streams", i, "kind"), f"{SCOJO_PECT} clusters take synthetic, trace and "
                                                               f"lublin streams; got '{st.kind}'"))
     return found
+
+
+def is_cao(scenario: Any) -> bool:
+    """Does the scenario run Cao's system (its clusters use ``scojo-pect``; validation makes it all of them)?"""
+    return any(c.scheduler.name == SCOJO_PECT for c in scenario.platform.clusters)

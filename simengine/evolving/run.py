@@ -18,6 +18,7 @@ from simengine.evolving.generate import FlatWorkload
 from simengine.evolving.metrics import app_values, per_test_metrics
 from simengine.evolving.models import ALGORITHMS
 from simengine.evolving.schedule import schedule, schedule_flat
+from simengine.evolving.schema import is_evolving
 from simengine.driver import Model, Replication
 import simengine.results as results
 from simengine.evolving.mapping import Mapping
@@ -32,10 +33,6 @@ from simengine.workload_build import replication_rngs
 _NAMES = {"waste": "waste_pct", "reservation": "reservation_vs_cbf", "utilisation": "utilisation_pct",
           "makespan": "makespan_vs_cbf", "jct": "jct_vs_cbf", "jwt": "jwt_vs_cbf", "stretches": "stretches_pct",
           "job_stretch": "mean_job_stretch_pct", "job_waste": "mean_job_waste_pct"}
-
-
-def is_evolving(scenario: Scenario) -> bool:
-    return any(isinstance(s, EvolvingStream) for s in scenario.workload.streams)
 
 
 def applications(scenario: Scenario, replication: int) -> list[list[tuple[float, int]]]:

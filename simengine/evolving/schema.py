@@ -2,7 +2,7 @@
 kind and its cross-field check, registered with simengine.schema_base."""
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -10,7 +10,7 @@ from simengine.evolving.models import Application
 from simengine.evolving.scheduler import EVOLVING_SCHEDULER
 from simengine.schema_base import GRID_TARGET, Problems, StrictModel, problems, scenario_check
 
-__all__ = ["EvolvingGenerate", "EvolvingStream", "evolving_problems"]
+__all__ = ["EvolvingGenerate", "EvolvingStream", "evolving_problems", "is_evolving"]
 
 _Range = Annotated[list[Annotated[int, Field(ge=1)]], Field(min_length=2, max_length=2)]
 
@@ -101,3 +101,7 @@ def evolving_problems(s, check_policy=None) -> Problems:
             found.append(((*pre, "generate", "nodes"), f"must be at most n_max ({n_max}, the processors of "
                                                        f"cluster '{cluster.name}'); got {st.generate.nodes[1]}"))
     return found
+
+
+def is_evolving(scenario: Any) -> bool:
+    return any(isinstance(s, EvolvingStream) for s in scenario.workload.streams)

@@ -26,7 +26,7 @@ from simengine.grid.holdings import GLOBAL, Slots, block_rows, feed_live, final_
 from simengine.generate import generate_stream
 from simengine.grid import kernel as K
 from simengine.grid.koala_run import simulate_koala_replication
-from simengine.grid.schema import is_coallocation, is_koala
+from simengine.grid.schema import is_grid, is_koala
 from simengine.grid.model import GlobalJobs, GridOutcome, GridPolicy, GridRun, LocalJobs, warm_up
 import simengine.results as results
 from simengine.results import BOUNDED_SLOWDOWN_TAU, SERIES_POINTS, active_sum, order_job_rows, queue_series
@@ -362,11 +362,6 @@ def replicate(scenario: Scenario, r: int, with_segments: bool, on_step=None, liv
               place=None) -> Replication:
     """One replication (simengine.driver.Replicate); ``live``: its Gantt streams while it runs."""
     return simulate_replication(scenario, r, with_segments or scenario.run.keep_jobs == "all", with_segments, live)
-
-
-def is_grid(scenario: Scenario) -> bool:
-    """Co-allocated streams without KOALA's (those are :mod:`simengine.grid.koala_run`'s)."""
-    return is_coallocation(scenario) and not is_koala(scenario)
 
 
 def _prepare(scenario: Scenario) -> None:

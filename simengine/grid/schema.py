@@ -42,6 +42,7 @@ __all__ = [
     "RPPParams",
     "grid_problems",
     "is_coallocation",
+    "is_grid",
     "KoalaJobs",
     "KoalaShape",
     "KoalaFile",
@@ -602,3 +603,8 @@ def grid_problems(s: Any, check_policy) -> list[tuple[tuple, str]]:
             found.append((("grid", field, "name"), f"co-allocated jobs with start deadlines support rpp only "
                                                    f"(got '{ref.name}', KOALA's)"))
     return found
+
+
+def is_grid(scenario: Any) -> bool:
+    """Co-allocated streams without KOALA's (those are :mod:`simengine.grid.koala_run`'s)."""
+    return is_coallocation(scenario) and not is_koala(scenario)

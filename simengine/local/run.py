@@ -24,6 +24,7 @@ import math
 import numpy as np
 
 from simengine.gantt import KIND_KILLED, KIND_RUN, SEGMENT_COLUMNS, ordered_segments
+from simengine.local.schema import needs_local
 from simengine.local.cluster import (AR_ACCEPTED, AR_ACTIVE, AR_DONE, AR_REJECTED, DONE, KILLED,
                                      AdvanceReservation, ClusterSim)
 from simengine.preemption import preemption_mode
@@ -40,13 +41,6 @@ from simengine.workload_build import (drawn_until, early_stop_note, endless_stre
 
 #: name of the job stream the reservations' rows belong to (its index: number of workload streams)
 RESERVATION_STREAM = "reservations"
-
-
-def needs_local(scenario: Scenario) -> bool:
-    """Does the scenario need the event-driven simulator (reservations, preemption or priorities)?"""
-    return (bool(scenario.reservations)
-            or any(c.preemption.name != "none" for c in scenario.platform.clusters)
-            or any(getattr(s, "priority", 0) != 0 for s in scenario.workload.streams))
 
 
 def _reservations_on(scenario: Scenario, c: int) -> list[AdvanceReservation]:

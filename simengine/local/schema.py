@@ -4,12 +4,14 @@ whose scheduler this model simulates (capability ``event_driven``), registered w
 simengine.schema_base."""
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import Field, model_validator
 
 from simengine.registry import LOCAL_SCHEDULERS
 from simengine.schema_base import GRID_TARGET, Problems, StrictModel, problems, scenario_check
 
-__all__ = ["RelaxedFrame", "ReservationJob", "Reservation", "reservation_problems"]
+__all__ = ["RelaxedFrame", "ReservationJob", "Reservation", "reservation_problems", "needs_local"]
 
 
 class RelaxedFrame(StrictModel):
@@ -115,3 +117,10 @@ def reservation_problems(s, check_policy=None) -> Problems:
                           f"cluster '{c.name}' uses the {c.scheduler.name} scheduler; preemption needs "
                           f"{', '.join(QUEUE_SCHEDULERS)}"))
     return found
+
+
+def needs_local(scenario: Any) -> bool:
+    """Does the scenario need the event-driven simulator (reservations, preemption or priorities)?"""
+    return (bool(scenario.reservations)
+            or any(c.preemption.name != "none" for c in scenario.platform.clusters)
+            or any(getattr(s, "priority", 0) != 0 for s in scenario.workload.streams))

@@ -325,3 +325,22 @@ def test_every_model_says_when_its_horizon_cuts_a_trace():
     result = simengine.run(data)
     assert any("das2:" in n and "jobs arrive before run.stop.horizon (50,000 s)" in n for n in result.notes), \
         result.notes
+
+
+def test_a_kernel_path_run_loads_no_other_model_family():
+    """Each family's package is imported when a scenario of its own runs (simengine.models): a
+    scenario on the kernel path imports none of the others' (most of a command-line replay's
+    imports otherwise)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, simengine\n"
+            f"simengine.run({str(ROOT / 'examples' / 'single-cluster-easy.yaml')!r})\n"
+            "print(' '.join(sorted(m for m in sys.modules if m.startswith('simengine.'))))\n")
+    loaded = set(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True,
+                                cwd=ROOT).stdout.split())
+    assert "simengine.kernel_model" in loaded
+    others = {"simengine.cao.run", "simengine.cao.core", "simengine.grid.run", "simengine.grid.koala_run",
+              "simengine.evolving.run", "simengine.local.run", "simengine.local.cluster", "simengine.local.core"}
+    assert loaded & others == set()
+
