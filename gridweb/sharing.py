@@ -40,6 +40,12 @@ class SharedQuerySet(models.QuerySet):
         return self.all() if user.is_superuser else self.filter(owner=user)
 
 
+#: tags of a run, sweep, scenario, trace or reproduction: how many, and characters each (the
+#: builder's form and the API take the same)
+MAX_TAGS = 20
+MAX_TAG_LENGTH = 50
+
+
 class SharedModel(models.Model):
     """Owner, group, visibility, name, description and tags (abstract)."""
 

@@ -20,10 +20,8 @@ from gridweb.runs.models import Comment, Run, RunChunk, Status, Sweep
 from gridweb.scenarios.models import Scenario, TraceFile
 from gridweb.scenarios import catalog, validation
 from gridweb.scenarios.validation import SpecInvalid, UserLimitReached
-from gridweb.sharing import Visibility, default_group
+from gridweb.sharing import MAX_TAG_LENGTH, MAX_TAGS, Visibility, default_group
 from simengine.reproductions import RECIPES
-
-MAX_TAGS = 20
 
 
 def spec_errors(exc: SpecInvalid, field: str = "spec") -> dict[str, list[str]]:
@@ -58,7 +56,7 @@ class SharingSerializer(serializers.ModelSerializer):
     group = GroupField(help_text="research group (by name) that 'group' visibility shares with; "
                                  "default: your first group")
     visibility = serializers.ChoiceField(choices=Visibility.choices, default=Visibility.PRIVATE)
-    tags = serializers.ListField(child=serializers.CharField(max_length=50), max_length=MAX_TAGS, required=False)
+    tags = serializers.ListField(child=serializers.CharField(max_length=MAX_TAG_LENGTH), max_length=MAX_TAGS, required=False)
     can_edit = serializers.SerializerMethodField(help_text="whether you may change or delete it")
 
     SHARING_FIELDS = ("id", "name", "description", "tags", "owner", "group", "visibility", "can_edit",
@@ -231,7 +229,7 @@ class RunCreateSerializer(serializers.Serializer):
     scenario = serializers.IntegerField(required=False, help_text="id of a saved scenario you may view")
     name = serializers.CharField(max_length=200, required=False)
     description = serializers.CharField(required=False, allow_blank=True, default="")
-    tags = serializers.ListField(child=serializers.CharField(max_length=50), max_length=MAX_TAGS, required=False)
+    tags = serializers.ListField(child=serializers.CharField(max_length=MAX_TAG_LENGTH), max_length=MAX_TAGS, required=False)
     visibility = serializers.ChoiceField(choices=Visibility.choices, default=Visibility.PRIVATE)
     group = GroupField()
 

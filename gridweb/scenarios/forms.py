@@ -14,10 +14,8 @@ from django import forms
 from django.contrib.auth.models import Group
 
 from gridweb import safe_json
-from gridweb.sharing import Visibility
+from gridweb.sharing import MAX_TAG_LENGTH, MAX_TAGS, Visibility
 
-MAX_TAGS = 20
-MAX_TAG_LENGTH = 40
 MAX_NAME_LENGTH = 200
 #: Largest scenario JSON file accepted by the import form.
 MAX_IMPORT_BYTES = 2 * 1024 * 1024

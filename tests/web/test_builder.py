@@ -19,7 +19,7 @@ from django.urls import reverse
 
 from gridweb.runs.models import Run, Status
 from gridweb.scenarios.models import Scenario, TraceFile
-from gridweb.sharing import Visibility
+from gridweb.sharing import MAX_TAG_LENGTH, Visibility
 from simengine.registry import LOCAL_SCHEDULERS, Entry
 from tests.web.conftest import client_for
 
@@ -249,13 +249,31 @@ def test_validate_accepts_a_good_document_and_checks_the_name(alice):
     assert not_json.status_code == 400 and "not JSON" in not_json.json()["errors"][""][0]
 
 
+def test_the_builder_and_the_api_take_the_same_tags(alice):
+    """One limit for both (gridweb.sharing): a tag of MAX_TAG_LENGTH characters is saved by
+    either, one character more is refused by either, naming the tags."""
+    from rest_framework.test import APIClient
+
+    api = APIClient()
+    api.force_authenticate(alice)
+    longest, longer = "x" * MAX_TAG_LENGTH, "y" * (MAX_TAG_LENGTH + 1)
+    saved = post_json(client_for(alice), reverse("scenarios:new"), save_body(small_spec(), tags=[longest]))
+    assert saved.status_code in (200, 201), saved.content
+    assert api.post("/api/scenarios/", {"spec": small_spec(), "tags": [longest]}, format="json").status_code == 201
+    refused = post_json(client_for(alice), reverse("scenarios:new"), save_body(small_spec(), tags=[longer]))
+    assert refused.status_code == 400 and "meta.tags" in refused.json()["errors"]
+    answer = api.post("/api/scenarios/", {"spec": small_spec(), "tags": [longer]}, format="json")
+    assert answer.status_code == 400 and "tags.0" in answer.json()["errors"]
+    assert sorted(t for s in Scenario.objects.all() for t in s.tags) == [longest, longest]
+
+
 def test_saving_a_bad_document_creates_nothing_and_names_the_fields(alice, bob):
     client = client_for(alice)
     bad = small_spec()
     bad["platform"]["clusters"][0]["processors"] = 0
     bad["workload"]["streams"][0]["target"] = "nowhere"
 
-    response = post_json(client, reverse("scenarios:new"), save_body(bad, visibility="group", group=None, tags="x" * 41))
+    response = post_json(client, reverse("scenarios:new"), save_body(bad, visibility="group", group=None, tags="x" * (MAX_TAG_LENGTH + 1)))
 
     assert response.status_code == 400
     errors = response.json()["errors"]
