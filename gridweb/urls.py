@@ -12,3 +12,9 @@ urlpatterns = [
     path("api/", include("gridweb.api.urls")),
     path("", include("gridweb.web.urls")),
 ]
+
+# the site's own error pages (gridweb.web.errors): the reason in words, no settings
+handler400 = "gridweb.web.errors.bad_request"
+handler403 = "gridweb.web.errors.permission_denied"
+handler404 = "gridweb.web.errors.page_not_found"
+handler500 = "gridweb.web.errors.server_error"
