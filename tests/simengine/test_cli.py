@@ -48,8 +48,6 @@ def test_run_writes_results(tmp_path):
 
 
 def test_replay_writes_jobs_csv_with_swf_job_numbers(tmp_path):
-    if not DAS2.exists():
-        pytest.skip("shared traces missing")
     out = cli("replay", DAS2, "--processors", "64", "--scheduler", "easy", "--out", tmp_path / "das2")
     assert out.returncode == 0, out.stderr
     with open(tmp_path / "das2" / "jobs.csv") as fh:
@@ -65,8 +63,6 @@ def test_replay_writes_jobs_csv_with_swf_job_numbers(tmp_path):
 
 
 def test_replay_target_load_rescales_submit_times(tmp_path):
-    if not DAS2.exists():
-        pytest.skip("shared traces missing")
     out = cli("replay", DAS2, "--processors", "64", "--scheduler", "easy", "--target-load", "0.9",
               "--out", tmp_path / "hot", "--quiet")
     assert out.returncode == 0, out.stderr

@@ -10,7 +10,7 @@ import simengine.schedulers  # noqa: F401  (registration)
 from simengine.conformance import PROCESSORS, read_case
 from simengine.local.cluster import DONE, ClusterSim
 from simengine.registry import LOCAL_SCHEDULERS
-from tests.simengine.test_conformance import PARAMS, PYSS
+from tests.simengine.test_conformance import PARAMS
 
 
 def kernel_start(policy, submit, runtime, estimate, size, processors):
@@ -22,7 +22,6 @@ def event_start(policy, submit, runtime, estimate, size, processors):
     return np.array(ClusterSim(processors, policy, submit, runtime, estimate, size).run().first_start)
 
 
-@pytest.mark.skipif(not PYSS.exists(), reason="conformance cases missing")
 @pytest.mark.parametrize("scheduler,path", PARAMS, ids=[f"{s}-{p.name}" for s, p in PARAMS])
 def test_conformance_cases_same_starts_as_the_kernels(scheduler, path):
     case = read_case(path)

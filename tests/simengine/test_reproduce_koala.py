@@ -9,11 +9,24 @@ from simengine import reproductions
 from simengine.reproductions.koala import CONFIGS, SHAPES, SPREAD_SHAPES
 
 
+_REPRODUCED: dict[str, tuple] = {}  # each recipe run once for the module's tests
+
+
+def reproduced(name: str, tmp_path_factory) -> tuple:
+    if name not in _REPRODUCED:
+        out = tmp_path_factory.mktemp(name)
+        _REPRODUCED[name] = (name, out, reproductions.get(name)(out, quick=True, log=lambda _: None))
+    return _REPRODUCED[name]
+
+
 @pytest.fixture(scope="module", params=["koala-w30", "koala-w50"])
 def quick(request, tmp_path_factory):
-    out = tmp_path_factory.mktemp(request.param)
-    claims = reproductions.get(request.param)(out, quick=True, log=lambda _: None)
-    return request.param, out, claims
+    return reproduced(request.param, tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def w30(tmp_path_factory):
+    return reproduced("koala-w30", tmp_path_factory)
 
 
 def rows(out, name):
@@ -50,20 +63,16 @@ def test_utilisations_add_up_and_koala_load_follows_the_workload(quick):
             assert 25 <= u[(label, "koala_load")] <= 35   # W30 offers 30% and is stable
 
 
-def test_w30_claims_that_the_model_reproduces(quick):
-    name, _, claims = quick
-    if name != "koala-w30":
-        pytest.skip("W30 only")
+def test_w30_claims_that_the_model_reproduces(w30):
+    _, _, claims = w30
     verdict = {c.claim.split(": ", 1)[1]: c.passed for c in claims}
     assert verdict["claiming tries about 1"]
     assert verdict["CF with replication gives the lowest mean FTT"]
     assert verdict["with about 1 claiming try, PGT utilisation is three times PWT utilisation"]
 
 
-def test_w30_job_spread_is_between_one_cluster_and_one_per_component(quick):
-    name, out, _ = quick
-    if name != "koala-w30":
-        pytest.skip("W30 only")
+def test_w30_job_spread_is_between_one_cluster_and_one_per_component(w30):
+    _, out, _ = w30
     for r in rows(out, "w30-job-spread"):
         c = int(r["job shape"].split("x")[0])
         if r["metric"] == "job_spread":
