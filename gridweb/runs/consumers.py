@@ -118,7 +118,7 @@ class FinishedStream:
         self.headers = headers
         last = next((h for h in reversed(headers) if h[4]), None)
         self.rows = last[5] + last[6] if last else 0  # segment rows stored
-        self.size = sum(len(h[3]) for h in headers)
+        self.size = 2 * sum(len(h[3]) for h in headers)  # (its summary frames, once made, are about as big)
         self.summaries: dict[int, bytes] = {}
 
     def summary(self, k: int) -> bytes:
