@@ -15,9 +15,10 @@ class RunsConfig(AppConfig):
 
         from . import gantt_tiles, result_store  # (as above)
         from .execution import start_embedded_worker_on_first_request
-        from .models import RunResult
+        from .models import Run, RunResult
 
         request_started.connect(start_embedded_worker_on_first_request, dispatch_uid="gridweb-embedded-worker")
         request_started.connect(gantt_tiles.warm_up, dispatch_uid="gridweb-gantt-warm-up")
         # a deleted run's result files go with it
         post_delete.connect(result_store.on_result_deleted, sender=RunResult, dispatch_uid="gridweb-result-files")
+        post_delete.connect(result_store.on_run_deleted, sender=Run, dispatch_uid="gridweb-ended-gantt-files")

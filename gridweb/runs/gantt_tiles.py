@@ -9,10 +9,12 @@ one column per pixel and one processor band per pixel row, per segment kind
 Where the segments come from (:func:`segment_source`):
 
 - a done run: its stored result's Gantt columns, memory-mapped (gridweb.runs.result_store);
-- a run still going, cancelled or failed: the segment chunks it streamed (their binary frames),
-  read incrementally into a table kept in this process (``_ChunkTables``, least recently used
-  first out), plus the open rows of the last chunk: segments in progress, drawn up to the
-  simulated time reached (a cancelled or failed run keeps the Gantt of what it simulated).
+- a run still going: the segment chunks it streamed (their binary frames), read incrementally
+  into a table kept in this process (``_ChunkTables``, least recently used first out), plus the
+  open rows of the last chunk: segments in progress, drawn up to the simulated time reached;
+- a cancelled or failed run (it keeps the Gantt of what it simulated): the same rows, read from
+  its chunks once and kept as memory-mapped files beside the results (result_store's ended
+  Gantt), as a done run's, so no process holds them.
 """
 
 from __future__ import annotations
@@ -159,19 +161,7 @@ class _ChunkTables:
     def refresh(self, run: Run) -> _GrowingTable:
         table = self.get(run)
         with table.lock:  # one reader per table at a time: chunks are appended once, in order
-            chunks = RunChunk.objects.filter(run_id=run.pk, kind="segments", seq__gt=table.seq).order_by("seq")
-            for seq, data in chunks.values_list("seq", "data").iterator(chunk_size=8):
-                header, arrays = frames.decode(bytes(data))
-                table.append(frames.rows_of(arrays, "s"))
-                if not header.get("keep_open"):
-                    table.open = frames.rows_of(arrays, "o")
-                    table.kinds.update(np.unique(table.open["kind"]).tolist())
-                if header.get("window"):
-                    table.frontier = max(table.frontier, float(header["window"][1]))
-                    if header.get("queued") is not None:
-                        table.queued_at.append(float(header["window"][1]))
-                        table.queued.append(list(header["queued"]))
-                table.seq = seq
+            _read_chunks(run, table)
         return table
 
     def clear(self) -> None:
@@ -179,8 +169,25 @@ class _ChunkTables:
             self._tables.clear()
 
 
+def _read_chunks(run: Run, table: _GrowingTable) -> None:
+    """Append the run's segment chunks after ``table.seq`` to ``table``."""
+    chunks = RunChunk.objects.filter(run_id=run.pk, kind="segments", seq__gt=table.seq).order_by("seq")
+    for seq, data in chunks.values_list("seq", "data").iterator(chunk_size=8):
+        header, arrays = frames.decode(bytes(data))
+        table.append(frames.rows_of(arrays, "s"))
+        if not header.get("keep_open"):
+            table.open = frames.rows_of(arrays, "o")
+            table.kinds.update(np.unique(table.open["kind"]).tolist())
+        if header.get("window"):
+            table.frontier = max(table.frontier, float(header["window"][1]))
+            if header.get("queued") is not None:
+                table.queued_at.append(float(header["window"][1]))
+                table.queued.append(list(header["queued"]))
+        table.seq = seq
+
+
 CHUNK_TABLES = _ChunkTables()
-_STORED: OrderedDict[str, SegmentTable] = OrderedDict()  # memory-mapped tables by location
+_STORED: OrderedDict[str, Any] = OrderedDict()  # memory-mapped tables (an ended run's: and state) by location
 _STORED_KEPT = 16
 
 
@@ -250,16 +257,55 @@ def segment_source(run: Run, replication: int = 0) -> SegmentSource:
         queue = result_store.queue_arrays(stored)
         return SegmentSource(table, empty, math.inf, -1, table.kinds(),
                              None if queue is None else lambda t: _queue_from_times(queue, t))
+    if run.status in (Status.FAILED, Status.CANCELLED):
+        return _ended_source(run)
     growing = CHUNK_TABLES.refresh(run)
-    opened = {name: np.array(values) for name, values in growing.open.items()}
-    if len(opened["t0"]) and math.isfinite(growing.frontier):
-        opened["t1"] = np.minimum(opened["t1"], growing.frontier)  # drawn up to the time reached
-        opened["t1"] = np.where(np.isnan(opened["t1"]), growing.frontier, opened["t1"])
+    return _streamed_source(growing.table(), growing.open, growing.frontier, growing.seq, sorted(growing.kinds),
+                            np.array(growing.queued_at), np.array(growing.queued, np.float64))
+
+
+def _streamed_source(table: SegmentTable, open_rows: dict[str, np.ndarray], frontier: float, seq: int,
+                     kinds: list[int], queued_at: np.ndarray, queued: np.ndarray) -> SegmentSource:
+    opened = {name: np.array(values) for name, values in open_rows.items()}
+    if len(opened["t0"]) and math.isfinite(frontier):
+        opened["t1"] = np.minimum(opened["t1"], frontier)  # drawn up to the time reached
+        opened["t1"] = np.where(np.isnan(opened["t1"]), frontier, opened["t1"])
     queue = None
-    if growing.queued_at:
-        at, values = np.array(growing.queued_at), np.array(growing.queued, np.float64)
-        queue = lambda t: _queue_from_samples(at, values, t)  # noqa: E731
-    return SegmentSource(growing.table(), opened, growing.frontier, growing.seq, sorted(growing.kinds), queue)
+    if len(queued_at):
+        queue = lambda t: _queue_from_samples(queued_at, queued, t)  # noqa: E731
+    return SegmentSource(table, opened, frontier, seq, kinds, queue)
+
+
+_ENDED_LOCKS: dict[str, threading.Lock] = {}
+
+
+def _ended_source(run: Run) -> SegmentSource:
+    """A failed or cancelled run's streamed Gantt, kept as files the first time it is drawn."""
+    folder = result_store.ended_folder(run)
+    with _STORED_LOCK:
+        kept = _STORED.pop(folder, None)
+        lock = _ENDED_LOCKS.setdefault(folder, threading.Lock())
+    if kept is None:
+        with lock:  # (one writer per process; writers in two processes write the same bytes)
+            if not result_store.has_ended_gantt(run):
+                read = _GrowingTable()
+                _read_chunks(run, read)
+                kinds = sorted(read.kinds)
+                result_store.save_ended_gantt(run, {name: values[:read.n] for name, values in read.columns.items()}, {
+                    **{f"open_{name}": values for name, values in read.open.items()},
+                    "frontier": np.array(read.frontier), "seq": np.array(read.seq), "kinds": np.array(kinds, np.int64),
+                    "queued_at": np.array(read.queued_at, np.float64),
+                    "queued": np.array(read.queued, np.float64) if read.queued else np.zeros((0, 0))})
+            table, state = result_store.ended_gantt(run)
+        kept = (table, state)
+    with _STORED_LOCK:
+        _STORED[folder] = kept
+        while len(_STORED) > _STORED_KEPT:
+            _STORED.popitem(last=False)
+    table, state = kept
+    open_rows = {name: state[f"open_{name}"] for name in LIVE_COLUMNS}
+    return _streamed_source(table, open_rows, float(state["frontier"]), int(state["seq"]),
+                            state["kinds"].tolist(), state["queued_at"], state["queued"])
 
 
 def _queue_from_times(q: dict[str, np.ndarray], t: np.ndarray) -> np.ndarray:

@@ -12,6 +12,11 @@ files a reader may hold open):
 - ``gantt/queue.npz`` -- for the queue-length strip under the Gantt: replication 0's workload jobs'
   submit and start times, sorted within each cluster (``offsets`` of the clusters' blocks).
 
+A failed or cancelled run has no stored result; the Gantt it streamed is kept under
+``runs/<run id>/ended-a<attempt>-<end>/`` the first time it is drawn, in the same column files and index
+(and ``ended.npz``: the rows still open when it ended, the simulated time it reached, its queue
+lengths), so every process memory-maps it instead of holding its rows.
+
 A storage that has no local paths (an object store) is read through a local copy of each file,
 kept under ``GRIDWEB_DATA_DIR/cache`` (files never change once written).
 """
@@ -130,12 +135,10 @@ def gantt_files(rows: dict[str, np.ndarray]) -> dict[str, bytes]:
     return files
 
 
-def save_replication_gantt(stored: RunResult, replication: int, rows: dict[str, np.ndarray]) -> None:
-    """Keep another replication's Gantt beside the result (``gantt_r<replication>/``), written
-    whole before it is read: the index file goes last and says the folder is complete."""
+def _save_gantt_folder(folder: str, files: dict[str, bytes]) -> None:
+    """Write a Gantt folder whole before it is read: the index file goes last and says the folder
+    is complete (files of the same name are replaced: two writers write the same bytes)."""
     storage = results_storage()
-    folder = f"{stored.location}/gantt_r{replication}"
-    files = gantt_files(rows)
     index = files.pop("index.npy")
     for name, data in files.items():
         if storage.exists(f"{folder}/{name}"):
@@ -145,8 +148,48 @@ def save_replication_gantt(stored: RunResult, replication: int, rows: dict[str, 
         storage.save(f"{folder}/index.npy", ContentFile(index))
 
 
+def _gantt_folder_table(folder: str) -> SegmentTable:
+    columns = {name: np.load(_local_path(f"{folder}/{name}.npy"), mmap_mode="r", allow_pickle=False)
+               for name in LIVE_COLUMNS}
+    index = np.load(_local_path(f"{folder}/index.npy"), allow_pickle=False)
+    return SegmentTable(columns, (index[0], index[1]))
+
+
+def save_replication_gantt(stored: RunResult, replication: int, rows: dict[str, np.ndarray]) -> None:
+    """Keep another replication's Gantt beside the result (``gantt_r<replication>/``)."""
+    _save_gantt_folder(f"{stored.location}/gantt_r{replication}", gantt_files(rows))
+
+
 def has_replication_gantt(stored: RunResult, replication: int) -> bool:
     return bool(stored.location) and results_storage().exists(f"{stored.location}/gantt_r{replication}/index.npy")
+
+
+def ended_folder(run: Run) -> str:
+    """Where the Gantt a failed or cancelled run streamed is kept (it has no stored result; its
+    chunks never change once it has ended). Its end is in the name: a database may give the id
+    of a run whose creation was rolled back to another."""
+    ended = int(run.finished_at.timestamp() * 1e6) if run.finished_at else 0
+    return f"runs/{run.pk}/ended-a{run.attempt}-{ended}"
+
+
+def has_ended_gantt(run: Run) -> bool:
+    return results_storage().exists(f"{ended_folder(run)}/index.npy")
+
+
+def save_ended_gantt(run: Run, rows: dict[str, np.ndarray], state: dict[str, np.ndarray]) -> None:
+    """Keep an ended run's streamed rows as Gantt columns (``rows``, any order) and ``state``:
+    the rows still open at its end and what else its last chunks said (``ended.npz``)."""
+    buffer = io.BytesIO()
+    np.savez(buffer, **state)
+    _save_gantt_folder(ended_folder(run), gantt_files(rows) | {"ended.npz": buffer.getvalue()})
+
+
+def ended_gantt(run: Run) -> tuple[SegmentTable, dict[str, np.ndarray]]:
+    """An ended run's kept Gantt (memory-mapped) and state (save_ended_gantt)."""
+    folder = ended_folder(run)
+    with np.load(_local_path(f"{folder}/ended.npz"), allow_pickle=False) as npz:
+        state = {name: npz[name] for name in npz.files}
+    return _gantt_folder_table(folder), state
 
 
 def _npy(values: np.ndarray) -> bytes:
@@ -215,11 +258,7 @@ def gantt_table(stored: RunResult, replication: int = 0) -> SegmentTable:
             arrays = {name: npz[name] for name in npz.files if name.startswith(("segments_", "jobs_job_id",
                                                                                  "jobs_stream"))}
         return SegmentTable(_legacy_rows(arrays))
-    base = f"{stored.location}/gantt" + (f"_r{replication}" if replication else "")
-    columns = {name: np.load(_local_path(f"{base}/{name}.npy"), mmap_mode="r", allow_pickle=False)
-               for name in LIVE_COLUMNS}
-    index = np.load(_local_path(f"{base}/index.npy"), allow_pickle=False)
-    return SegmentTable(columns, (index[0], index[1]))
+    return _gantt_folder_table(f"{stored.location}/gantt" + (f"_r{replication}" if replication else ""))
 
 
 def _legacy_rows(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -232,6 +271,12 @@ def _legacy_rows(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     rows = live_rows(seg)
     order = np.argsort(rows["t0"], kind="stable")
     return {k: v[order] for k, v in rows.items()}
+
+
+def on_run_deleted(sender: type, instance: Run, **kwargs: object) -> None:
+    """``post_delete`` of a Run: the Gantt kept for it as an ended run goes once the deletion commits."""
+    folder = ended_folder(instance)
+    transaction.on_commit(lambda: delete(folder))
 
 
 def on_result_deleted(sender: type, instance: RunResult, **kwargs: object) -> None:

@@ -173,6 +173,56 @@ def test_a_run_cancelled_midway_keeps_the_gantt_of_what_it_simulated(alice, monk
     assert header["frontier"] == pytest.approx(source.frontier)
 
 
+@pytest.mark.django_db(transaction=True)
+def test_an_ended_runs_gantt_is_read_from_its_chunks_once_and_then_memory_mapped(alice, monkeypatch):
+    """A failed or cancelled run's Gantt is read from its chunks the first time it is drawn and
+    kept as files beside the results: a process that has never drawn it maps those files (no
+    chunk is read, no table is held), shows the same tile, and the files go with the run."""
+    from simengine import streaming
+
+    monkeypatch.setattr(streaming, "LIVE_INTERVAL", 0.0)
+    run = create_run(alice, spec(completions=20000), dispatch_now=False)
+    real_call = execution._Progress.__call__
+
+    def fail_midway(self, chunk):
+        if chunk["kind"] == "segments" and chunk["seq"] >= 6:
+            raise RuntimeError("out of budget")
+        return real_call(self, chunk)
+
+    monkeypatch.setattr(execution._Progress, "__call__", fail_midway)
+    assert execution.execute_run(run.pk) == execution.FAILED
+    run.refresh_from_db()
+    client = client_for(alice)
+    first_header, first = get_frame(client, run, "tile", width=600, height=200)
+    assert result_store.has_ended_gantt(run) and first_header["status"] == "failed"
+    source = gantt_tiles.segment_source(run)
+    assert isinstance(source.table.columns["t0"], np.memmap)
+    assert source.table.n == sum(c.rows for c in RunChunk.objects.filter(run=run, kind="segments")) > 0
+    # what the files hold is what the chunks say: rows, rows open at the end, queue lengths
+    grown = gantt_tiles._GrowingTable()
+    gantt_tiles._read_chunks(run, grown)
+    assert as_multiset(source.table.rows(np.arange(source.table.n))) == as_multiset(grown.table().rows(np.arange(grown.n)))
+    assert source.seq == grown.seq and source.frontier == grown.frontier and len(grown.queued_at) > 0
+    t = np.linspace(0, grown.frontier, 50)
+    np.testing.assert_array_equal(source.queue(t), gantt_tiles._queue_from_samples(
+        np.array(grown.queued_at), np.array(grown.queued, np.float64), t))
+    assert as_multiset(source.open_rows) == as_multiset(gantt_tiles._streamed_source(
+        grown.table(), grown.open, grown.frontier, grown.seq, [], np.zeros(0), np.zeros((0, 0))).open_rows)
+
+    # another process: nothing kept in memory, and no chunk may be read
+    gantt_tiles._STORED.clear()
+    gantt_tiles.CHUNK_TABLES.clear()
+    monkeypatch.setattr(gantt_tiles, "_read_chunks", lambda *a: pytest.fail("read the chunks again"))
+    again_header, again = get_frame(client, run, "tile", width=600, height=200)
+    assert again_header == first_header
+    assert [k for k in first if not np.array_equal(again[k], first[k], equal_nan=first[k].dtype.kind == "f")] == []
+    assert len(gantt_tiles.CHUNK_TABLES._tables) == 0
+
+    folder = result_store.ended_folder(run)
+    run.delete()
+    assert not result_store.results_storage().exists(f"{folder}/index.npy")
+
+
 def test_another_replication_is_simulated_again_once_and_drawn(alice):
     run = done_run(alice, completions=1500, replications=3)
     client = client_for(alice)
