@@ -194,18 +194,27 @@ _STORED_KEPT = 16
 _STORED_LOCK = threading.Lock()
 
 
-def _stored_table(stored: RunResult) -> SegmentTable:
-    key = stored.location or f"legacy-{stored.pk}"
+def _kept(key: str, load) -> Any:
+    """What ``_STORED`` keeps under ``key``, loaded by ``load()`` when it is not kept (least
+    recently used out first)."""
     with _STORED_LOCK:
-        table = _STORED.pop(key, None)
-    if table is None:
-        table = result_store.gantt_table(stored)
-        table.kinds()
+        value = _STORED.pop(key, None)
+    if value is None:
+        value = load()
     with _STORED_LOCK:
-        _STORED[key] = table
+        _STORED[key] = value
         while len(_STORED) > _STORED_KEPT:
             _STORED.popitem(last=False)
-    return table
+    return value
+
+
+def _stored_table(stored: RunResult) -> SegmentTable:
+    def load() -> SegmentTable:
+        table = result_store.gantt_table(stored)
+        table.kinds()
+        return table
+
+    return _kept(stored.location or f"legacy-{stored.pk}", load)
 
 
 class ReplicationUnavailable(Exception):
@@ -283,26 +292,21 @@ def _ended_source(run: Run) -> SegmentSource:
     """A failed or cancelled run's streamed Gantt, kept as files the first time it is drawn."""
     folder = result_store.ended_folder(run)
     with _STORED_LOCK:
-        kept = _STORED.pop(folder, None)
         lock = _ENDED_LOCKS.setdefault(folder, threading.Lock())
-    if kept is None:
+
+    def load() -> tuple[SegmentTable, dict[str, np.ndarray]]:
         with lock:  # (one writer per process; writers in two processes write the same bytes)
             if not result_store.has_ended_gantt(run):
                 read = _GrowingTable()
                 _read_chunks(run, read)
-                kinds = sorted(read.kinds)
                 result_store.save_ended_gantt(run, {name: values[:read.n] for name, values in read.columns.items()}, {
                     **{f"open_{name}": values for name, values in read.open.items()},
-                    "frontier": np.array(read.frontier), "seq": np.array(read.seq), "kinds": np.array(kinds, np.int64),
-                    "queued_at": np.array(read.queued_at, np.float64),
+                    "frontier": np.array(read.frontier), "seq": np.array(read.seq),
+                    "kinds": np.array(sorted(read.kinds), np.int64), "queued_at": np.array(read.queued_at, np.float64),
                     "queued": np.array(read.queued, np.float64) if read.queued else np.zeros((0, 0))})
-            table, state = result_store.ended_gantt(run)
-        kept = (table, state)
-    with _STORED_LOCK:
-        _STORED[folder] = kept
-        while len(_STORED) > _STORED_KEPT:
-            _STORED.popitem(last=False)
-    table, state = kept
+            return result_store.ended_gantt(run)
+
+    table, state = _kept(folder, load)
     open_rows = {name: state[f"open_{name}"] for name in LIVE_COLUMNS}
     return _streamed_source(table, open_rows, float(state["frontier"]), int(state["seq"]),
                             state["kinds"].tolist(), state["queued_at"], state["queued"])
