@@ -599,7 +599,7 @@ def _replan(s, t, give_back, place):
     each job of ``place`` in turn; the earliest new start."""
     touched = _set_after(s, t, place, True)
     s.pt, s.pf, s.plo, s.pn, first = replan_queue(s.pt, s.pf, s.plo, s.pn, t, give_back, place, s.after,
-                                                   s.rstart, s.pend, s.pplan, s.size)
+                                                   s.rstart, s.pend, s.pplan, s.size, s.cls, s.cdlo)
     s.after[touched] = -INF
     if first < s.next_start:
         s.next_start = first

@@ -88,6 +88,9 @@ def compress_queue(times, free, lo, n, t, qj, after, rstart, pend, pplan, size, 
     act = np.flatnonzero(queued)
     seen = np.empty(processors + 1)
     back = np.empty(processors + 1)
+    edges = np.empty(4)
+    scratch_t = np.empty(2 * (n - lo) + 16)
+    scratch_f = np.empty(2 * (n - lo) + 16, np.int64)
     first = INF
     for q in range(qj.shape[0]):
         j = qj[q]
@@ -124,7 +127,7 @@ def compress_queue(times, free, lo, n, t, qj, after, rstart, pend, pplan, size, 
                 best = s
         if best < s_old:
             e = best + d
-            times, free, lo, n = _move(times, free, lo, n, s_old, e_old, best, e, p)
+            times, free, lo, n = _move(times, free, lo, n, s_old, e_old, best, e, p, edges, scratch_t, scratch_f)
             rstart[j] = best
             pend[j] = e
             if best < first:
@@ -137,10 +140,13 @@ def compress_queue(times, free, lo, n, t, qj, after, rstart, pend, pplan, size, 
 
 
 @njit(cache=True)
-def _move(times, free, lo, n, a1, b1, a2, b2, p):
+def _move(times, free, lo, n, a1, b1, a2, b2, p, edges, pt, pv):
     """p processors given back on [a1, b1) and taken on [a2, b2): the same profile as
     prof_add(a1, b1, p) then prof_add(a2, b2, -p) (one step per change of the free count), in
-    one pass over the steps the windows touch and one shift of the steps after them."""
+    one pass over the steps the windows touch and one shift of the steps after them.
+
+    ``edges`` (4), ``pt`` and ``pv`` are the caller's scratch, so that a move allocates nothing
+    (compression makes millions of them)."""
     use1 = b1 > a1
     use2 = b2 > a2
     if not use1 and not use2:
@@ -152,7 +158,6 @@ def _move(times, free, lo, n, a1, b1, a2, b2, p):
     kh = prof_index(times, lo, n, x1)
     m = kh - i + 1
     # the breakpoints from step i to step kh, with the windows' edges merged in
-    edges = np.empty(4)
     ne = 0
     if use1:
         edges[ne] = a1
@@ -162,9 +167,16 @@ def _move(times, free, lo, n, a1, b1, a2, b2, p):
         edges[ne] = a2
         edges[ne + 1] = b2
         ne += 2
-    edges[:ne].sort()
-    pt = np.empty(m + ne)
-    pv = np.empty(m + ne, np.int64)
+    for a in range(1, ne):  # at most four edges: insertion sort
+        x = edges[a]
+        b = a
+        while b > 0 and edges[b - 1] > x:
+            edges[b] = edges[b - 1]
+            b -= 1
+        edges[b] = x
+    if pt.shape[0] < m + ne:
+        pt = np.empty(m + ne)
+        pv = np.empty(m + ne, np.int64)
     w = 0
     r = i  # the old step holding the current point
     q = 0
@@ -220,25 +232,35 @@ def _lower_bounds(times, free, lo, n, t, x0, x1, given, processors, reach, bound
     the run with P free ending at x0 starts). Classes with P free all over [x0, x1) before
     (P <= its least free count less ``given``) gain nothing.
     """
-    seen[:] = INF
+    # only sizes up to the region's largest free count can be seen there (top): the per-size
+    # arrays are read and reset no further
     i = prof_index(times, lo, n, x0)
     least = free[i]
+    top = 0
+    k = i
+    while k < n and times[k] < x1:
+        if free[k] > top:
+            top = free[k]
+        k += 1
+    if top > processors:
+        top = processors
+    seen[:top + 1] = INF
     while i < n and times[i] < x1:
         _lower_reach(seen, times[i] if times[i] > x0 else x0, free[i], processors)
         if free[i] < least:
             least = free[i]
         i += 1
-    for p in range(1, processors + 1):
+    for p in range(1, top + 1):
         if seen[p] < reach[p]:
             reach[p] = seen[p]
     # back[p]: walk back from x0 while the steps keep p free
-    back[:] = x0
+    back[:top + 1] = x0
     k = prof_index(times, lo, n, x0)
     if times[k] >= x0 and k > lo:
         k -= 1
     m = free[k] if times[k] < x0 else 0
-    if m > processors:
-        m = processors
+    if m > top:
+        m = top
     while m >= 1:
         start = times[k] if times[k] > t else t
         if k == lo or start <= t:
@@ -252,7 +274,7 @@ def _lower_bounds(times, free, lo, n, t, x0, x1, given, processors, reach, bound
     for a in range(act.shape[0]):
         c = act[a]
         P = csize[c]
-        if seen[P] == INF:
+        if P > top or seen[P] == INF:
             break  # nor for larger sizes
         if P <= least - given:
             continue
@@ -276,27 +298,179 @@ def _lower_reach(reach, x, f, processors):
 
 
 @njit(cache=True)
-def replan_queue(times, free, lo, n, t, give_back, place, after, rstart, pend, pplan, size):
+def replan_queue(times, free, lo, n, t, give_back, place, after, rstart, pend, pplan, size, cls, cdlo):
     """Give back the queued reservations of jobs ``give_back``, then give each job of ``place``
     in turn the earliest reservation at or after max(t, ``after[j]``) (insertion before lower
-    priorities, overrun repair). Returns the profile arrays and the earliest new start."""
+    priorities, overrun repair). Returns the profile arrays and the earliest new start.
+
+    The same result as a prof_add per job given back, then prof_find_start and prof_add per job
+    placed, at a cost that does not grow with the queue times the profile (a priority job's
+    arrival replans the whole queue behind it): the reservations are given back in one sweep,
+    the placements are made on a linked copy of the profile (an edit shifts nothing), and a
+    job searches from its class's last fit -- placing only takes processors, so no window of
+    (size, shortest time of the class) opens before it (``cls``, ``cdlo``: the classes of
+    :func:`simengine.schedulers.conservative.job_classes`).
+    """
+    k = 0
     for q in range(give_back.shape[0]):
         j = give_back[q]
         if pend[j] > rstart[j]:
-            times, free, lo, n = prof_add(times, free, lo, n, rstart[j], pend[j], size[j])
+            k += 1
+    nt, nf, nx, used = _linked_given_back(times, free, lo, n, k, place.shape[0], give_back, rstart, pend, size)
+    h = 0  # the nodes are made in time order: the head is node 0
+    bound = np.full(cdlo.shape[0], -INF)
+    bnode = np.zeros(cdlo.shape[0], np.int64)
     first = INF
     for q in range(place.shape[0]):
         j = place[q]
+        p, d = size[j], pplan[j]
         a = after[j] if after[j] > t else t
-        s = prof_find_start(times, free, lo, n, a, pplan[j], size[j], INF, 0.0, 0.0, 0)
-        e = s + pplan[j]
+        c = cls[j]
+        if a > t or d < cdlo[c]:  # the class bound does not apply (suspended, or a resumed job's plan)
+            x = _node_at(h, a, nt, nx)
+            s, x = _linked_fit(x, a, d, p, nt, nf, nx)
+        else:
+            if bound[c] == -INF:
+                bound[c], bnode[c] = t, h
+            x = _node_at(bnode[c], bound[c], nt, nx)
+            s, x = _linked_fit(x, bound[c], cdlo[c], p, nt, nf, nx)
+            if s < INF:
+                bound[c], bnode[c] = s, x
+                if d != cdlo[c]:
+                    s, x = _linked_fit(x, s, d, p, nt, nf, nx)
+        e = s + d
         rstart[j] = s
         pend[j] = e
         if e > s:
-            times, free, lo, n = prof_add(times, free, lo, n, s, e, -size[j])
+            used = _linked_take(x, s, e, p, nt, nf, nx, used)
         if s < first:
             first = s
-    return times, free, lo, n, first
+    # back to arrays, one step per change of the free count
+    cap = times.shape[0]
+    if used + 1 > cap:
+        cap = 2 * (used + 1)
+    times = np.empty(cap)
+    free = np.empty(cap, np.int64)
+    w = 0
+    x = h
+    while x >= 0:
+        if w == 0 or nf[x] != free[w - 1]:
+            times[w] = nt[x]
+            free[w] = nf[x]
+            w += 1
+        x = nx[x]
+    return times, free, 0, w, first
+
+
+@njit(cache=True)
+def _linked_given_back(times, free, lo, n, k, extra, give_back, rstart, pend, size):
+    """The profile steps [lo, n) plus the give-back windows, as a singly linked list (nodes in
+    time order, so node i links to i + 1) with room for ``extra`` placements (two splits each).
+    Returns (times, free, next, the count of nodes in use)."""
+    pts = np.empty(2 * k)
+    dlt = np.empty(2 * k, np.int64)
+    w = 0
+    for q in range(give_back.shape[0]):
+        j = give_back[q]
+        if pend[j] > rstart[j]:
+            pts[w] = rstart[j]
+            dlt[w] = size[j]
+            pts[w + 1] = pend[j]
+            dlt[w + 1] = -size[j]
+            w += 2
+    order = np.argsort(pts)
+    cap = (n - lo) + 2 * k + 2 * extra + 2
+    nt = np.empty(cap)
+    nf = np.empty(cap, np.int64)
+    nx = np.full(cap, -1, np.int64)
+    used = 0
+    i = lo  # next profile step
+    r = 0  # next give-back edge
+    base = free[lo]  # the profile's count at the current point
+    add = 0  # the given-back processors at the current point
+    while i < n or r < w:
+        if r < w and (i >= n or pts[order[r]] < times[i]):
+            x = pts[order[r]]
+        else:
+            x = times[i]
+        while i < n and times[i] == x:
+            base = free[i]
+            i += 1
+        while r < w and pts[order[r]] == x:
+            add += dlt[order[r]]
+            r += 1
+        v = base + add
+        if used == 0 or v != nf[used - 1]:
+            nt[used] = x
+            nf[used] = v
+            if used > 0:
+                nx[used - 1] = used
+            used += 1
+    return nt, nf, nx, used
+
+
+@njit(cache=True)
+def _node_at(x, time, nt, nx):
+    """The node whose step contains ``time``, walking on from x (nt[x] <= time)."""
+    while True:
+        y = nx[x]
+        if y < 0 or nt[y] > time:
+            return x
+        x = y
+
+
+@njit(cache=True)
+def _linked_fit(x, after, duration, size, nt, nf, nx):
+    """prof_find_start on the linked steps from node x (which contains ``after``), no limit:
+    (the earliest start, the node containing it), or (inf, -1)."""
+    s = after
+    k = x
+    while True:
+        end = s + duration
+        j = k
+        while True:
+            if nf[j] < size:
+                break
+            y = nx[j]
+            if y < 0 or nt[y] >= end:
+                return s, k
+            j = y
+        k = nx[j]  # nothing can start before the blocking step ends
+        if k < 0:
+            return INF, -1
+        s = nt[k]
+
+
+@njit(cache=True)
+def _linked_take(x, s, e, p, nt, nf, nx, used):
+    """Take p processors on [s, e) (node x contains s): split at s and e as needed; the
+    count of nodes in use."""
+    if nt[x] < s:
+        used = _split_after(x, s, nt, nf, nx, used)
+        x = nx[x]
+    while True:
+        y = nx[x]
+        if y < 0 or nt[y] > e:
+            if nt[x] < e:  # the step holding e: split it there
+                used = _split_after(x, e, nt, nf, nx, used)
+                nf[x] -= p
+            return used
+        nf[x] -= p
+        if y >= 0 and nt[y] == e:
+            return used
+        x = y
+
+
+@njit(cache=True)
+def _split_after(x, time, nt, nf, nx, used):
+    """A new node at ``time`` after x, with x's count (room is reserved by the caller)."""
+    if used >= nt.shape[0]:
+        raise RuntimeError("replan_queue: node pool exhausted")
+    nt[used] = time
+    nf[used] = nf[x]
+    nx[used] = nx[x]
+    nx[x] = used
+    return used + 1
 
 
 @njit(cache=True)

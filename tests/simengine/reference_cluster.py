@@ -18,8 +18,7 @@ from simengine.gantt import KIND_KILLED, KIND_RESERVATION, KIND_RUN, KIND_SUSPEN
 # job and reservation states, and the reservations themselves, are the engine's
 from simengine.local.cluster import (AR_ACCEPTED, AR_ACTIVE, AR_DONE, AR_PENDING, AR_REJECTED,  # noqa: F401
                                      DONE, KILLED, QUEUED, RUNNING, SUSPENDED, WAITING, AdvanceReservation)
-from simengine.local.profile import (_min_free_lo, _steps, compress_queue, first_backfill, queue_delete, queue_insert,
-                                     replan_queue)
+from simengine.local.profile import _min_free_lo, _steps, compress_queue, first_backfill, queue_delete, queue_insert
 from simengine.profile import prof_add, prof_advance, prof_find_start
 from simengine.preemption import PreemptionMode, choose_victims
 from simengine.schedulers.base import planned_end as _compiled_planned_end
@@ -47,6 +46,30 @@ def _fits(times, free, t: float, d: float, p: int) -> bool:
 
 
 # ---- the step functions the Python loop used (moved here from simengine/local/profile.py)
+
+@njit(cache=True)
+def replan_one_by_one(times, free, lo, n, t, give_back, place, after, rstart, pend, pplan, size):
+    """The replan this loop used (and the oracle of simengine.local.profile.replan_queue):
+    give back the reservations of ``give_back`` one by one, then search each job of ``place``
+    from max(t, after[j]) and reserve it. Returns the profile arrays and the earliest new start."""
+    for q in range(give_back.shape[0]):
+        j = give_back[q]
+        if pend[j] > rstart[j]:
+            times, free, lo, n = prof_add(times, free, lo, n, rstart[j], pend[j], size[j])
+    first = INF
+    for q in range(place.shape[0]):
+        j = place[q]
+        a = after[j] if after[j] > t else t
+        s = prof_find_start(times, free, lo, n, a, pplan[j], size[j], INF, 0.0, 0.0, 0)
+        e = s + pplan[j]
+        rstart[j] = s
+        pend[j] = e
+        if e > s:
+            times, free, lo, n = prof_add(times, free, lo, n, s, e, -size[j])
+        if s < first:
+            first = s
+    return times, free, lo, n, first
+
 
 def steps(t: float, processors: int, starts, ends, sizes) -> tuple[np.ndarray, np.ndarray]:
     """(times, free) from time ``t`` on, with ``sizes[k]`` processors taken on [starts[k], ends[k])."""
@@ -408,7 +431,7 @@ class ClusterSim:
         each job of ``place`` in turn (compiled); the earliest new start."""
         self._set_after(t, place)
         prof = self.prof
-        prof.times, prof.free, prof.lo, prof.n, first = replan_queue(
+        prof.times, prof.free, prof.lo, prof.n, first = replan_one_by_one(
             prof.times, prof.free, prof.lo, prof.n, float(t), give_back, place, self.after, self.rstart, self.pend,
             self.pplan, self.size_a)
         self._clear_after()
