@@ -8,7 +8,8 @@ to go negative (an overrunning job's extension can collide with reservations):
   advance reservations) for one scheduling decision -- FCFS's and EASY's view;
 - arrays kept up to date by edits (conservative backfilling's queued reservations), on the
   compiled ``prof_*`` functions of :mod:`simengine.profile`, moved by :func:`compress_queue`
-  and :func:`replan_queue`.
+  and :func:`replan_queue` (which places a batch on a linked copy, where an edit shifts no
+  array tail).
 
 The event core (simengine/local/core.py) calls all of them from compiled code.
 """
@@ -19,7 +20,7 @@ import math
 import numpy as np
 
 from simengine.jit import njit
-from simengine.profile import prof_add, prof_find_start, prof_grow, prof_index
+from simengine.profile import prof_find_start, prof_grow, prof_index
 
 INF = math.inf
 
