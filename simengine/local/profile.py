@@ -90,6 +90,8 @@ def compress_queue(times, free, lo, n, t, qj, after, rstart, pend, pplan, size, 
     seen = np.empty(processors + 1)
     back = np.empty(processors + 1)
     edges = np.empty(4)
+    # room for every move at once (a move adds at most 4 steps), so no move reallocates
+    times, free, lo, n = prof_grow(times, free, lo, n, 4 * qj.shape[0])
     scratch_t = np.empty(2 * (n - lo) + 16)
     scratch_f = np.empty(2 * (n - lo) + 16, np.int64)
     first = INF
@@ -128,7 +130,7 @@ def compress_queue(times, free, lo, n, t, qj, after, rstart, pend, pplan, size, 
                 best = s
         if best < s_old:
             e = best + d
-            times, free, lo, n = _move(times, free, lo, n, s_old, e_old, best, e, p, edges, scratch_t, scratch_f)
+            n = _move(times, free, lo, n, s_old, e_old, best, e, p, edges, scratch_t, scratch_f)
             rstart[j] = best
             pend[j] = e
             if best < first:
@@ -144,17 +146,17 @@ def compress_queue(times, free, lo, n, t, qj, after, rstart, pend, pplan, size, 
 def _move(times, free, lo, n, a1, b1, a2, b2, p, edges, pt, pv):
     """p processors given back on [a1, b1) and taken on [a2, b2): the same profile as
     prof_add(a1, b1, p) then prof_add(a2, b2, -p) (one step per change of the free count), in
-    one pass over the steps the windows touch and one shift of the steps after them.
+    one pass over the steps the windows touch and one shift of the steps after them. Edits the
+    arrays in place (the caller leaves room for 4 more steps) and returns the new n.
 
     ``edges`` (4), ``pt`` and ``pv`` are the caller's scratch, so that a move allocates nothing
-    (compression makes millions of them)."""
+    and returns no array (compression makes millions of moves)."""
     use1 = b1 > a1
     use2 = b2 > a2
     if not use1 and not use2:
-        return times, free, lo, n
+        return n
     x0 = min(a1 if use1 else INF, a2 if use2 else INF)
     x1 = max(b1 if use1 else -INF, b2 if use2 else -INF)
-    times, free, lo, n = prof_grow(times, free, lo, n, 4)
     i = prof_index(times, lo, n, x0)
     kh = prof_index(times, lo, n, x1)
     m = kh - i + 1
@@ -219,7 +221,7 @@ def _move(times, free, lo, n, a1, b1, a2, b2, p, edges, pt, pv):
     for k in range(w):
         times[i + k] = pt[k]
         free[i + k] = pv[k]
-    return times, free, lo, n + shift
+    return n + shift
 
 
 @njit(cache=True)
@@ -367,38 +369,46 @@ def replan_queue(times, free, lo, n, t, give_back, place, after, rstart, pend, p
 def _linked_given_back(times, free, lo, n, k, extra, give_back, rstart, pend, size):
     """The profile steps [lo, n) plus the give-back windows, as a singly linked list (nodes in
     time order, so node i links to i + 1) with room for ``extra`` placements (two splits each).
-    Returns (times, free, next, the count of nodes in use)."""
-    pts = np.empty(2 * k)
-    dlt = np.empty(2 * k, np.int64)
-    w = 0
+    Returns (times, free, next, the count of nodes in use).
+
+    A window's edges are nearly always breakpoints of the profile already (its reservation made
+    them): those are found by binary search and added to their step; only the others are sorted."""
+    at = np.zeros(n - lo, np.int64)  # processors given back from each step's breakpoint on
+    xp = np.empty(2 * k)  # edges that are no breakpoint, and their changes
+    xd = np.empty(2 * k, np.int64)
+    m = 0
     for q in range(give_back.shape[0]):
         j = give_back[q]
         if pend[j] > rstart[j]:
-            pts[w] = rstart[j]
-            dlt[w] = size[j]
-            pts[w + 1] = pend[j]
-            dlt[w + 1] = -size[j]
-            w += 2
-    order = np.argsort(pts)
-    cap = (n - lo) + 2 * k + 2 * extra + 2
+            for x, d in ((rstart[j], size[j]), (pend[j], -size[j])):
+                i = prof_index(times, lo, n, x)
+                if times[i] == x:
+                    at[i - lo] += d
+                else:
+                    xp[m] = x
+                    xd[m] = d
+                    m += 1
+    order = np.argsort(xp[:m])
+    cap = (n - lo) + m + 2 * extra + 2
     nt = np.empty(cap)
     nf = np.empty(cap, np.int64)
     nx = np.full(cap, -1, np.int64)
     used = 0
     i = lo  # next profile step
-    r = 0  # next give-back edge
+    r = 0  # next edge that is no breakpoint
     base = free[lo]  # the profile's count at the current point
     add = 0  # the given-back processors at the current point
-    while i < n or r < w:
-        if r < w and (i >= n or pts[order[r]] < times[i]):
-            x = pts[order[r]]
+    while i < n or r < m:
+        if r < m and (i >= n or xp[order[r]] < times[i]):
+            x = xp[order[r]]
         else:
             x = times[i]
         while i < n and times[i] == x:
             base = free[i]
+            add += at[i - lo]
             i += 1
-        while r < w and pts[order[r]] == x:
-            add += dlt[order[r]]
+        while r < m and xp[order[r]] == x:
+            add += xd[order[r]]
             r += 1
         v = base + add
         if used == 0 or v != nf[used - 1]:

@@ -13,7 +13,7 @@ import pytest
 
 from simengine.local.profile import compress_queue, replan_queue
 from tests.simengine.reference_cluster import Profile, replan_one_by_one
-from simengine.profile import prof_add, prof_find_start
+from simengine.profile import prof_add, prof_find_start, prof_grow
 from simengine.schedulers.conservative import job_classes
 
 INF = math.inf
@@ -128,8 +128,8 @@ def test_a_move_is_the_two_edits(seed):
     t1, f1, lo1, n1 = prof_add(prof.times.copy(), prof.free.copy(), prof.lo, prof.n, a1, b1, p)
     t1, f1, lo1, n1 = prof_add(t1, f1, lo1, n1, a2, b2, -p)
     room = int(rng.integers(0, 12))  # scratch too small for the touched steps sometimes
-    t2, f2, lo2, n2 = _move(prof.times.copy(), prof.free.copy(), prof.lo, prof.n, a1, b1, a2, b2, p,
-                            np.empty(4), np.empty(room), np.empty(room, np.int64))
+    t2, f2, lo2, n2 = prof_grow(prof.times.copy(), prof.free.copy(), prof.lo, prof.n, 4)
+    n2 = _move(t2, f2, lo2, n2, a1, b1, a2, b2, p, np.empty(4), np.empty(room), np.empty(room, np.int64))
     assert t2[lo2:n2].tolist() == t1[lo1:n1].tolist()
     assert f2[lo2:n2].tolist() == f1[lo1:n1].tolist()
 
