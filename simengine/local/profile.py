@@ -371,11 +371,15 @@ def _linked_given_back(times, free, lo, n, k, extra, give_back, rstart, pend, si
     time order, so node i links to i + 1) with room for ``extra`` placements (two splits each).
     Returns (times, free, next, the count of nodes in use).
 
-    A window's edges are nearly always breakpoints of the profile already (its reservation made
-    them): those are found by binary search and added to their step; only the others are sorted."""
-    at = np.zeros(n - lo, np.int64)  # processors given back from each step's breakpoint on
-    xp = np.empty(2 * k)  # edges that are no breakpoint, and their changes
-    xd = np.empty(2 * k, np.int64)
+    No sort: each window edge is found by binary search. An edge on a breakpoint is added to its
+    step; one inside a step (where a reservation ends and another of the same size begins, the
+    profile has no breakpoint) goes to that step's bucket, and a bucket holds a few edges."""
+    S = n - lo
+    at = np.zeros(S, np.int64)  # processors given back from each step's breakpoint on
+    # edges inside step s go to bucket s + 1; bucket 0 holds those before the first step
+    ex = np.empty(2 * k)
+    exd = np.empty(2 * k, np.int64)
+    exb = np.empty(2 * k, np.int64)
     m = 0
     for q in range(give_back.shape[0]):
         j = give_back[q]
@@ -385,39 +389,63 @@ def _linked_given_back(times, free, lo, n, k, extra, give_back, rstart, pend, si
                 if times[i] == x:
                     at[i - lo] += d
                 else:
-                    xp[m] = x
-                    xd[m] = d
+                    ex[m] = x
+                    exd[m] = d
+                    exb[m] = 0 if x < times[lo] else i - lo + 1
                     m += 1
-    order = np.argsort(xp[:m])
-    cap = (n - lo) + m + 2 * extra + 2
+    # the inside edges by bucket (a counting sort), each bucket by time (insertion sort: they are few)
+    start = np.zeros(S + 2, np.int64)
+    for e in range(m):
+        start[exb[e] + 1] += 1
+    for b in range(S + 1):
+        start[b + 1] += start[b]
+    fill = start[:S + 1].copy()
+    bx = np.empty(m)
+    bd = np.empty(m, np.int64)
+    for e in range(m):
+        b = exb[e]
+        w = fill[b]
+        fill[b] += 1
+        while w > start[b] and bx[w - 1] > ex[e]:
+            bx[w] = bx[w - 1]
+            bd[w] = bd[w - 1]
+            w -= 1
+        bx[w] = ex[e]
+        bd[w] = exd[e]
+    cap = S + m + 2 * extra + 2
     nt = np.empty(cap)
     nf = np.empty(cap, np.int64)
     nx = np.full(cap, -1, np.int64)
     used = 0
-    i = lo  # next profile step
-    r = 0  # next edge that is no breakpoint
-    base = free[lo]  # the profile's count at the current point
     add = 0  # the given-back processors at the current point
-    while i < n or r < m:
-        if r < m and (i >= n or xp[order[r]] < times[i]):
-            x = xp[order[r]]
-        else:
-            x = times[i]
-        while i < n and times[i] == x:
-            base = free[i]
-            add += at[i - lo]
-            i += 1
-        while r < m and xp[order[r]] == x:
-            add += xd[order[r]]
-            r += 1
-        v = base + add
-        if used == 0 or v != nf[used - 1]:
-            nt[used] = x
-            nf[used] = v
-            if used > 0:
-                nx[used - 1] = used
-            used += 1
+    for s in range(-1, S):
+        if s >= 0:
+            add += at[s]
+            used = _append_node(times[lo + s], free[lo + s] + add, nt, nf, nx, used)
+        base = free[lo + s] if s >= 0 else free[lo]
+        e = start[s + 1]
+        while e < start[s + 2]:
+            x = bx[e]
+            while e < start[s + 2] and bx[e] == x:
+                add += bd[e]
+                e += 1
+            used = _append_node(x, base + add, nt, nf, nx, used)
     return nt, nf, nx, used
+
+
+@njit(cache=True)
+def _append_node(time, value, nt, nf, nx, used):
+    """Append a step to the linked list being built (not when it repeats the last count)."""
+    if used > 0 and time == nt[used - 1]:  # the last step would have no length: it takes the count
+        nf[used - 1] = value
+        return used
+    if used > 0 and value == nf[used - 1]:
+        return used
+    nt[used] = time
+    nf[used] = value
+    if used > 0:
+        nx[used - 1] = used
+    return used + 1
 
 
 @njit(cache=True)
