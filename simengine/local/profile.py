@@ -21,6 +21,7 @@ import numpy as np
 
 from simengine.jit import njit
 from simengine.profile import prof_find_start, prof_grow, prof_index
+from simengine.schedulers._linked_profile import HEAD, NEXT, NFREE, PREV, lp_at, lp_fit, lp_new, lp_seek, lp_take
 
 INF = math.inf
 
@@ -309,18 +310,13 @@ def replan_queue(times, free, lo, n, t, give_back, place, after, rstart, pend, p
     The same result as a prof_add per job given back, then prof_find_start and prof_add per job
     placed, at a cost that does not grow with the queue times the profile (a priority job's
     arrival replans the whole queue behind it): the reservations are given back in one sweep,
-    the placements are made on a linked copy of the profile (an edit shifts nothing), and a
-    job searches from its class's last fit -- placing only takes processors, so no window of
-    (size, shortest time of the class) opens before it (``cls``, ``cdlo``: the classes of
-    :func:`simengine.schedulers.conservative.job_classes`).
+    the placements are made on a linked copy of the profile (the kernels' linked profile, where
+    an edit shifts nothing), and a job searches from its class's last fit -- placing only takes
+    processors, so no window of (size, shortest time of the class) opens before it (``cls``,
+    ``cdlo``: the classes of :func:`simengine.schedulers.conservative.job_classes`).
     """
-    k = 0
-    for q in range(give_back.shape[0]):
-        j = give_back[q]
-        if pend[j] > rstart[j]:
-            k += 1
-    nt, nf, nx, used = _linked_given_back(times, free, lo, n, k, place.shape[0], give_back, rstart, pend, size)
-    h = 0  # the nodes are made in time order: the head is node 0
+    nt, nf, L, fs, S = _linked_given_back(times, free, lo, n, place.shape[0], give_back, rstart, pend, size)
+    h = S[HEAD]
     bound = np.full(cdlo.shape[0], -INF)
     bnode = np.zeros(cdlo.shape[0], np.int64)
     first = INF
@@ -330,30 +326,27 @@ def replan_queue(times, free, lo, n, t, give_back, place, after, rstart, pend, p
         a = after[j] if after[j] > t else t
         c = cls[j]
         if a > t or d < cdlo[c]:  # the class bound does not apply (suspended, or a resumed job's plan)
-            x = _node_at(h, a, nt, nx)
-            s, x = _linked_fit(x, a, d, p, nt, nf, nx)
+            s, x = lp_fit(lp_seek(h, a, nt, L), a, d, p, INF, nt, nf, L)
         else:
             if bound[c] == -INF:
                 bound[c], bnode[c] = t, h
-            x = _node_at(bnode[c], bound[c], nt, nx)
-            s, x = _linked_fit(x, bound[c], cdlo[c], p, nt, nf, nx)
+            s, x = lp_fit(lp_seek(bnode[c], bound[c], nt, L), bound[c], cdlo[c], p, INF, nt, nf, L)
             if s < INF:
                 bound[c], bnode[c] = s, x
                 if d != cdlo[c]:
-                    s, x = _linked_fit(x, s, d, p, nt, nf, nx)
+                    s, x = lp_fit(x, s, d, p, INF, nt, nf, L)
         e = s + d
         rstart[j] = s
         pend[j] = e
         if e > s:
-            used = _linked_take(x, s, e, p, nt, nf, nx, used)
+            lp_take(lp_at(x, s, nt, nf, L, fs, S), e, -p, nt, nf, L, fs, S)
         if s < first:
             first = s
-    # back to arrays, one step per change of the free count
-    cap = times.shape[0]
-    if used + 1 > cap:
-        cap = 2 * (used + 1)
-    times = np.empty(cap)
-    free = np.empty(cap, np.int64)
+    # back to arrays (the old ones are free now), one step per change of the free count
+    used = nt.shape[0] - S[NFREE]
+    if used > times.shape[0]:
+        times = np.empty(2 * used)
+        free = np.empty(2 * used, np.int64)
     w = 0
     x = h
     while x >= 0:
@@ -361,25 +354,25 @@ def replan_queue(times, free, lo, n, t, give_back, place, after, rstart, pend, p
             times[w] = nt[x]
             free[w] = nf[x]
             w += 1
-        x = nx[x]
+        x = L[NEXT, x]
     return times, free, 0, w, first
 
 
 @njit(cache=True)
-def _linked_given_back(times, free, lo, n, k, extra, give_back, rstart, pend, size):
-    """The profile steps [lo, n) plus the give-back windows, as a singly linked list (nodes in
-    time order, so node i links to i + 1) with room for ``extra`` placements (two splits each).
-    Returns (times, free, next, the count of nodes in use).
+def _linked_given_back(times, free, lo, n, placements, give_back, rstart, pend, size):
+    """The profile steps [lo, n) plus the give-back windows, as a linked profile
+    (simengine.schedulers._linked_profile: (nt, nf, L, fs, S)) with room for ``placements``
+    more reservations (two splits each).
 
     No sort: each window edge is found by binary search. An edge on a breakpoint is added to its
     step; one inside a step (where a reservation ends and another of the same size begins, the
     profile has no breakpoint) goes to that step's bucket, and a bucket holds a few edges."""
-    S = n - lo
-    at = np.zeros(S, np.int64)  # processors given back from each step's breakpoint on
+    nsteps = n - lo
+    at = np.zeros(nsteps, np.int64)  # processors given back from each step's breakpoint on
     # edges inside step s go to bucket s + 1; bucket 0 holds those before the first step
-    ex = np.empty(2 * k)
-    exd = np.empty(2 * k, np.int64)
-    exb = np.empty(2 * k, np.int64)
+    ex = np.empty(2 * give_back.shape[0])
+    exd = np.empty(2 * give_back.shape[0], np.int64)
+    exb = np.empty(2 * give_back.shape[0], np.int64)
     m = 0
     for q in range(give_back.shape[0]):
         j = give_back[q]
@@ -394,12 +387,12 @@ def _linked_given_back(times, free, lo, n, k, extra, give_back, rstart, pend, si
                     exb[m] = 0 if x < times[lo] else i - lo + 1
                     m += 1
     # the inside edges by bucket (a counting sort), each bucket by time (insertion sort: they are few)
-    start = np.zeros(S + 2, np.int64)
+    start = np.zeros(nsteps + 2, np.int64)
     for e in range(m):
         start[exb[e] + 1] += 1
-    for b in range(S + 1):
+    for b in range(nsteps + 1):
         start[b + 1] += start[b]
-    fill = start[:S + 1].copy()
+    fill = start[:nsteps + 1].copy()
     bx = np.empty(m)
     bd = np.empty(m, np.int64)
     for e in range(m):
@@ -412,16 +405,14 @@ def _linked_given_back(times, free, lo, n, k, extra, give_back, rstart, pend, si
             w -= 1
         bx[w] = ex[e]
         bd[w] = exd[e]
-    cap = S + m + 2 * extra + 2
-    nt = np.empty(cap)
-    nf = np.empty(cap, np.int64)
-    nx = np.full(cap, -1, np.int64)
+    # the nodes, in time order, built where lp_new would hand them out (node 0 is the head)
+    nt, nf, L, fs, S = lp_new(nsteps + m + 2 * placements + 2, times[lo] if nsteps > 0 else 0.0, 0)
     used = 0
     add = 0  # the given-back processors at the current point
-    for s in range(-1, S):
+    for s in range(-1, nsteps):
         if s >= 0:
             add += at[s]
-            used = _append_node(times[lo + s], free[lo + s] + add, nt, nf, nx, used)
+            used = _append_node(times[lo + s], free[lo + s] + add, nt, nf, L, used)
         base = free[lo + s] if s >= 0 else free[lo]
         e = start[s + 1]
         while e < start[s + 2]:
@@ -429,13 +420,14 @@ def _linked_given_back(times, free, lo, n, k, extra, give_back, rstart, pend, si
             while e < start[s + 2] and bx[e] == x:
                 add += bd[e]
                 e += 1
-            used = _append_node(x, base + add, nt, nf, nx, used)
-    return nt, nf, nx, used
+            used = _append_node(x, base + add, nt, nf, L, used)
+    S[NFREE] = nt.shape[0] - used  # fs still lists the nodes from ``used`` on, the next one last
+    return nt, nf, L, fs, S
 
 
 @njit(cache=True)
-def _append_node(time, value, nt, nf, nx, used):
-    """Append a step to the linked list being built (not when it repeats the last count)."""
+def _append_node(time, value, nt, nf, L, used):
+    """Append a step to the linked profile being built (not when it repeats the last count)."""
     if used > 0 and time == nt[used - 1]:  # the last step would have no length: it takes the count
         nf[used - 1] = value
         return used
@@ -443,72 +435,10 @@ def _append_node(time, value, nt, nf, nx, used):
         return used
     nt[used] = time
     nf[used] = value
+    L[PREV, used] = used - 1
+    L[NEXT, used] = -1
     if used > 0:
-        nx[used - 1] = used
-    return used + 1
-
-
-@njit(cache=True)
-def _node_at(x, time, nt, nx):
-    """The node whose step contains ``time``, walking on from x (nt[x] <= time)."""
-    while True:
-        y = nx[x]
-        if y < 0 or nt[y] > time:
-            return x
-        x = y
-
-
-@njit(cache=True)
-def _linked_fit(x, after, duration, size, nt, nf, nx):
-    """prof_find_start on the linked steps from node x (which contains ``after``), no limit:
-    (the earliest start, the node containing it), or (inf, -1)."""
-    s = after
-    k = x
-    while True:
-        end = s + duration
-        j = k
-        while True:
-            if nf[j] < size:
-                break
-            y = nx[j]
-            if y < 0 or nt[y] >= end:
-                return s, k
-            j = y
-        k = nx[j]  # nothing can start before the blocking step ends
-        if k < 0:
-            return INF, -1
-        s = nt[k]
-
-
-@njit(cache=True)
-def _linked_take(x, s, e, p, nt, nf, nx, used):
-    """Take p processors on [s, e) (node x contains s): split at s and e as needed; the
-    count of nodes in use."""
-    if nt[x] < s:
-        used = _split_after(x, s, nt, nf, nx, used)
-        x = nx[x]
-    while True:
-        y = nx[x]
-        if y < 0 or nt[y] > e:
-            if nt[x] < e:  # the step holding e: split it there
-                used = _split_after(x, e, nt, nf, nx, used)
-                nf[x] -= p
-            return used
-        nf[x] -= p
-        if y >= 0 and nt[y] == e:
-            return used
-        x = y
-
-
-@njit(cache=True)
-def _split_after(x, time, nt, nf, nx, used):
-    """A new node at ``time`` after x, with x's count (room is reserved by the caller)."""
-    if used >= nt.shape[0]:
-        raise RuntimeError("replan_queue: node pool exhausted")
-    nt[used] = time
-    nf[used] = nf[x]
-    nx[used] = nx[x]
-    nx[x] = used
+        L[NEXT, used - 1] = used
     return used + 1
 
 

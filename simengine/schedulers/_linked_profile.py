@@ -188,7 +188,8 @@ def lp_fit(x, after, duration, size, limit, nt, nf, L):
     (at the instant s if duration is 0); x is the node containing ``after``.
 
     Only starts before ``limit`` are tried: if none fits, returns the first untried
-    start, which is >= limit and before which no window fits. Returns (s, node
+    start, which is >= limit and before which no window fits; (inf, -1) when the last
+    step blocks (it cannot in a kernel: every reservation ends). Returns (s, node
     containing s). The same answer as ``simengine.profile.prof_find_start``.
     """
     s = after
@@ -203,8 +204,10 @@ def lp_fit(x, after, duration, size, limit, nt, nf, L):
             if nx < 0 or nt[nx] >= end:
                 return s, k
             j = nx
-        # nothing can start before the blocking step ends (the last step never blocks)
+        # nothing can start before the blocking step ends
         k = L[NEXT, j]
+        if k < 0:
+            return INF, -1
         s = nt[k]
     return s, k
 
