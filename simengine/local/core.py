@@ -25,10 +25,14 @@ from numba.experimental import structref
 
 from simengine.gantt import KIND_KILLED, KIND_RESERVATION, KIND_RUN, KIND_SUSPENDED
 from simengine.jit import njit, types
-from simengine.local.profile import (_min_free_lo, _steps, compress_queue, first_backfill, queue_delete,
-                                     queue_insert, replan_queue)
-from simengine.profile import prof_add, prof_advance, prof_find_start
+from simengine.local.profile import (_min_free_lo, _steps, first_backfill, give_window, queue_delete, queue_insert,
+                                     replan_queue, take_window)
+from simengine.profile import prof_add, prof_find_start
+from simengine.schedulers._linked_profile import (CF_COLUMNS, CI_COLUMNS, DLO, HEAD, LB, NEXT, REF, SIZE,
+                                                  lp_activate, lp_add, lp_advance, lp_deactivate, lp_fit,
+                                                  lp_lower_bounds, lp_new, lp_release, lp_seek, lp_take)
 from simengine.schedulers.base import planned_end
+from simengine.schedulers.conservative import compress, reserve
 
 INF = math.inf
 
@@ -71,8 +75,10 @@ FIELDS = (
     "qbuf", "qh", "qn", "comp", "ncomp",
     # the event heap: (time, seq) ordered
     "ev_t", "ev_seq", "ev_kind", "ev_id", "ev_gen", "nev", "seq",
-    # conservative: the profile of free processors
-    "pt", "pf", "plo", "pn",
+    # conservative: the kernels' linked profile of free processors (simengine.schedulers._linked_profile),
+    # the job classes' earliest-fit bounds and which classes have queued jobs (act[:nact], ccount),
+    # the nodes each queued reservation, running plan and advance reservation holds
+    "nt", "nf", "L", "fs", "S", "CI", "CF", "act", "nact", "ccount", "snode", "enode", "ar_snode", "ar_enode",
     # advance reservations, in request order
     "ar_p", "ar_start", "ar_end", "ar_req", "ar_est", "ar_lft", "ar_jrt", "ar_status", "ar_off", "ar_at", "nar",
     # pieces (owner: job id, or -1 - reservation position) and the processor lists they point into
@@ -113,20 +119,35 @@ def new_state(processors: int, policy: int, step: float, horizon: float, preempt
         ar_off=np.full(len(ar_p), -1, np.int64), ar_at=np.full(len(ar_p), np.nan),
     )
     cap = max(16, 2 * n)
-    origin = float(arrays["submit"][0]) if n else 0.0
     values = dict(
         P=int(processors), policy=int(policy), cons=policy == CONSERVATIVE, step=float(step),
         horizon=float(horizon), preempts=bool(preempts), restarts=bool(restarts), resumes=bool(resumes),
         overhead=float(overhead), n=n, nrun=0, nseq=0, nsusp=0, pinned=0, nfree=int(processors), qh=0, qn=0, ncomp=0,
         ev_t=np.empty(cap), ev_seq=np.empty(cap, np.int64), ev_kind=np.empty(cap, np.int64),
         ev_id=np.empty(cap, np.int64), ev_gen=np.empty(cap, np.int64), nev=0, seq=0,
-        pt=np.full(64, origin), pf=np.full(64, int(processors), np.int64), plo=0, pn=1, nar=len(ar_p),
+        nar=len(ar_p), **_linked_state(policy == CONSERVATIVE, processors, n, len(ar_p), arrays),
         pc_owner=np.empty(cap, np.int64), pc_t0=np.empty(cap), pc_t1=np.empty(cap),
         pc_kind=np.empty(cap, np.int64), pc_off=np.empty(cap, np.int64), pc_len=np.empty(cap, np.int64), npc=0,
         pool=np.empty(max(16, int(arrays["size"].sum()) + int(arrays["ar_p"].sum())), np.int64), npool=0,
         next_start=INF, early=False, repaired=False, arrived=0, requested=0, finished=False, countdown=0,
         report_t=np.nan, **arrays)
     return _make(*(values[k] for k in FIELDS)), arrays
+
+
+def _linked_state(cons: bool, processors: int, n: int, nar: int, arrays: dict) -> dict:
+    """The conservative profile's fields (a token one for the other policies): a node for each
+    reservation's two ends, each running plan's end and each class bound, and a few spare."""
+    nclass = len(arrays["csize"]) if cons else 0
+    nt, nf, L, fs, S = lp_new(2 * n + 2 * nar + nclass + 16 if cons else 2, -INF, int(processors))
+    CI = np.full((nclass, CI_COLUMNS), -1, np.int64)
+    CF = np.empty((nclass, CF_COLUMNS))
+    CI[:, SIZE] = arrays["csize"][:nclass]
+    CF[:, DLO] = arrays["cdlo"][:nclass]
+    CF[:, LB] = -INF
+    m = n if cons else 0
+    return dict(nt=nt, nf=nf, L=L, fs=fs, S=S, CI=CI, CF=CF, act=np.empty(nclass, np.int64), nact=0,
+                ccount=np.zeros(nclass, np.int64), snode=np.full(m, -1, np.int64), enode=np.full(m, -1, np.int64),
+                ar_snode=np.full(nar if cons else 0, -1, np.int64), ar_enode=np.full(nar if cons else 0, -1, np.int64))
 
 
 @njit(cache=True)
@@ -310,9 +331,43 @@ def _run_remove(s, j):
 
 
 @njit(cache=True)
-def _prof_add(s, a, b, delta):
-    if b > a:
-        s.pt, s.pf, s.plo, s.pn = prof_add(s.pt, s.pf, s.plo, s.pn, a, b, delta)
+def _give_reservation(s, j, t):
+    """Queued job j's reservation comes off the profile."""
+    if s.snode[j] < 0:
+        return
+    give_window(s.snode[j], s.enode[j], s.rstart[j], s.pend[j], s.size[j], t, s.nt, s.nf, s.L, s.fs, s.S,
+                s.CI, s.CF, s.act, s.nact)
+    s.snode[j] = -1
+    s.enode[j] = -1
+
+
+@njit(cache=True)
+def _end_plan(s, j, t):
+    """Running job j stops at t: the rest of its plan, [t, pend), comes back."""
+    nt, nf, L, fs, S = s.nt, s.nf, s.L, s.fs, s.S
+    h = S[HEAD]
+    if s.pend[j] > t:
+        lp_add(h, s.pend[j], s.size[j], nt, nf, L)
+        lp_lower_bounds(h, t, s.pend[j], s.size[j], t, s.act, s.nact, s.CI, s.CF, nt, nf, L, fs, S)
+        s.early = True
+    if s.enode[j] >= 0:
+        lp_release(s.enode[j], nt, nf, L, fs, S)
+        s.enode[j] = -1
+
+
+@njit(cache=True)
+def _plan_from_now(s, j, t):
+    """Running job j's plan [t, pend) goes on the profile (a start outside its reservation, an
+    overrun's extension); the end node it held before is let go."""
+    nt, nf, L, fs, S = s.nt, s.nf, s.L, s.fs, s.S
+    old = s.enode[j]
+    s.enode[j] = -1
+    if s.pend[j] > t:
+        e = lp_take(S[HEAD], s.pend[j], -s.size[j], nt, nf, L, fs, S)
+        L[REF, e] += 1
+        s.enode[j] = e
+    if old >= 0:
+        lp_release(old, nt, nf, L, fs, S)
 
 
 @njit(cache=True)
@@ -467,9 +522,8 @@ def _finish(s, j, t):
     _piece(s, j, s.run_start[j], t, KIND_RUN, s.off[j], s.size[j])
     if not (s.cons and s.pact[j] == 0):
         _release(s, s.off[j], s.size[j])
-    if s.cons and s.pend[j] > t:
-        _prof_add(s, t, s.pend[j], s.size[j])
-        s.early = True
+    if s.cons:
+        _end_plan(s, j, t)
 
 
 @njit(cache=True)
@@ -500,9 +554,8 @@ def _preempt(s, j, t, resumes, restarts, overhead):
     p = s.size[j]
     off = s.off[j]
     _release(s, off, p)
-    if s.cons and s.pend[j] > t:
-        _prof_add(s, t, s.pend[j], p)
-        s.early = True
+    if s.cons:
+        _end_plan(s, j, t)
     elapsed = t - s.run_start[j]
     s.preemptions[j] += 1
     if resumes:
@@ -540,6 +593,12 @@ def _enqueue(s, j):
         s.qh = 0
     pos = queue_insert(s.qbuf[s.qh:], s.qn, s.prio, s.rank, j)
     s.qn += 1
+    if s.cons:  # bounds are kept for the classes with queued jobs only
+        c = s.cls[j]
+        s.ccount[c] += 1
+        if s.ccount[c] == 1:
+            s.CF[c, LB] = -INF
+            s.nact = lp_activate(c, s.act, s.nact)
     return pos
 
 
@@ -547,6 +606,13 @@ def _enqueue(s, j):
 def _dequeue_at(s, gone):
     """Take the jobs at these queue positions (ascending) off the queue: a prefix by moving the
     head, the rest by closing the gaps."""
+    if s.cons:
+        q = _queue(s)
+        for g in gone:
+            c = s.cls[q[g]]
+            s.ccount[c] -= 1
+            if s.ccount[c] == 0:
+                s.nact = lp_deactivate(c, s.act, s.nact)
     k = 0
     while k < gone.shape[0] and gone[k] == k:
         k += 1
@@ -595,11 +661,12 @@ def _set_after(s, t, place, use_place):
 
 @njit(cache=True)
 def _replan(s, t, give_back, place):
-    """Give back the queued reservations of ``give_back``, then reserve the earliest fit for
-    each job of ``place`` in turn; the earliest new start."""
+    """Give back the queued reservations of ``give_back``, then reserve the earliest fit at or
+    after max(t, ``after[j]``) for each job of ``place`` in turn (simengine.local.profile.replan_queue);
+    the earliest new start."""
     touched = _set_after(s, t, place, True)
-    s.pt, s.pf, s.plo, s.pn, first = replan_queue(s.pt, s.pf, s.plo, s.pn, t, give_back, place, s.after,
-                                                   s.rstart, s.pend, s.pplan, s.size, s.cls, s.cdlo)
+    first = replan_queue(t, give_back, place, s.after, s.rstart, s.pend, s.pplan, s.size, s.cls, s.snode,
+                         s.enode, s.nt, s.nf, s.L, s.fs, s.S, s.CI, s.CF, s.act, s.nact)
     s.after[touched] = -INF
     if first < s.next_start:
         s.next_start = first
@@ -610,7 +677,13 @@ def _replan(s, t, give_back, place):
 def _repair(s, t, until):
     """If the profile went below zero before ``until``, queued reservations starting before it
     are placed again, in queue order, after all the others (the kernel's overrun repair)."""
-    if until <= t or _min_free_lo(s.pt, s.pf, s.plo, s.pn, t, until) >= 0:
+    if until <= t:
+        return
+    nt, nf, L = s.nt, s.nf, s.L
+    x = s.S[HEAD]
+    while x >= 0 and nt[x] < until and nf[x] >= 0:
+        x = L[NEXT, x]
+    if x < 0 or nt[x] >= until:
         return
     qj = _queue(s)
     evicted = qj[s.rstart[qj] < until].copy()
@@ -621,24 +694,21 @@ def _repair(s, t, until):
 
 @njit(cache=True)
 def _compress(s, t):
-    """Move queued reservations earlier where the profile now allows."""
+    """Move queued reservations earlier where the profile now allows (the kernel's pass)."""
     if s.qn == 0:
         return
     touched = _set_after(s, t, s.qbuf[:0], False)
-    s.pt, s.pf, s.plo, s.pn, first = compress_queue(s.pt, s.pf, s.plo, s.pn, t, _queue(s), s.after, s.rstart,
-                                                     s.pend, s.pplan, s.size, s.P, s.cls, s.csize, s.cdlo)
+    nt, nf, L = s.nt, s.nf, s.L
+    below_zero = False  # the profile goes below zero where an overrun runs into an advance reservation
+    x = s.S[HEAD]
+    while x >= 0 and not below_zero:
+        below_zero = nf[x] < 0
+        x = L[NEXT, x]
+    first = compress(t, _queue(s), s.qn, s.after, s.rstart, s.pend, s.pplan, s.size, s.cls, s.snode, s.enode,
+                     nt, nf, L, s.fs, s.S, s.CI, s.CF, s.act, s.nact, below_zero)
     s.after[touched] = -INF
     if first < s.next_start:
         s.next_start = first
-
-
-@njit(cache=True)
-def _reserve(s, j, start):
-    s.rstart[j] = start
-    s.pend[j] = start + s.pplan[j]
-    _prof_add(s, start, s.pend[j], -s.size[j])
-    if start < s.next_start:
-        s.next_start = start
 
 
 # ---- advance reservations ---------------------------------------------------------------------------
@@ -662,7 +732,7 @@ def _admit(s, r, t):
     s.ar_start[r] = start
     s.ar_end[r] = start + d
     if s.cons:
-        _prof_add(s, start, s.ar_end[r], -p)
+        s.ar_snode[r], s.ar_enode[r] = take_window(s.S[HEAD], start, s.ar_end[r], p, s.nt, s.nf, s.L, s.fs, s.S)
         _repair(s, t, s.ar_end[r])
 
 
@@ -681,8 +751,9 @@ def _slide(s, t):
             s.ar_start[r] = x
             s.ar_end[r] = x + d
             if s.cons:
-                _prof_add(s, o0, o1, s.ar_p[r])
-                _prof_add(s, x, x + d, -s.ar_p[r])
+                give_window(s.ar_snode[r], s.ar_enode[r], o0, o1, s.ar_p[r], t, s.nt, s.nf, s.L, s.fs, s.S,
+                            s.CI, s.CF, s.act, s.nact)
+                s.ar_snode[r], s.ar_enode[r] = take_window(s.S[HEAD], x, x + d, s.ar_p[r], s.nt, s.nf, s.L, s.fs, s.S)
                 s.early = True  # its old window came free
                 _repair(s, t, s.ar_end[r])
 
@@ -711,6 +782,9 @@ def _open_window(s, r, t):
     _hold(s, off, need, -2 - r)
     s.ar_off[r] = off
     s.ar_status[r] = AR_ACTIVE
+    if s.cons:  # the window's start is now: only its end node is held from here on
+        lp_release(s.ar_snode[r], s.nt, s.nf, s.L, s.fs, s.S)
+        s.ar_snode[r] = -1
     _push(s, s.ar_end[r], EV_AR_END, r, 0)
     if s.ar_jrt[r] == s.ar_jrt[r]:
         _piece(s, -1 - r, t, t + s.ar_jrt[r], KIND_RUN, off, need)
@@ -719,6 +793,9 @@ def _open_window(s, r, t):
 @njit(cache=True)
 def _close_window(s, r, t):
     _release(s, s.ar_off[r], s.ar_p[r])
+    if s.cons and s.ar_enode[r] >= 0:
+        lp_release(s.ar_enode[r], s.nt, s.nf, s.L, s.fs, s.S)
+        s.ar_enode[r] = -1
     s.ar_status[r] = AR_DONE
     _piece(s, -1 - r, s.ar_start[r], s.ar_end[r], KIND_RESERVATION, s.ar_off[r], s.ar_p[r])
 
@@ -904,7 +981,7 @@ def _start_due(s, t):
         j = qj[q]
         if (s.size[j] > s.nfree and s.pact[j] > 0) or (s.state[j] == SUSPENDED and not _procs_free(s, j, False)):
             # its processors are still busy (a suspended job's own, or an overrun): later
-            _prof_add(s, s.rstart[j], s.pend[j], s.size[j])
+            _give_reservation(s, j, t)
             after = _identity_free_at(s, j, t) if s.state[j] == SUSPENDED else t
             nxt = INF
             ev_t = s.ev_t
@@ -914,9 +991,14 @@ def _start_due(s, t):
             if nxt == INF:
                 nxt = t + s.step
             a = after if after > nxt else nxt
-            _reserve(s, j, prof_find_start(s.pt, s.pf, s.plo, s.pn, a, s.pplan[j], s.size[j], INF, 0.0, 0.0, 0))
+            st, x = lp_fit(lp_seek(s.S[HEAD], a, s.nt, s.L), a, s.pplan[j], s.size[j], INF, s.nt, s.nf, s.L)
+            reserve(j, st, x, s.pplan[j], s.size[j], s.rstart, s.pend, s.snode, s.enode,
+                    s.nt, s.nf, s.L, s.fs, s.S)
             continue
-        # the reservation becomes the running job's plan: nothing changes in the profile
+        # the reservation becomes the running job's plan: nothing changes in the profile, the
+        # plan holds only its end node
+        lp_release(s.snode[j], s.nt, s.nf, s.L, s.fs, s.S)
+        s.snode[j] = -1
         plan_end = s.pend[j]
         _start(s, j, t)
         s.pend[j] = plan_end
@@ -932,12 +1014,12 @@ def _preempt_top(s, j, t):
     if not _preempt_for(s, j, t):
         return False
     # j starts now: its reservation moves to [t, t + plan); those it now overlaps move
-    _prof_add(s, s.rstart[j], s.pend[j], s.size[j])
+    _give_reservation(s, j, t)
     gone = np.empty(1, np.int64)
     gone[0] = _position(s, j)
     _dequeue_at(s, gone)
     _start(s, j, t)
-    _prof_add(s, t, s.pend[j], -s.size[j])
+    _plan_from_now(s, j, t)
     _repair(s, t, s.pend[j])
     _compress(s, t)
     s.next_start = _next_start(s)
@@ -982,7 +1064,7 @@ def advance(s, until, report_every, fresh):
                 s.report_t = t
                 return REPORT_DUE
         if s.cons:
-            s.plo = prof_advance(s.pt, s.plo, s.pn, t)
+            lp_advance(t, s.nt, s.L, s.fs, s.S)
         s.early = False
         s.repaired = False
         freed = False
@@ -1010,8 +1092,8 @@ def advance(s, until, report_every, fresh):
             if gen != s.gen[j] or s.state[j] != RUNNING or s.pend[j] != t:
                 continue
             new_end = planned_end(s.run_start[j], s.pplan[j], t, s.step, True)
-            _prof_add(s, t, new_end, -s.size[j])
             s.pend[j] = new_end
+            _plan_from_now(s, j, t)
             _push(s, new_end, EV_OVERRUN, j, gen)
             if new_end > ext_hi:
                 ext_hi = new_end

@@ -45,7 +45,7 @@ CLASS_RATIO = 1.25
 
 
 @njit(cache=True)
-def _place(j, s, x, d, p, pstart, pend, snode, enode, nt, nf, L, fs, S):
+def reserve(j, s, x, d, p, pstart, pend, snode, enode, nt, nf, L, fs, S):
     """Reserve p processors for job j on [s, s + d); x is the node containing s."""
     sn = lp_at(x, s, nt, nf, L, fs, S)
     L[REF, sn] += 1
@@ -100,6 +100,7 @@ def conservative_kernel(submit, runtime, estimate, size, processors, horizon, ov
     evicted = np.empty(n, np.int64)
     ev_lo = np.empty(n)
     ev_hi = np.empty(n)
+    never = np.full(n, -math.inf)  # no job waits for anything but its reservation (compress's after)
     while True:
         while on > 0 and (state[ov[0]] != RUNNING or pend[ov[0]] != ok_[0]):
             on = heap_pop(ok_, ov, on)
@@ -175,7 +176,7 @@ def conservative_kernel(submit, runtime, estimate, size, processors, horizon, ov
                 for k in range(m):
                     j = evicted[k]
                     s, x = lp_fit(h, t, estimate[j], size[j], math.inf, nt, nf, L)
-                    _place(j, s, x, estimate[j], size[j], pstart, pend, snode, enode, nt, nf, L, fs, S)
+                    reserve(j, s, x, estimate[j], size[j], pstart, pend, snode, enode, nt, nf, L, fs, S)
                 for k in range(m):  # the evictions freed processor time
                     if ev_hi[k] > ev_lo[k]:
                         x = lp_seek(h, ev_lo[k], nt, L)
@@ -190,84 +191,16 @@ def conservative_kernel(submit, runtime, estimate, size, processors, horizon, ov
         if early_completion or repaired:
             # 3. compression: one pass in arrival order, each reservation moved to the
             # earliest time it fits now (see the module docstring)
-            for q in range(qn):
-                j = queue[q]
-                if j < 0:
-                    continue
-                s_old = pstart[j]
-                if s_old <= t:
-                    continue
-                p = size[j]
-                u = snode[j]
-                v = L[PREV, u]
-                best = s_old
-                bn = u
-                if nf[v] >= p:  # slide back to the start of the free run before s_old
-                    while v != h and nf[L[PREV, v]] >= p:
-                        v = L[PREV, v]
-                    best = nt[v]
-                    bn = v
-                c = cls[j]
-                stale = -1
-                if CF[c, LB] < best:  # a window of the class may begin before best: search
-                    after, x = lp_bound_node(c, t, CI, CF, nt, L, S)
-                    dlo = CF[c, DLO]
-                    e, k = lp_fit(x, after, dlo, p, best, nt, nf, L)
-                    stale = lp_set_bound(c, e, k, CI, CF, nt, nf, L, fs, S)
-                    if e < best:
-                        d = estimate[j]
-                        if d != dlo:
-                            e, k = lp_fit(k, e, d, p, best, nt, nf, L)
-                        if e < best:
-                            best = e
-                            bn = k
-                if best < s_old:
-                    # move the reservation to [best, e_new) (written out here: as a
-                    # function taking all these arrays the call cost more than the move)
-                    e_old = pend[j]
-                    oe = enode[j]
-                    e_new = best + estimate[j]
-                    sn = lp_at(bn, best, nt, nf, L, fs, S)
-                    L[REF, sn] += 1
-                    en = -1
-                    if e_new >= s_old and oe >= 0:
-                        # the windows overlap (a slide): p more are taken on [best, s_old)
-                        # and given back on [e_new, e_old); nothing changes in between
-                        lp_add(sn, s_old, -p, nt, nf, L)
-                        en = lp_at_back(oe, e_new, nt, nf, L, fs, S)
-                        L[REF, en] += 1
-                        lp_add(en, e_old, p, nt, nf, L)
-                        lp_lower_bounds(en, e_new, e_old, p, t, act, nact, CI, CF, nt, nf, L, fs, S)
-                    elif e_new > best and oe >= 0:  # disjoint windows (a jump)
-                        en = lp_take(sn, e_new, -p, nt, nf, L, fs, S)
-                        L[REF, en] += 1
-                        lp_add(u, e_old, p, nt, nf, L)
-                        lp_lower_bounds(u, s_old, e_old, p, t, act, nact, CI, CF, nt, nf, L, fs, S)
-                    else:  # an empty window (zero requested time) on either side
-                        if oe >= 0:
-                            lp_add(u, e_old, p, nt, nf, L)
-                        if e_new > best:
-                            en = lp_take(sn, e_new, -p, nt, nf, L, fs, S)
-                            L[REF, en] += 1
-                        if oe >= 0:
-                            lp_lower_bounds(u, s_old, e_old, p, t, act, nact, CI, CF, nt, nf, L, fs, S)
-                    lp_release(u, nt, nf, L, fs, S)
-                    if oe >= 0:
-                        lp_release(oe, nt, nf, L, fs, S)
-                    snode[j] = sn
-                    enode[j] = en
-                    pstart[j] = best
-                    pend[j] = e_new
-                    if best < next_start:
-                        next_start = best
-                if stale >= 0:  # released only now: bn may have been that node
-                    lp_release(stale, nt, nf, L, fs, S)
+            first = compress(t, queue, qn, never, pstart, pend, estimate, size, cls, snode, enode,
+                             nt, nf, L, fs, S, CI, CF, act, nact, False)  # repairs leave nothing below zero
+            if first < next_start:
+                next_start = first
         # 4. arrivals get the earliest reservation that fits
         while arrived < n and submit[arrived] <= t:
             j = arrived
             arrived += 1
             s, x = lp_fit(h, t, estimate[j], size[j], math.inf, nt, nf, L)
-            _place(j, s, x, estimate[j], size[j], pstart, pend, snode, enode, nt, nf, L, fs, S)
+            reserve(j, s, x, estimate[j], size[j], pstart, pend, snode, enode, nt, nf, L, fs, S)
             state[j] = QUEUED
             queue[qn] = j
             qpos[j] = qn
@@ -315,6 +248,116 @@ def conservative_kernel(submit, runtime, estimate, size, processors, horizon, ov
             for j in range(n):
                 if state[j] == RUNNING:
                     on = heap_push(ok_, ov, on, pend[j], j)
+
+
+
+@njit(cache=True)
+def compress(t, queue, qn, after, pstart, pend, plan, size, cls, snode, enode, nt, nf, L, fs, S, CI, CF, act, nact,
+             below_zero):
+    """Compression: one pass in queue order (``queue[:qn]``, -1 for a gap), each reservation
+    starting after t moved to the earliest time it fits at or after max(t, ``after[j]``), its
+    own processors counted free (see the module docstring). Returns the earliest new start
+    (inf when nothing moved).
+
+    The kernel and the event core (simengine.local.core) both compress with this. ``after``
+    (a suspended job waits for its own processors) and a plan shorter than the class's
+    shortest (a resumed job's rest) only occur in the event core: such a job searches from
+    ``after`` without its class's bound. So can ``below_zero`` (the profile may go below zero:
+    an overrun's extension into an advance reservation, which no replan undoes): a slide then
+    holds only if its new window ends before the first instant of its old one that is below zero
+    (its own processors count as free there, but the count stays below p).
+    """
+    h = S[HEAD]
+    first = math.inf
+    for q in range(qn):
+        j = queue[q]
+        if j < 0:
+            continue
+        s_old = pstart[j]
+        if s_old <= t:
+            continue
+        a = after[j] if after[j] > t else t
+        if a >= s_old:
+            continue
+        p = size[j]
+        u = snode[j]
+        v = L[PREV, u]
+        best = s_old
+        bn = u
+        if nf[v] >= p:  # slide back to the start of the free run before s_old (not before a)
+            while v != h and nt[v] > a and nf[L[PREV, v]] >= p:
+                v = L[PREV, v]
+            best = nt[v] if nt[v] > a else a
+            bn = v
+            if below_zero:
+                y = u
+                while y >= 0 and nt[y] < best + plan[j]:
+                    if nf[y] < 0:
+                        best = s_old
+                        bn = u
+                        break
+                    y = L[NEXT, y]
+        c = cls[j]
+        d = plan[j]
+        dlo = CF[c, DLO]
+        stale = -1
+        if a > t or d < dlo:  # the class bound does not apply: search from a
+            e, k = lp_fit(lp_seek(h, a, nt, L), a, d, p, best, nt, nf, L)
+            if e < best:
+                best = e
+                bn = k
+        elif CF[c, LB] < best:  # a window of the class may begin before best: search
+            start, x = lp_bound_node(c, t, CI, CF, nt, L, S)
+            e, k = lp_fit(x, start, dlo, p, best, nt, nf, L)
+            stale = lp_set_bound(c, e, k, CI, CF, nt, nf, L, fs, S)
+            if e < best:
+                if d != dlo:
+                    e, k = lp_fit(k, e, d, p, best, nt, nf, L)
+                if e < best:
+                    best = e
+                    bn = k
+        if best < s_old:
+            # move the reservation to [best, e_new) (written out here: as a function taking
+            # all these arrays the call cost more than the move)
+            e_old = pend[j]
+            oe = enode[j]
+            e_new = best + d
+            sn = lp_at(bn, best, nt, nf, L, fs, S)
+            L[REF, sn] += 1
+            en = -1
+            if e_new >= s_old and oe >= 0:
+                # the windows overlap (a slide): p more are taken on [best, s_old)
+                # and given back on [e_new, e_old); nothing changes in between
+                lp_add(sn, s_old, -p, nt, nf, L)
+                en = lp_at_back(oe, e_new, nt, nf, L, fs, S)
+                L[REF, en] += 1
+                lp_add(en, e_old, p, nt, nf, L)
+                lp_lower_bounds(en, e_new, e_old, p, t, act, nact, CI, CF, nt, nf, L, fs, S)
+            elif e_new > best and oe >= 0:  # disjoint windows (a jump)
+                en = lp_take(sn, e_new, -p, nt, nf, L, fs, S)
+                L[REF, en] += 1
+                lp_add(u, e_old, p, nt, nf, L)
+                lp_lower_bounds(u, s_old, e_old, p, t, act, nact, CI, CF, nt, nf, L, fs, S)
+            else:  # an empty window (zero requested time) on either side
+                if oe >= 0:
+                    lp_add(u, e_old, p, nt, nf, L)
+                if e_new > best:
+                    en = lp_take(sn, e_new, -p, nt, nf, L, fs, S)
+                    L[REF, en] += 1
+                if oe >= 0:
+                    lp_lower_bounds(u, s_old, e_old, p, t, act, nact, CI, CF, nt, nf, L, fs, S)
+            lp_release(u, nt, nf, L, fs, S)
+            if oe >= 0:
+                lp_release(oe, nt, nf, L, fs, S)
+            snode[j] = sn
+            enode[j] = en
+            pstart[j] = best
+            pend[j] = e_new
+            if best < first:
+                first = best
+        if stale >= 0:  # released only now: bn may have been that node
+            lp_release(stale, nt, nf, L, fs, S)
+    return first
 
 
 def job_classes(size: np.ndarray, plan: np.ndarray, ratio: float = CLASS_RATIO):

@@ -18,8 +18,8 @@ from simengine.gantt import KIND_KILLED, KIND_RESERVATION, KIND_RUN, KIND_SUSPEN
 # job and reservation states, and the reservations themselves, are the engine's
 from simengine.local.cluster import (AR_ACCEPTED, AR_ACTIVE, AR_DONE, AR_PENDING, AR_REJECTED,  # noqa: F401
                                      DONE, KILLED, QUEUED, RUNNING, SUSPENDED, WAITING, AdvanceReservation)
-from simengine.local.profile import _min_free_lo, _steps, compress_queue, first_backfill, queue_delete, queue_insert
-from simengine.profile import prof_add, prof_advance, prof_find_start
+from simengine.local.profile import _min_free_lo, _steps, first_backfill, queue_delete, queue_insert
+from simengine.profile import prof_add, prof_advance, prof_find_start, prof_grow, prof_index
 from simengine.preemption import PreemptionMode, choose_victims
 from simengine.schedulers.base import planned_end as _compiled_planned_end
 from simengine.schedulers.conservative import job_classes
@@ -69,6 +69,255 @@ def replan_one_by_one(times, free, lo, n, t, give_back, place, after, rstart, pe
         if s < first:
             first = s
     return times, free, lo, n, first
+
+
+# The array compression the event core used before it took the kernel's linked profile and pass
+# (simengine.schedulers.conservative.compress): kept with the loop it served, so that the oracle
+# stays that loop and the benchmarks' "previous" column measures it.
+
+
+@njit(cache=True)
+def compress_queue(times, free, lo, n, t, qj, after, rstart, pend, pplan, size, processors, cls, csize, cdlo):
+    """Conservative backfilling's compression of the queued reservations, compiled: in queue
+    order (job ids ``qj``), each reservation starting after ``t`` moves to its earliest fit at
+    or after max(t, ``after[j]``) if that is sooner (its own window counts as free while it looks).
+
+    ``rstart``/``pend`` (per job: queued starts and ends) are updated in place; returns the
+    profile arrays and the earliest new start (inf when nothing moved).
+
+    The result is that of searching every job from max(t, after[j]), found with less work
+    (the kernels' idea, simengine/schedulers/conservative.py). A start s before the job's
+    reservation [s_old, e_old) of p processors and d seconds needs p free at the instant s,
+    so none exists when ``reach[p]`` (a lower bound of the first instant >= t with p free)
+    is at or after s_old. Otherwise s is (a) a *slide*: [s, s_old) has p free, so s lies in
+    the free run just before s_old, and the search starts where that run does; or (b) a
+    *jump*: a fit of (p, d) on the profile as it stands, which starts no earlier than the
+    first fit of (p, dlo) for the job's class (its size, dlo <= d): ``bound[c]``, a lower
+    bound of that, set by each search and lowered where a moved reservation gives
+    processors back (taking them only delays fits). The new start is the earlier of (a) and (b).
+    """
+    reach = np.full(processors + 1, INF)
+    for i in range(lo, n):
+        _lower_reach(reach, times[i] if times[i] > t else t, free[i], processors)
+    bound = np.empty(csize.shape[0])
+    for c in range(csize.shape[0]):
+        bound[c] = reach[csize[c]]
+    # the classes of the queued jobs, by size (csize is sorted): only their bounds are read
+    queued = np.zeros(csize.shape[0], np.bool_)
+    for q in range(qj.shape[0]):
+        queued[cls[qj[q]]] = True
+    act = np.flatnonzero(queued)
+    seen = np.empty(processors + 1)
+    back = np.empty(processors + 1)
+    edges = np.empty(4)
+    # room for every move at once (a move adds at most 4 steps), so no move reallocates
+    times, free, lo, n = prof_grow(times, free, lo, n, 4 * qj.shape[0])
+    scratch_t = np.empty(2 * (n - lo) + 16)
+    scratch_f = np.empty(2 * (n - lo) + 16, np.int64)
+    first = INF
+    for q in range(qj.shape[0]):
+        j = qj[q]
+        s_old = rstart[j]
+        a = after[j] if after[j] > t else t
+        p = size[j]
+        if s_old <= t or a >= s_old or reach[p] >= s_old:
+            continue
+        d = pplan[j]
+        e_old = pend[j]
+        best = s_old
+        # (a) slide: the free run (p free) just before s_old
+        k = prof_index(times, lo, n, s_old)
+        if times[k] >= s_old and k > lo:
+            k -= 1
+        if free[k] >= p:
+            while k > lo and times[k] > a and free[k - 1] >= p:
+                k -= 1
+            s = prof_find_start(times, free, lo, n, times[k] if times[k] > a else a, d, p, s_old, s_old, e_old, p)
+            if s < best:
+                best = s
+        # (b) jump: a fit of (p, d) on the profile as it stands
+        c = cls[j]
+        if a > t or d < cdlo[c]:  # the class bound does not apply (suspended, or a resumed job's plan)
+            s = prof_find_start(times, free, lo, n, a, d, p, best, 0.0, 0.0, 0)
+            if s < best:
+                best = s
+        elif bound[c] < best:
+            s = prof_find_start(times, free, lo, n, bound[c], cdlo[c], p, best, 0.0, 0.0, 0)
+            bound[c] = s if s < best else best
+            if s < best and d != cdlo[c]:
+                s = prof_find_start(times, free, lo, n, s, d, p, best, 0.0, 0.0, 0)
+            if s < best:
+                best = s
+        if best < s_old:
+            e = best + d
+            n = _move(times, free, lo, n, s_old, e_old, best, e, p, edges, scratch_t, scratch_f)
+            rstart[j] = best
+            pend[j] = e
+            if best < first:
+                first = best
+            # p came back on [x0, e_old): only fits holding an instant of it can be new
+            x0 = e if e > s_old else s_old
+            if x0 < e_old:
+                _lower_bounds(times, free, lo, n, t, x0, e_old, p, processors, reach, bound, act, csize, cdlo, seen, back)
+    return times, free, lo, n, first
+
+
+@njit(cache=True)
+def _move(times, free, lo, n, a1, b1, a2, b2, p, edges, pt, pv):
+    """p processors given back on [a1, b1) and taken on [a2, b2): the same profile as
+    prof_add(a1, b1, p) then prof_add(a2, b2, -p) (one step per change of the free count), in
+    one pass over the steps the windows touch and one shift of the steps after them. Edits the
+    arrays in place (the caller leaves room for 4 more steps) and returns the new n.
+
+    ``edges`` (4), ``pt`` and ``pv`` are the caller's scratch, so that a move allocates nothing
+    and returns no array (compression makes millions of moves)."""
+    use1 = b1 > a1
+    use2 = b2 > a2
+    if not use1 and not use2:
+        return n
+    x0 = min(a1 if use1 else INF, a2 if use2 else INF)
+    x1 = max(b1 if use1 else -INF, b2 if use2 else -INF)
+    i = prof_index(times, lo, n, x0)
+    kh = prof_index(times, lo, n, x1)
+    m = kh - i + 1
+    # the breakpoints from step i to step kh, with the windows' edges merged in
+    ne = 0
+    if use1:
+        edges[ne] = a1
+        edges[ne + 1] = b1
+        ne += 2
+    if use2:
+        edges[ne] = a2
+        edges[ne + 1] = b2
+        ne += 2
+    for a in range(1, ne):  # at most four edges: insertion sort
+        x = edges[a]
+        b = a
+        while b > 0 and edges[b - 1] > x:
+            edges[b] = edges[b - 1]
+            b -= 1
+        edges[b] = x
+    if pt.shape[0] < m + ne:
+        pt = np.empty(m + ne)
+        pv = np.empty(m + ne, np.int64)
+    w = 0
+    r = i  # the old step holding the current point
+    q = 0
+    prev = free[i - 1] if i > lo else np.iinfo(np.int64).min
+    while r <= kh or q < ne:
+        if q < ne and (r > kh or edges[q] < times[r]):
+            x = edges[q]
+            old = free[r - 1]  # edges lie after times[i]
+            q += 1
+        else:
+            x = times[r]
+            old = free[r]
+            if q < ne and edges[q] == x:
+                q += 1
+            r += 1
+        if w > 0 and pt[w - 1] == x:
+            continue
+        v = old
+        if use1 and a1 <= x < b1:
+            v += p
+        if use2 and a2 <= x < b2:
+            v -= p
+        if v == prev:
+            continue
+        pt[w] = x
+        pv[w] = v
+        prev = v
+        w += 1
+    # replace steps i..kh by the w points
+    shift = w - m
+    if shift > 0:
+        for k in range(n - 1, kh, -1):
+            times[k + shift] = times[k]
+            free[k + shift] = free[k]
+    elif shift < 0:
+        for k in range(kh + 1, n):
+            times[k + shift] = times[k]
+            free[k + shift] = free[k]
+    for k in range(w):
+        times[i + k] = pt[k]
+        free[i + k] = pv[k]
+    return n + shift
+
+
+@njit(cache=True)
+def _lower_bounds(times, free, lo, n, t, x0, x1, given, processors, reach, bound, act, csize, cdlo, seen, back):
+    """``given`` processors came back on [x0, x1): lower ``reach`` and the bounds of the
+    classes ``act`` (ascending size).
+
+    A new fit of a class (size P, shortest time dlo) holds an instant of [x0, x1) with P
+    free, so it starts after seen[P] - dlo (seen[P]: the first such instant), and within
+    the run of steps with P free that holds it, which starts no earlier than back[P] (where
+    the run with P free ending at x0 starts). Classes with P free all over [x0, x1) before
+    (P <= its least free count less ``given``) gain nothing.
+    """
+    # only sizes up to the region's largest free count can be seen there (top): the per-size
+    # arrays are read and reset no further
+    i = prof_index(times, lo, n, x0)
+    least = free[i]
+    top = 0
+    k = i
+    while k < n and times[k] < x1:
+        if free[k] > top:
+            top = free[k]
+        k += 1
+    if top > processors:
+        top = processors
+    seen[:top + 1] = INF
+    while i < n and times[i] < x1:
+        _lower_reach(seen, times[i] if times[i] > x0 else x0, free[i], processors)
+        if free[i] < least:
+            least = free[i]
+        i += 1
+    for p in range(1, top + 1):
+        if seen[p] < reach[p]:
+            reach[p] = seen[p]
+    # back[p]: walk back from x0 while the steps keep p free
+    back[:top + 1] = x0
+    k = prof_index(times, lo, n, x0)
+    if times[k] >= x0 and k > lo:
+        k -= 1
+    m = free[k] if times[k] < x0 else 0
+    if m > top:
+        m = top
+    while m >= 1:
+        start = times[k] if times[k] > t else t
+        if k == lo or start <= t:
+            back[1:m + 1] = start
+            break
+        f = free[k - 1]
+        if f < m:  # the run of p free, f < p <= m, starts here
+            back[max(f, 0) + 1:m + 1] = start
+            m = f
+        k -= 1
+    for a in range(act.shape[0]):
+        c = act[a]
+        P = csize[c]
+        if P > top or seen[P] == INF:
+            break  # nor for larger sizes
+        if P <= least - given:
+            continue
+        b = seen[P] - cdlo[c]
+        if back[P] > b:
+            b = back[P]
+        if b < t:
+            b = t
+        if b < bound[c]:
+            bound[c] = b
+
+
+@njit(cache=True)
+def _lower_reach(reach, x, f, processors):
+    """p processors are free at instant x for every p <= f: reach[p] = min(reach[p], x)
+    (reach is non-decreasing in p, so stop at the first p already reached by x)."""
+    p = f if f < processors else processors
+    while p >= 1 and reach[p] > x:
+        reach[p] = x
+        p -= 1
 
 
 def steps(t: float, processors: int, starts, ends, sizes) -> tuple[np.ndarray, np.ndarray]:

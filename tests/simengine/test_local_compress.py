@@ -1,8 +1,11 @@
-"""The compiled compression of simengine.local.profile (conservative backfilling in the
-event-driven simulator) skips searches with bounds (reach per size, per-class bounds, slides);
-it must give exactly what searching every queued job does. Brute force here: each job, in
-queue order, moves to prof_find_start(max(t, after), own window counted free, limit = its
-start) when that is sooner -- the definition in the compress_queue docstring.
+"""Conservative backfilling's compression and replanning in the event-driven simulator: the
+kernel's pass (simengine.schedulers.conservative.compress) on the linked profile, and
+simengine.local.profile.replan_queue, skip searches with bounds (class bounds kept across
+calls, slides, each class's last fit); they must give exactly what searching every queued job
+does. Brute force here: each job, in queue order, moves to prof_find_start(max(t, after), own
+window counted free, limit = its start) when that is sooner -- the definition in compress's
+docstring. The same brute force checks the array compression the previous event loop (the
+tests' oracle, tests/simengine/reference_cluster.py) still uses.
 """
 from __future__ import annotations
 
@@ -11,10 +14,12 @@ import math
 import numpy as np
 import pytest
 
-from simengine.local.profile import compress_queue, replan_queue
-from tests.simengine.reference_cluster import Profile, replan_one_by_one
-from simengine.profile import prof_add, prof_find_start, prof_grow
-from simengine.schedulers.conservative import job_classes
+from simengine.local.profile import give_window, replan_queue, take_window
+from simengine.profile import prof_add, prof_find_start
+from simengine.schedulers._linked_profile import (CF_COLUMNS, CI_COLUMNS, DLO, HEAD, LB, NEXT, SIZE, lp_advance,
+                                                  lp_new)
+from simengine.schedulers.conservative import compress, job_classes
+from tests.simengine.reference_cluster import Profile, compress_queue, replan_one_by_one
 
 INF = math.inf
 
@@ -38,7 +43,10 @@ def random_case(seed: int):
     """A cluster mid-run: running jobs' plans and advance reservations on the profile, a queue
     planned by conservative backfilling, then some processors given back early (completions),
     some taken (overrun extensions, which may drive the profile below zero) and some jobs
-    resumed with a shorter plan than their class's or suspended (a later earliest start)."""
+    resumed with a shorter plan than their class's or suspended (a later earliest start).
+
+    Built on the array profile; ``ops`` (before, after the queue's placement: (a, b, delta))
+    let :func:`linked_twin` build the same cluster on the linked profile."""
     rng = np.random.default_rng(seed)
     P = int(rng.integers(1, 17))
     n = int(rng.integers(1, 40))
@@ -49,30 +57,149 @@ def random_case(seed: int):
     resumed = rng.random(n) < 0.1
     pplan[resumed] = np.floor(pplan[resumed] * rng.random(resumed.sum()))
     prof = Profile(P, 0.0)
+    before, after_ops = [], []
     for _ in range(int(rng.integers(0, 6))):  # running jobs and reservations
         a = float(rng.integers(0, 50))
-        prof.add(0.0 if rng.random() < 0.5 else a, a + float(rng.integers(1, 80)), -int(rng.integers(1, P + 1)))
+        before.append((0.0 if rng.random() < 0.5 else a, a + float(rng.integers(1, 80)), -int(rng.integers(1, P + 1))))
+    for op in before:
+        prof.add(*op)
     qj = rng.permutation(n).astype(np.int64)
     rstart, pend = np.full(n, INF), np.full(n, INF)
     after = np.full(n, -INF)
-    prof.times, prof.free, prof.lo, prof.n, _ = replan_queue(
-        prof.times, prof.free, prof.lo, prof.n, 0.0, qj[:0], qj, after, rstart, pend, pplan, size, cls, cdlo)
+    prof.times, prof.free, prof.lo, prof.n, _ = replan_one_by_one(
+        prof.times, prof.free, prof.lo, prof.n, 0.0, qj[:0], qj, after, rstart, pend, pplan, size)
     for _ in range(int(rng.integers(1, 6))):  # given back early
         a = float(rng.integers(0, 60))
-        prof.add(a, a + float(rng.integers(1, 60)), int(rng.integers(1, P + 1)))
+        after_ops.append((a, a + float(rng.integers(1, 60)), int(rng.integers(1, P + 1))))
     if rng.random() < 0.3:  # an overrun extension
         a = float(rng.integers(0, 40))
-        prof.add(a, a + 20.0, -int(rng.integers(1, P + 1)))
+        after_ops.append((a, a + 20.0, -int(rng.integers(1, P + 1))))
+    for op in after_ops:
+        prof.add(*op)
     t = float(rng.integers(0, 10))
     prof.advance(t)
     susp = rng.random(n) < 0.1
     after[susp] = t + rng.integers(0, 40, susp.sum())
-    return P, prof, t, qj, after, rstart, pend, pplan, size, cls, csize, cdlo
+    case = dict(P=P, t=t, qj=qj, after=after, pplan=pplan, size=size, cls=cls, csize=csize, cdlo=cdlo,
+                before=before, after_ops=after_ops)
+    return P, prof, t, qj, after, rstart, pend, pplan, size, cls, csize, cdlo, case
+
+
+class Linked:
+    """A cluster on the linked profile, with the event core's bookkeeping (class bounds of the
+    queued jobs' classes, each reservation's nodes)."""
+
+    def __init__(self, P, n, csize, cdlo, room):
+        self.prof = lp_new(2 * n + 2 * room + len(csize) + 16, 0.0, P)
+        self.CI = np.full((len(csize), CI_COLUMNS), -1, np.int64)
+        self.CF = np.empty((len(csize), CF_COLUMNS))
+        self.CI[:, SIZE] = csize
+        self.CF[:, DLO] = cdlo
+        self.CF[:, LB] = -INF
+        self.act = np.empty(len(csize), np.int64)
+        self.nact = 0
+        self.snode = np.full(n, -1, np.int64)
+        self.enode = np.full(n, -1, np.int64)
+
+    def queue(self, cls, qj):
+        """Bounds are kept for the classes of queued jobs."""
+        self.act = np.unique(cls[qj]).astype(np.int64)
+        self.nact = len(self.act)
+
+    def change(self, a, b, delta, t):
+        """delta more free processors on [a, b), held for good; a release lowers the bounds."""
+        nt, nf, L, fs, S = self.prof
+        if b <= a:
+            return
+        if delta > 0:  # given: the window is taken back at once, then given back by give_window
+            na, nb = take_window(S[HEAD], a, b, 0, nt, nf, L, fs, S)
+            L[2, na] += 1  # held for good (REF), so that the given processors stay
+            L[2, nb] += 1
+            give_window(na, nb, a, b, delta, t, nt, nf, L, fs, S, self.CI, self.CF, self.act, self.nact)
+        else:
+            take_window(S[HEAD], a, b, -delta, nt, nf, L, fs, S)
+
+    def steps(self):
+        """The step function from the head on, one step per change of the free count."""
+        nt, nf, L, fs, S = self.prof
+        times, free = [], []
+        x = S[HEAD]
+        while x >= 0:
+            if not free or nf[x] != free[-1]:
+                times.append(float(nt[x]))
+                free.append(int(nf[x]))
+            x = L[NEXT, x]
+        return times, free
+
+
+def linked_twin(case, rstart_want, pend_want):
+    """The cluster of :func:`random_case` on the linked profile; its queue placed by replan_queue
+    must be the array placement's (checked here)."""
+    n = len(case["size"])
+    tw = Linked(case["P"], n, case["csize"], case["cdlo"], len(case["before"]) + len(case["after_ops"]) + 4)
+    qj = case["qj"]
+    tw.queue(case["cls"], qj)
+    for op in case["before"]:
+        tw.change(*op, 0.0)
+    rstart, pend = np.full(n, INF), np.full(n, INF)
+    replan_queue(0.0, qj[:0], qj, np.full(n, -INF), rstart, pend, case["pplan"], case["size"], case["cls"],
+                 tw.snode, tw.enode, *tw.prof, tw.CI, tw.CF, tw.act, tw.nact)
+    np.testing.assert_array_equal(rstart, rstart_want)
+    np.testing.assert_array_equal(pend, pend_want)
+    for op in case["after_ops"]:
+        tw.change(*op, 0.0)
+    nt, nf, L, fs, S = tw.prof
+    lp_advance(case["t"], nt, L, fs, S)
+    return tw, rstart, pend
+
+
+def array_steps(prof, t):
+    """The array profile's steps from t on, one step per change of the free count."""
+    times, free = prof.times[prof.lo:prof.n].copy(), prof.free[prof.lo:prof.n].copy()
+    k = max(int(np.searchsorted(times, t, side="right")) - 1, 0)  # the step holding t
+    times, free = times[k:], free[k:]
+    times[0] = max(times[0], t)
+    return canonical(times, free)
+
+
+def linked_compress(tw, case, t, rstart, pend):
+    below_zero = min(tw.steps()[1]) < 0
+    return compress(t, case["qj"], len(case["qj"]), case["after"], rstart, pend, case["pplan"], case["size"],
+                    case["cls"], tw.snode, tw.enode, *tw.prof, tw.CI, tw.CF, tw.act, tw.nact, below_zero)
 
 
 @pytest.mark.parametrize("seed", range(400))
 def test_compression_equals_searching_every_job(seed):
-    P, prof, t, qj, after, rstart, pend, pplan, size, cls, csize, cdlo = random_case(seed)
+    """Two compressions in a row, some processors given back between them (the class bounds the
+    first one set must be lowered): the kernel's pass on the linked profile gives brute force's
+    reservations and profile each time."""
+    P, prof, t, qj, after, rstart, pend, pplan, size, cls, csize, cdlo, case = random_case(seed)
+    tw, l_start, l_pend = linked_twin(case, rstart, pend)
+    rng = np.random.default_rng(20_000 + seed)
+    for round_ in range(2):
+        if round_:
+            a = t + float(rng.integers(0, 30))
+            b, k = a + float(rng.integers(1, 40)), int(rng.integers(1, P + 1))
+            prof.add(a, b, k)
+            tw.change(a, b, k, t)
+            t2 = t + float(rng.integers(0, 5))
+            prof.advance(t2)
+            lp_advance(t2, tw.prof[0], tw.prof[2], tw.prof[3], tw.prof[4])
+            t = case["t"] = t2
+        want_times, want_free = brute_compress(prof, t, qj, after, rstart, pend, pplan, size)
+        prof.times, prof.free, prof.lo, prof.n = want_times, want_free, 0, len(want_times)
+        first = linked_compress(tw, case, t, l_start, l_pend)
+        np.testing.assert_array_equal(l_start, rstart)
+        np.testing.assert_array_equal(l_pend, pend)
+        assert tw.steps() == array_steps(prof, t)
+        moved = l_start[qj] < np.inf
+        assert first == INF or first in l_start[qj[moved]]
+
+
+@pytest.mark.parametrize("seed", range(100))
+def test_the_previous_loops_array_compression_equals_searching_every_job(seed):
+    """The oracle's own compression (tests/simengine/reference_cluster.compress_queue)."""
+    P, prof, t, qj, after, rstart, pend, pplan, size, cls, csize, cdlo, _ = random_case(seed)
     ref = Profile(P)
     ref.times, ref.free, ref.lo, ref.n = prof.times.copy(), prof.free.copy(), prof.lo, prof.n
     r_start, r_pend = rstart.copy(), pend.copy()
@@ -93,45 +220,22 @@ def test_a_hand_checked_compression():
     size = np.array([2, 4, 3], np.int64)
     pplan = np.array([10.0, 5.0, 10.0])
     cls, csize, cdlo = job_classes(size, pplan.copy())
-    prof = Profile(4, 0.0)
-    prof.add(0.0, 10.0, -4)  # the running job
+    tw = Linked(4, 3, csize, cdlo, 4)
     qj = np.arange(3, dtype=np.int64)
+    tw.queue(cls, qj)
+    nt, nf, L, fs, S = tw.prof
+    running = take_window(S[HEAD], 0.0, 10.0, 4, nt, nf, L, fs, S)
     rstart, pend, after = np.full(3, INF), np.full(3, INF), np.full(3, -INF)
-    prof.times, prof.free, prof.lo, prof.n, _ = replan_queue(
-        prof.times, prof.free, prof.lo, prof.n, 0.0, qj[:0], qj, after, rstart, pend, pplan, size, cls, cdlo)
+    replan_queue(0.0, qj[:0], qj, after, rstart, pend, pplan, size, cls, tw.snode, tw.enode, *tw.prof,
+                 tw.CI, tw.CF, tw.act, tw.nact)
     assert rstart.tolist() == [10.0, 20.0, 25.0]
-    prof.add(0.0, 10.0, 4)  # it ended at 0 instead of 10
-    times, free, lo, n, first = compress_queue(prof.times, prof.free, prof.lo, prof.n, 0.0, qj, after, rstart, pend,
-                                               pplan, size, 4, cls, csize, cdlo)
+    give_window(*running, 0.0, 10.0, 4, 0.0, nt, nf, L, fs, S, tw.CI, tw.CF, tw.act, tw.nact)  # it ended at 0
+    first = compress(0.0, qj, 3, after, rstart, pend, pplan, size, cls, tw.snode, tw.enode, *tw.prof,
+                     tw.CI, tw.CF, tw.act, tw.nact, False)
     assert rstart.tolist() == [0.0, 10.0, 15.0]
     assert pend.tolist() == [10.0, 15.0, 25.0]
     assert first == 0.0
-    assert times[lo:n].tolist() == [0.0, 10.0, 15.0, 25.0] and free[lo:n].tolist() == [2, 0, 1, 4]
-
-
-@pytest.mark.parametrize("seed", range(300))
-def test_a_move_is_the_two_edits(seed):
-    """_move (one pass) leaves the same steps as giving back then taking with prof_add."""
-    from simengine.local.profile import _move
-    rng = np.random.default_rng(seed)
-    prof = Profile(8, 0.0)
-    for _ in range(int(rng.integers(0, 12))):
-        a = float(rng.integers(0, 40))
-        prof.add(a, a + float(rng.integers(1, 30)), int(rng.integers(-8, 9)))
-    prof.advance(float(rng.integers(0, 5)))
-    lo_t = max(float(prof.times[prof.lo]), 0.0)
-    a1 = lo_t + float(rng.integers(0, 40))
-    b1 = a1 + float(rng.choice([0, 1, 5, 20]))
-    a2 = lo_t + float(rng.integers(0, 45))
-    b2 = a2 + float(rng.choice([0, 1, 5, 20]))
-    p = int(rng.integers(1, 9))
-    t1, f1, lo1, n1 = prof_add(prof.times.copy(), prof.free.copy(), prof.lo, prof.n, a1, b1, p)
-    t1, f1, lo1, n1 = prof_add(t1, f1, lo1, n1, a2, b2, -p)
-    room = int(rng.integers(0, 12))  # scratch too small for the touched steps sometimes
-    t2, f2, lo2, n2 = prof_grow(prof.times.copy(), prof.free.copy(), prof.lo, prof.n, 4)
-    n2 = _move(t2, f2, lo2, n2, a1, b1, a2, b2, p, np.empty(4), np.empty(room), np.empty(room, np.int64))
-    assert t2[lo2:n2].tolist() == t1[lo1:n1].tolist()
-    assert f2[lo2:n2].tolist() == f1[lo1:n1].tolist()
+    assert tw.steps() == ([0.0, 10.0, 15.0, 25.0], [2, 0, 1, 4])
 
 
 def canonical(times, free):
@@ -143,11 +247,12 @@ def canonical(times, free):
 
 @pytest.mark.parametrize("seed", range(300))
 def test_replanning_equals_placing_one_by_one(seed):
-    """replan_queue (one sweep to give back, placements on a linked copy from each class's last
-    fit) against the plain loop (tests/simengine/reference_cluster.replan_one_by_one): a newcomer
-    placed before a suffix of the queue (a priority arrival or a requeued job), or the queued jobs
-    starting before some time placed again after the others (overrun repair)."""
-    P, prof, t, qj, after, rstart, pend, pplan, size, cls, csize, cdlo = random_case(seed)
+    """replan_queue (placements on the linked profile from each class's last fit) against the
+    plain loop (tests/simengine/reference_cluster.replan_one_by_one): a newcomer placed before a
+    suffix of the queue (a priority arrival or a requeued job), or the queued jobs starting
+    before some time placed again after the others (overrun repair)."""
+    P, prof, t, qj, after, rstart, pend, pplan, size, cls, csize, cdlo, case = random_case(seed)
+    tw, l_start, l_pend = linked_twin(case, rstart, pend)
     qj = qj[rstart[qj] >= t]  # the others were due by t: in a cluster they run or hold a later reservation
     if len(qj) == 0:
         return
@@ -155,7 +260,12 @@ def test_replanning_equals_placing_one_by_one(seed):
     if rng.random() < 0.5:
         pos = int(rng.integers(0, len(qj)))
         give_back, place = qj[pos + 1:].copy(), qj[pos:].copy()
-        rstart[qj[pos]], pend[qj[pos]] = INF, INF  # the newcomer holds nothing yet
+        new = qj[pos]  # the newcomer holds nothing yet
+        replan_queue(t, qj[pos:pos + 1], qj[:0], after, l_start, l_pend, pplan, size, cls, tw.snode, tw.enode,
+                     *tw.prof, tw.CI, tw.CF, tw.act, tw.nact)
+        prof.add(rstart[new], pend[new], size[new])
+        rstart[new], pend[new] = INF, INF
+        l_start[new], l_pend[new] = INF, INF
     else:
         until = t + float(rng.integers(0, 60))
         give_back = qj[rstart[qj] < until].copy()
@@ -163,9 +273,10 @@ def test_replanning_equals_placing_one_by_one(seed):
     want_start, want_pend = rstart.copy(), pend.copy()
     wt, wf, wlo, wn, want_first = replan_one_by_one(prof.times.copy(), prof.free.copy(), prof.lo, prof.n, t,
                                                     give_back, place, after, want_start, want_pend, pplan, size)
-    times, free, lo, n, first = replan_queue(prof.times.copy(), prof.free.copy(), prof.lo, prof.n, t, give_back,
-                                             place, after, rstart, pend, pplan, size, cls, cdlo)
-    np.testing.assert_array_equal(rstart, want_start)
-    np.testing.assert_array_equal(pend, want_pend)
+    first = replan_queue(t, give_back, place, after, l_start, l_pend, pplan, size, cls, tw.snode, tw.enode,
+                         *tw.prof, tw.CI, tw.CF, tw.act, tw.nact)
+    np.testing.assert_array_equal(l_start, want_start)
+    np.testing.assert_array_equal(l_pend, want_pend)
     assert first == want_first
-    assert canonical(times[lo:n], free[lo:n]) == canonical(wt[wlo:wn], wf[wlo:wn])
+    prof.times, prof.free, prof.lo, prof.n = wt, wf, wlo, wn
+    assert tw.steps() == array_steps(prof, t)
