@@ -28,7 +28,7 @@ searched before any other class of the size: no longer window begins before its
 earliest fit, so one search there serves every class of the size (the bound it
 leaves is also the one that most often says "nothing before your start" at once).
 Finer classes make the second search shorter but give ``lp_lower_bounds`` more
-classes to lower; the kernel has its own ratio (``KERNEL_CLASS_RATIO``) to be measured on
+classes to lower; the kernel's ratio (1.05, ``KERNEL_CLASS_RATIO``) was measured on
 DAS2, LCG, HPC2N and NASA (docs/performance.md, benchmarks/conservative_classes.py).
 """
 from __future__ import annotations
@@ -53,7 +53,7 @@ QUEUED, RUNNING, DONE = 1, 2, 3
 # job_classes' default (the event core's, simengine.local) and the kernel's own, finer
 # (see the module docstring).
 CLASS_RATIO = 1.25
-KERNEL_CLASS_RATIO = CLASS_RATIO
+KERNEL_CLASS_RATIO = 1.05
 
 
 @njit(cache=True)
