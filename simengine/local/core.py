@@ -28,8 +28,8 @@ from simengine.jit import njit, types
 from simengine.local.profile import (_min_free_lo, _steps, first_backfill, give_window, queue_delete, queue_insert,
                                      replan_queue, take_window)
 from simengine.profile import prof_add, prof_find_start
-from simengine.schedulers._linked_profile import (CF_COLUMNS, CI_COLUMNS, DLO, HEAD, LB, NEXT, REF, SIZE,
-                                                  lp_activate, lp_add, lp_advance, lp_deactivate, lp_fit,
+from simengine.schedulers._linked_profile import (HEAD, LB, NEXT, REF, lp_activate, lp_add, lp_advance,
+                                                  lp_deactivate, lp_fit, lp_new_classes,
                                                   lp_lower_bounds, lp_new, lp_release, lp_seek, lp_take)
 from simengine.schedulers.base import planned_end
 from simengine.schedulers.conservative import compress, reserve
@@ -139,11 +139,7 @@ def _linked_state(cons: bool, processors: int, n: int, nar: int, arrays: dict) -
     reservation's two ends, each running plan's end and each class bound, and a few spare."""
     nclass = len(arrays["csize"]) if cons else 0
     nt, nf, L, fs, S = lp_new(2 * n + 2 * nar + nclass + 16 if cons else 2, -INF, int(processors))
-    CI = np.full((nclass, CI_COLUMNS), -1, np.int64)
-    CF = np.empty((nclass, CF_COLUMNS))
-    CI[:, SIZE] = arrays["csize"][:nclass]
-    CF[:, DLO] = arrays["cdlo"][:nclass]
-    CF[:, LB] = -INF
+    CI, CF = lp_new_classes(arrays["csize"][:nclass], arrays["cdlo"][:nclass])
     m = n if cons else 0
     return dict(nt=nt, nf=nf, L=L, fs=fs, S=S, CI=CI, CF=CF, act=np.empty(nclass, np.int64), nact=0,
                 ccount=np.zeros(nclass, np.int64), snode=np.full(m, -1, np.int64), enode=np.full(m, -1, np.int64),
@@ -598,7 +594,7 @@ def _enqueue(s, j):
         s.ccount[c] += 1
         if s.ccount[c] == 1:
             s.CF[c, LB] = -INF
-            s.nact = lp_activate(c, s.act, s.nact)
+            s.nact = lp_activate(c, s.act, s.nact, s.CI)
     return pos
 
 
@@ -612,7 +608,7 @@ def _dequeue_at(s, gone):
             c = s.cls[q[g]]
             s.ccount[c] -= 1
             if s.ccount[c] == 0:
-                s.nact = lp_deactivate(c, s.act, s.nact)
+                s.nact = lp_deactivate(c, s.act, s.nact, s.CI)
     k = 0
     while k < gone.shape[0] and gone[k] == k:
         k += 1

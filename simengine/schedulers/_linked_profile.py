@@ -28,7 +28,11 @@ time; class c keeps ``CF[c, LB]``, a time before which no window of ``CF[c, DLO]
 seconds with ``CI[c, SIZE]`` free processors begins (DLO is the shortest requested
 time in the class). Consuming processor time can only keep it true; freeing can
 break it, so every release of processor time calls :func:`lp_lower_bounds`, which
-lowers the bound of each class that could fit a window holding freed time. A bound
+lowers the bound of each class that could fit a window holding freed time. Classes
+are numbered by size, then DLO; ``CI[c, FIRST]`` is the first class of c's size,
+whose row also holds the size's cached walk ends (DIPL, DIPR) and its active class
+of shortest DLO (MINACT, kept by :func:`lp_activate` / :func:`lp_deactivate`): a
+window of any class of the size holds one of that class, so its bound bounds them all. A bound
 only ever needs to be right for the current profile, so that window can be judged
 on the profile as it is when the function is called, any time after the release.
 """
@@ -44,9 +48,9 @@ INF = math.inf
 PREV, NEXT, REF, GEN = 0, 1, 2, 3  # rows of L
 HEAD, NFREE = 0, 1  # entries of S
 # columns of CI (int) and CF (float) for each job class
-SIZE, LBNODE, LBGEN, DIPL, DIPLGEN, DIPR, DIPRGEN = 0, 1, 2, 3, 4, 5, 6
+SIZE, LBNODE, LBGEN, DIPL, DIPLGEN, DIPR, DIPRGEN, FIRST, MINACT = 0, 1, 2, 3, 4, 5, 6, 7, 8
 DLO, LB = 0, 1
-CI_COLUMNS, CF_COLUMNS = 7, 2
+CI_COLUMNS, CF_COLUMNS = 9, 2
 
 
 @njit(cache=True)
@@ -239,6 +243,31 @@ def lp_bound_node(c, t, CI, CF, nt, L, S):
 
 
 @njit(cache=True)
+def lp_new_classes(csize, cdlo):
+    """CI and CF for classes of sizes ``csize`` and shortest requested times ``cdlo``
+    (sorted by size, then time), bounds unknown (-inf)."""
+    nclass = csize.shape[0]
+    CI = np.full((nclass, CI_COLUMNS), -1, np.int64)
+    CF = np.empty((nclass, CF_COLUMNS))
+    for c in range(nclass):
+        CI[c, SIZE] = csize[c]
+        CI[c, FIRST] = c if c == 0 or csize[c - 1] != csize[c] else CI[c - 1, FIRST]
+        CF[c, DLO] = cdlo[c]
+        CF[c, LB] = -INF
+    return CI, CF
+
+
+@njit(cache=True)
+def _pin(old, x, nt, nf, L, fs, S):
+    """Hold node x instead of ``old`` (-1: none); returns x."""
+    if old != x:
+        L[REF, x] += 1
+        if old >= 0:
+            lp_release(old, nt, nf, L, fs, S)
+    return x
+
+
+@njit(cache=True)
 def lp_lower_bounds(x0, f0, f1, freed, t, act, nact, CI, CF, nt, nf, L, fs, S):
     """``freed`` processors were just given back on [f0, f1) (x0 contains f0): lower
     the bound of every active class that might now fit a window holding some of it.
@@ -247,9 +276,14 @@ def lp_lower_bounds(x0, f0, f1, freed, t, act, nact, CI, CF, nt, nf, L, fs, S):
     at least p after can gain a window; for the others the time with p free did not
     grow. Such a window lies in a run of steps with at least p free, reaching into
     [f0, f1), and starts after f0 - DLO. The run is found by walking from the freed
-    steps; the steps that ended the last unsuccessful walk (free count below p) are
-    kept per class and, while they still hold, settle later calls between them
-    without walking. (Called later than the release, pass a large ``freed``.)
+    steps, once per size: the classes of a size are consecutive in ``act`` and sorted
+    by DLO, and as DLO grows the window's earliest start max(run start, f0 - DLO) only
+    moves back and its end (that plus DLO) only moves on, so the walks back and on
+    resume where the previous class left them, and once a class's window does not fit
+    in the run no larger class of the size does. The steps that ended the last
+    unsuccessful walk of a size (free count below p) are kept, in the row of the
+    size's first class, and while they still hold they settle later calls between
+    them without walking. (Called later than the release, pass a large ``freed``.)
     """
     if f1 <= f0 or nact == 0:
         return
@@ -267,92 +301,124 @@ def lp_lower_bounds(x0, f0, f1, freed, t, act, nact, CI, CF, nt, nf, L, fs, S):
         if nf[r] < minf:
             minf = nf[r]
     pmin = minf - freed  # classes no larger than this gained nothing
-    # lowering a bound can release the node it held: keep the region's ends alive
+    # lowering a bound can release the node it held: keep the region's ends, and the
+    # walks' current nodes (px, py), alive
     L[REF, x0] += 1
     L[REF, r] += 1
-    for a in range(nact):  # active classes, by size
-        c = act[a]
-        p = CI[c, SIZE]
+    px = -1
+    py = -1
+    a = 0
+    while a < nact:  # active classes, by size, then DLO
+        p = CI[act[a], SIZE]
         if p > maxf:
             break
         if p <= pmin:
+            a += 1
             continue
-        dlo = CF[c, DLO]
-        floor = f0 - dlo
-        if floor < t:
-            floor = t
-        if CF[c, LB] <= floor:
-            continue
-        # the steps that stopped the last walk still bound the run: nothing to do
-        dr = CI[c, DIPR]
-        if dr >= 0 and L[GEN, dr] == CI[c, DIPRGEN] and nf[dr] < p and nt[dr] >= f1:
-            lbound = floor
-            dl = CI[c, DIPL]
-            if dl >= 0 and L[GEN, dl] == CI[c, DIPLGEN] and nf[dl] < p and lbound < nt[dl] < f0:
-                lbound = nt[dl]
-            if lbound + dlo > nt[dr]:
+        g = CI[act[a], FIRST]  # the size's row for the steps that stopped its last walk
+        drt = INF
+        dlt = -INF
+        dr = CI[g, DIPR]
+        if dr >= 0 and L[GEN, dr] == CI[g, DIPRGEN] and nf[dr] < p and nt[dr] >= f1:
+            drt = nt[dr]
+            dl = CI[g, DIPL]
+            if dl >= 0 and L[GEN, dl] == CI[g, DIPLGEN] and nf[dl] < p and nt[dl] < f0:
+                dlt = nt[dl]
+        inrun = nf[x0] >= p
+        x = x0  # run start: walked back while at least p are free (no further than needed)
+        back_done = not inrun
+        y = r  # run end: walked on while at least p are free
+        dr = r if nf[r] < p else -1
+        failed = False
+        while a < nact:
+            c = act[a]
+            if CI[c, SIZE] != p:
+                break
+            a += 1
+            dlo = CF[c, DLO]
+            floor = f0 - dlo
+            if floor < t:
+                floor = t
+            if CF[c, LB] <= floor:
                 continue
-        # run start: walk back while at least p are free (no further than floor)
-        x = x0
-        dl = -1
-        if nf[x0] >= p:
-            while nt[x] > floor and x != h and nf[L[PREV, x]] >= p:
-                x = L[PREV, x]
-            if nt[x] > floor and x != h:
-                dl = L[PREV, x]
-            ls = nt[x] if nt[x] > floor else floor
-        else:
-            dl = x0
-            ls = f0
-        # run end: walk on while at least p are free, until the window would fit
-        need = ls + dlo
-        if need > f1:
-            dr = -1
-            if nf[r] < p:
-                dr = r
+            # the steps that stopped the last walk still bound the run: nothing to do
+            if (floor if floor > dlt else dlt) + dlo > drt:
+                failed = True
+                break
+            if inrun:
+                while not back_done and nt[x] > floor:
+                    if x == h or nf[L[PREV, x]] < p:
+                        back_done = True
+                    else:
+                        x = L[PREV, x]
+                ls = nt[x] if nt[x] > floor else floor
             else:
-                y = r
-                while True:
-                    ny = L[NEXT, y]
-                    if ny < 0 or nt[ny] >= need:
-                        break
-                    if nf[ny] < p:
-                        dr = ny
-                        break
-                    y = ny
-            if dr >= 0:  # no room for the window: remember what stopped it
-                CI[c, DIPL] = dl
-                CI[c, DIPLGEN] = L[GEN, dl] if dl >= 0 else 0
-                CI[c, DIPR] = dr
-                CI[c, DIPRGEN] = L[GEN, dr]
-                continue
-        if ls < CF[c, LB]:
-            old = lp_set_bound(c, ls, x, CI, CF, nt, nf, L, fs, S)
-            if old >= 0:
-                lp_release(old, nt, nf, L, fs, S)
+                ls = f0
+            need = ls + dlo
+            if need > f1:
+                if dr < 0:
+                    while True:
+                        ny = L[NEXT, y]
+                        if ny < 0 or nt[ny] >= need:
+                            break
+                        if nf[ny] < p:
+                            dr = ny
+                            break
+                        y = ny
+                if dr >= 0 and nt[dr] < need:  # no room for the window: remember what stopped it
+                    dl = -1
+                    if not inrun:
+                        dl = x0
+                    elif back_done and x != h:
+                        dl = L[PREV, x]
+                    CI[g, DIPL] = dl
+                    CI[g, DIPLGEN] = L[GEN, dl] if dl >= 0 else 0
+                    CI[g, DIPR] = dr
+                    CI[g, DIPRGEN] = L[GEN, dr]
+                    failed = True
+                    break
+            if ls < CF[c, LB]:
+                px = _pin(px, x, nt, nf, L, fs, S)
+                py = _pin(py, y, nt, nf, L, fs, S)
+                old = lp_set_bound(c, ls, x, CI, CF, nt, nf, L, fs, S)
+                if old >= 0:
+                    lp_release(old, nt, nf, L, fs, S)
+        if failed:  # nor does any larger class of this size
+            while a < nact and CI[act[a], SIZE] == p:
+                a += 1
+    if px >= 0:
+        lp_release(px, nt, nf, L, fs, S)
+    if py >= 0:
+        lp_release(py, nt, nf, L, fs, S)
     lp_release(r, nt, nf, L, fs, S)
     lp_release(x0, nt, nf, L, fs, S)
 
 
 @njit(cache=True)
-def lp_activate(c, act, nact):
-    """Insert class c into the active list (kept sorted by class id, so by size); returns its length."""
+def lp_activate(c, act, nact, CI):
+    """Insert class c into the active list (kept sorted by class id, so by size, then
+    DLO); returns its length. Keeps the size's first active class (MINACT)."""
     k = nact
     while k > 0 and act[k - 1] > c:
         act[k] = act[k - 1]
         k -= 1
     act[k] = c
+    if k == 0 or CI[act[k - 1], SIZE] != CI[c, SIZE]:
+        CI[CI[c, FIRST], MINACT] = c
     return nact + 1
 
 
 @njit(cache=True)
-def lp_deactivate(c, act, nact):
+def lp_deactivate(c, act, nact, CI):
     """Remove class c from the active list; returns its length."""
     k = 0
     while act[k] != c:
         k += 1
     for m in range(k, nact - 1):
         act[m] = act[m + 1]
+    g = CI[c, FIRST]
+    if CI[g, MINACT] == c:
+        CI[g, MINACT] = act[k] if k < nact - 1 and CI[act[k], SIZE] == CI[c, SIZE] else -1
     return nact - 1
 
 

@@ -21,6 +21,15 @@ before the job's start node in the linked profile (``_linked_profile``); (b) nee
 a search only when the job's class bound -- a time before which no window of the
 class begins -- is below the start. Both are exact, so the schedules are those of
 searching every reservation's earliest fit.
+
+The search looks for a window of the class's shortest requested time (DLO) first,
+then, from there, for the job's own. The size's active class of shortest DLO is
+searched before any other class of the size: no longer window begins before its
+earliest fit, so one search there serves every class of the size (the bound it
+leaves is also the one that most often says "nothing before your start" at once).
+Finer classes make the second search shorter but give ``lp_lower_bounds`` more
+classes to lower; the ratio (1.05, ``CLASS_RATIO``) was measured on
+DAS2, LCG, HPC2N and NASA (docs/performance.md, benchmarks/conservative_classes.py).
 """
 from __future__ import annotations
 
@@ -32,16 +41,17 @@ from simengine.jit import njit
 from simengine.registry import LOCAL_SCHEDULERS
 from simengine.schedulers._heap import heap_pop, heap_push
 from simengine.schedulers._linked_profile import (
-    CF_COLUMNS, CI_COLUMNS, DLO, HEAD, LB, NEXT, PREV, REF, SIZE, group_durations, lp_activate, lp_add,
-    lp_advance, lp_at, lp_at_back, lp_bound_node, lp_deactivate, lp_fit, lp_lower_bounds, lp_new,
-    lp_release, lp_seek, lp_set_bound, lp_take,
+    DLO, FIRST, HEAD, LB, MINACT, NEXT, PREV, REF, group_durations, lp_activate, lp_add, lp_advance, lp_at, lp_at_back,
+    lp_bound_node, lp_deactivate, lp_fit, lp_lower_bounds, lp_new, lp_new_classes, lp_release, lp_seek,
+    lp_set_bound, lp_take,
 )
 from simengine.schedulers.base import (BackfillParams, ClusterSchedule, ClusterSteps, check_inputs, compact_queue,
                                       planned_end)
 
 QUEUED, RUNNING, DONE = 1, 2, 3
-# Durations within this factor of a class's shortest share its class (and bound).
-CLASS_RATIO = 1.25
+# Durations within this factor of a class's shortest share its class (and bound); the
+# kernel and the event core (simengine.local) use the same (see the module docstring).
+CLASS_RATIO = 1.05
 
 
 @njit(cache=True)
@@ -76,12 +86,7 @@ def conservative_kernel(submit, runtime, estimate, size, processors, horizon, ov
     nt, nf, L, fs, S = lp_new(2 * n + nclass + 8, submit[0] if n > 0 else 0.0, processors)
     snode = np.full(n, -1, np.int64)  # a queued job's start node
     enode = np.full(n, -1, np.int64)  # its end node; a running job's planned end
-    CI = np.full((nclass, CI_COLUMNS), -1, np.int64)
-    CF = np.empty((nclass, CF_COLUMNS))
-    for c in range(nclass):
-        CI[c, SIZE] = csize[c]
-        CF[c, DLO] = cdlo[c]
-        CF[c, LB] = -math.inf
+    CI, CF = lp_new_classes(csize, cdlo)
     ccount = np.zeros(nclass, np.int64)  # queued jobs per class
     act = np.empty(nclass, np.int64)  # classes with queued jobs, sorted
     nact = 0
@@ -209,7 +214,7 @@ def conservative_kernel(submit, runtime, estimate, size, processors, horizon, ov
             ccount[c] += 1
             if ccount[c] == 1:  # bounds are not kept for classes without queued jobs
                 CF[c, LB] = -math.inf
-                nact = lp_activate(c, act, nact)
+                nact = lp_activate(c, act, nact, CI)
             if s < next_start:
                 next_start = s
         # 5. jobs whose reservation has come start now
@@ -230,7 +235,7 @@ def conservative_kernel(submit, runtime, estimate, size, processors, horizon, ov
                 c = cls[j]
                 ccount[c] -= 1
                 if ccount[c] == 0:
-                    nact = lp_deactivate(c, act, nact)
+                    nact = lp_deactivate(c, act, nact, CI)
                 if runtime[j] > 0:  # a zero-length job holds its processors for no time at all
                     actual_free -= size[j]
                     if actual_free < 0:
@@ -301,13 +306,27 @@ def compress(t, queue, qn, after, pstart, pend, plan, size, cls, snode, enode, n
         d = plan[j]
         dlo = CF[c, DLO]
         stale = -1
+        stale_m = -1
+        m = CI[CI[c, FIRST], MINACT]  # the size's active class of shortest DLO
         if a > t or d < dlo:  # the class bound does not apply: search from a
-            e, k = lp_fit(lp_seek(h, a, nt, L), a, d, p, best, nt, nf, L)
+            x = u
+            while nt[x] > a:  # a < s_old: the step holding a is found walking back from the job's start
+                x = L[PREV, x]
+            e, k = lp_fit(x, a, d, p, best, nt, nf, L)
             if e < best:
                 best = e
                 bn = k
-        elif CF[c, LB] < best:  # a window of the class may begin before best: search
+        elif CF[c, LB] < best and CF[m, LB] < best:  # a window of the class may begin before best
             start, x = lp_bound_node(c, t, CI, CF, nt, L, S)
+            if m != c:
+                # no window of the class begins before the earliest fit of m's shorter one:
+                # find that first, and it also serves m's own jobs
+                am, xm = lp_bound_node(m, t, CI, CF, nt, L, S)
+                em, km = lp_fit(xm, am, CF[m, DLO], p, best, nt, nf, L)
+                stale_m = lp_set_bound(m, em, km, CI, CF, nt, nf, L, fs, S)
+                if em > start:
+                    start = em
+                    x = km
             e, k = lp_fit(x, start, dlo, p, best, nt, nf, L)
             stale = lp_set_bound(c, e, k, CI, CF, nt, nf, L, fs, S)
             if e < best:
@@ -357,6 +376,8 @@ def compress(t, queue, qn, after, pstart, pend, plan, size, cls, snode, enode, n
                 first = best
         if stale >= 0:  # released only now: bn may have been that node
             lp_release(stale, nt, nf, L, fs, S)
+        if stale_m >= 0:
+            lp_release(stale_m, nt, nf, L, fs, S)
     return first
 
 

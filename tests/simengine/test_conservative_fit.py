@@ -116,6 +116,28 @@ def run_kernel(submit, runtime, plan, size, ratio):
                                             until), start, until).to_end().start
 
 
+@st.composite
+def fine_workloads(draw):
+    """Few sizes, many distinct requested times (fractions of a second apart), run times
+    mostly below them: many classes per size, long compressions."""
+    n = draw(st.integers(2, 40))
+    submit = sorted(draw(st.lists(st.integers(0, 40), min_size=n, max_size=n)))
+    estimate = [draw(st.integers(1, 80)) / 4 for _ in range(n)]
+    runtime = [e * draw(st.sampled_from([0.0, 0.25, 0.5, 1.0])) for e in estimate]
+    size = draw(st.lists(st.sampled_from([1, 2, 3, P]), min_size=n, max_size=n))
+    return (np.array(submit, float), np.array(runtime, float), np.array(estimate, float), np.array(size, np.int64))
+
+
+@settings(max_examples=300, deadline=None)
+@given(fine_workloads(), st.sampled_from([1.0, 1.05, 1.25]))
+def test_kernel_with_many_classes_per_size(w, ratio):
+    """Each size's shortest active class is searched first (its fit bounds the others'):
+    the starts are still those of searching every job from scratch."""
+    submit, runtime, plan, size = w
+    expected = reference_conservative(submit.tolist(), runtime.tolist(), plan.tolist(), size.tolist(), P)
+    np.testing.assert_array_equal(run_kernel(submit, runtime, plan, size, ratio), expected)
+
+
 @settings(max_examples=300, deadline=None)
 @given(workloads(), st.sampled_from([1.0, 1.25, 4.0]))
 def test_kernel_matches_plain_conservative_with_overruns(w, ratio):
@@ -225,12 +247,7 @@ def test_linked_profile_matches_array_profile(ops):
 def new_classes(sizes_durations):
     """CI/CF for classes (size, shortest duration), all active, bounds unknown (-inf)."""
     pairs = sorted(sizes_durations)
-    CI = np.full((len(pairs), lp.CI_COLUMNS), -1, np.int64)
-    CF = np.empty((len(pairs), lp.CF_COLUMNS))
-    for c, (p, d) in enumerate(pairs):
-        CI[c, lp.SIZE] = p
-        CF[c, lp.DLO] = d
-        CF[c, lp.LB] = -math.inf
+    CI, CF = lp.lp_new_classes(np.array([p for p, _ in pairs], np.int64), np.array([d for _, d in pairs], float))
     return CI, CF, np.arange(len(pairs), dtype=np.int64)
 
 
@@ -240,6 +257,21 @@ def new_classes(sizes_durations):
        st.lists(st.tuples(st.integers(0, 4), st.integers(0, 30), st.integers(0, 12), st.integers(1, P)),
                 min_size=1, max_size=50))
 def test_class_bounds_stay_below_earliest_fit(classes, ops):
+    check_class_bounds(classes, ops)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 3), st.sampled_from([0.0, 0.5, 1.0, 2.0, 3.0, 4.5, 6.0, 9.0, 14.0, 20.0])),
+                min_size=2, max_size=14, unique=True),
+       st.lists(st.tuples(st.integers(0, 4), st.integers(0, 30), st.integers(0, 12), st.integers(1, P)),
+                min_size=1, max_size=50))
+def test_class_bounds_many_classes_per_size(classes, ops):
+    """lp_lower_bounds walks once per size for all its classes (sorted by DLO) and stops at
+    the first whose window does not fit: many classes of a size exercise that."""
+    check_class_bounds(classes, ops)
+
+
+def check_class_bounds(classes, ops):
     m = Mirror(P, capacity=600)
     CI, CF, act = new_classes(classes)
     a = (m.nt, m.nf, m.L, m.fs, m.S)

@@ -16,8 +16,7 @@ import pytest
 
 from simengine.local.profile import give_window, replan_queue, take_window
 from simengine.profile import prof_add, prof_find_start
-from simengine.schedulers._linked_profile import (CF_COLUMNS, CI_COLUMNS, DLO, HEAD, LB, NEXT, SIZE, lp_advance,
-                                                  lp_new)
+from simengine.schedulers._linked_profile import HEAD, NEXT, REF, lp_activate, lp_advance, lp_new, lp_new_classes
 from simengine.schedulers.conservative import compress, job_classes
 from tests.simengine.reference_cluster import Profile, compress_queue, replan_one_by_one
 
@@ -91,11 +90,7 @@ class Linked:
 
     def __init__(self, P, n, csize, cdlo, room):
         self.prof = lp_new(2 * n + 2 * room + len(csize) + 16, 0.0, P)
-        self.CI = np.full((len(csize), CI_COLUMNS), -1, np.int64)
-        self.CF = np.empty((len(csize), CF_COLUMNS))
-        self.CI[:, SIZE] = csize
-        self.CF[:, DLO] = cdlo
-        self.CF[:, LB] = -INF
+        self.CI, self.CF = lp_new_classes(csize, cdlo)
         self.act = np.empty(len(csize), np.int64)
         self.nact = 0
         self.snode = np.full(n, -1, np.int64)
@@ -103,8 +98,8 @@ class Linked:
 
     def queue(self, cls, qj):
         """Bounds are kept for the classes of queued jobs."""
-        self.act = np.unique(cls[qj]).astype(np.int64)
-        self.nact = len(self.act)
+        for c in np.unique(cls[qj]):
+            self.nact = lp_activate(int(c), self.act, self.nact, self.CI)
 
     def change(self, a, b, delta, t):
         """delta more free processors on [a, b), held for good; a release lowers the bounds."""
@@ -113,8 +108,8 @@ class Linked:
             return
         if delta > 0:  # given: the window is taken back at once, then given back by give_window
             na, nb = take_window(S[HEAD], a, b, 0, nt, nf, L, fs, S)
-            L[2, na] += 1  # held for good (REF), so that the given processors stay
-            L[2, nb] += 1
+            L[REF, na] += 1  # held for good, so that the given processors stay
+            L[REF, nb] += 1
             give_window(na, nb, a, b, delta, t, nt, nf, L, fs, S, self.CI, self.CF, self.act, self.nact)
         else:
             take_window(S[HEAD], a, b, -delta, nt, nf, L, fs, S)
