@@ -27,6 +27,7 @@ from simengine.schedulers._linked_profile import (DLO, HEAD, REF, lp_add, lp_at,
 from simengine.schedulers.conservative import reserve
 
 INF = math.inf
+ANY_COUNT = 1 << 62  # more processors than any profile holds
 
 
 @njit(cache=True)
@@ -95,12 +96,25 @@ def replan_queue(t, give_back, place, after, rstart, pend, pplan, size, cls, sno
     A priority arrival places the whole queue behind it again, so each job searches from its
     class's last fit: placing only takes processors, so no window of (size, shortest time of
     the class) opens before it. A job waiting for its own processors (``after``) or planned
-    shorter than its class's shortest (a resumed job's rest) searches from ``after``."""
-    for j in give_back:
-        if snode[j] >= 0:
-            give_window(snode[j], enode[j], rstart[j], pend[j], size[j], t, nt, nf, L, fs, S, CI, CF, act, nact)
-            snode[j] = -1
-            enode[j] = -1
+    shorter than its class's shortest (a resumed job's rest) searches from ``after``.
+
+    The class bounds are lowered once the placements are made, and only over the old windows of
+    the jobs whose reservation changed: where a job got its window back, the profile is as it was
+    (most of the queue, most of the time). Until then each old window keeps its start node."""
+    m = give_back.shape[0]
+    old_node = np.full(m, -1, np.int64)
+    old_start = np.empty(m)
+    old_end = np.empty(m)
+    for q in range(m):
+        j = give_back[q]
+        if snode[j] < 0:
+            continue
+        old_node[q], old_start[q], old_end[q] = snode[j], rstart[j], pend[j]
+        if enode[j] >= 0:
+            lp_add(snode[j], pend[j], size[j], nt, nf, L)
+            lp_release(enode[j], nt, nf, L, fs, S)
+        snode[j] = -1
+        enode[j] = -1
     h = S[HEAD]
     nclass = CF.shape[0]
     bound = np.full(nclass, -INF)
@@ -126,6 +140,17 @@ def replan_queue(t, give_back, place, after, rstart, pend, pplan, size, cls, sno
         reserve(j, s, x, d, p, rstart, pend, snode, enode, nt, nf, L, fs, S)
         if s < first:
             first = s
+    for q in range(m):
+        x = old_node[q]
+        if x < 0:
+            continue
+        j = give_back[q]
+        if (rstart[j] != old_start[q] or pend[j] != old_end[q]) and old_end[q] > old_start[q]:
+            # judged after the placements, and other windows came back over it too: a large
+            # ``freed`` (lp_lower_bounds)
+            lp_lower_bounds(x, old_start[q], old_end[q], ANY_COUNT, t, act, nact, CI, CF,
+                            nt, nf, L, fs, S)
+        lp_release(x, nt, nf, L, fs, S)
     return first
 
 
