@@ -136,9 +136,10 @@ def new_state(processors: int, policy: int, step: float, horizon: float, preempt
 
 def _linked_state(cons: bool, processors: int, n: int, nar: int, arrays: dict) -> dict:
     """The conservative profile's fields (a token one for the other policies): a node for each
-    reservation's two ends, each running plan's end and each class bound, and a few spare."""
+    reservation's two ends, each running plan's end and each class bound, one more a job while a
+    replan keeps its old window's start (replan_queue), and a few spare."""
     nclass = len(arrays["csize"]) if cons else 0
-    nt, nf, L, fs, S = lp_new(2 * n + 2 * nar + nclass + 16 if cons else 2, -INF, int(processors))
+    nt, nf, L, fs, S = lp_new(3 * n + 2 * nar + nclass + 16 if cons else 2, -INF, int(processors))
     CI, CF = lp_new_classes(arrays["csize"][:nclass], arrays["cdlo"][:nclass])
     m = n if cons else 0
     return dict(nt=nt, nf=nf, L=L, fs=fs, S=S, CI=CI, CF=CF, act=np.empty(nclass, np.int64), nact=0,
