@@ -28,11 +28,11 @@ from simengine.jit import njit, types
 from simengine.local.profile import (_min_free_lo, _steps, first_backfill, give_window, queue_delete, queue_insert,
                                      replan_queue, take_window)
 from simengine.profile import prof_add, prof_find_start
-from simengine.schedulers._linked_profile import (HEAD, LB, NEXT, REF, lp_activate, lp_add, lp_advance,
+from simengine.schedulers._linked_profile import (HEAD, LB, NEXT, lp_activate, lp_advance,
                                                   lp_deactivate, lp_fit, lp_new_classes,
-                                                  lp_lower_bounds, lp_new, lp_release, lp_seek, lp_take)
+                                                  lp_new, lp_release, lp_seek)
 from simengine.schedulers.base import planned_end
-from simengine.schedulers.conservative import compress, reserve
+from simengine.schedulers.conservative import compress, end_plan, plan_from_now, reserve
 
 INF = math.inf
 
@@ -339,35 +339,6 @@ def _give_reservation(s, j, t):
 
 
 @njit(cache=True)
-def _end_plan(s, j, t):
-    """Running job j stops at t: the rest of its plan, [t, pend), comes back."""
-    nt, nf, L, fs, S = s.nt, s.nf, s.L, s.fs, s.S
-    h = S[HEAD]
-    if s.pend[j] > t:
-        lp_add(h, s.pend[j], s.size[j], nt, nf, L)
-        lp_lower_bounds(h, t, s.pend[j], s.size[j], t, s.act, s.nact, s.CI, s.CF, nt, nf, L, fs, S)
-        s.early = True
-    if s.enode[j] >= 0:
-        lp_release(s.enode[j], nt, nf, L, fs, S)
-        s.enode[j] = -1
-
-
-@njit(cache=True)
-def _plan_from_now(s, j, t):
-    """Running job j's plan [t, pend) goes on the profile (a start outside its reservation, an
-    overrun's extension); the end node it held before is let go."""
-    nt, nf, L, fs, S = s.nt, s.nf, s.L, s.fs, s.S
-    old = s.enode[j]
-    s.enode[j] = -1
-    if s.pend[j] > t:
-        e = lp_take(S[HEAD], s.pend[j], -s.size[j], nt, nf, L, fs, S)
-        L[REF, e] += 1
-        s.enode[j] = e
-    if old >= 0:
-        lp_release(old, nt, nf, L, fs, S)
-
-
-@njit(cache=True)
 def _next_start(s):
     m = INF
     qbuf, rstart = _queue(s), s.rstart
@@ -519,8 +490,8 @@ def _finish(s, j, t):
     _piece(s, j, s.run_start[j], t, KIND_RUN, s.off[j], s.size[j])
     if not (s.cons and s.pact[j] == 0):
         _release(s, s.off[j], s.size[j])
-    if s.cons:
-        _end_plan(s, j, t)
+    if s.cons and end_plan(j, t, s.pend, s.size, s.enode, s.nt, s.nf, s.L, s.fs, s.S, s.CI, s.CF, s.act, s.nact):
+        s.early = True
 
 
 @njit(cache=True)
@@ -551,8 +522,8 @@ def _preempt(s, j, t, resumes, restarts, overhead):
     p = s.size[j]
     off = s.off[j]
     _release(s, off, p)
-    if s.cons:
-        _end_plan(s, j, t)
+    if s.cons and end_plan(j, t, s.pend, s.size, s.enode, s.nt, s.nf, s.L, s.fs, s.S, s.CI, s.CF, s.act, s.nact):
+        s.early = True
     elapsed = t - s.run_start[j]
     s.preemptions[j] += 1
     if resumes:
@@ -1016,7 +987,7 @@ def _preempt_top(s, j, t):
     gone[0] = _position(s, j)
     _dequeue_at(s, gone)
     _start(s, j, t)
-    _plan_from_now(s, j, t)
+    plan_from_now(j, t, s.pend, s.size, s.enode, s.nt, s.nf, s.L, s.fs, s.S)
     _repair(s, t, s.pend[j])
     _compress(s, t)
     s.next_start = _next_start(s)
@@ -1090,7 +1061,7 @@ def advance(s, until, report_every, fresh):
                 continue
             new_end = planned_end(s.run_start[j], s.pplan[j], t, s.step, True)
             s.pend[j] = new_end
-            _plan_from_now(s, j, t)
+            plan_from_now(j, t, s.pend, s.size, s.enode, s.nt, s.nf, s.L, s.fs, s.S)
             _push(s, new_end, EV_OVERRUN, j, gen)
             if new_end > ext_hi:
                 ext_hi = new_end

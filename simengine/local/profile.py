@@ -1,11 +1,10 @@
 """Availability profiles for the event-driven cluster simulator.
 
-Step functions of free processors over time (``times[i]``, ``free[i]``:
-the count on ``[times[i], times[i+1])``, the last step lasting forever), both allowed
-to go negative (an overrunning job's extension can collide with reservations):
-
-- :func:`_steps`: built at once from intervals (running jobs until their planned end,
-  advance reservations) for one scheduling decision -- FCFS's and EASY's view;
+Step functions of free processors over time (``times[i]``, ``free[i]``: the count on
+``[times[i], times[i+1])``, the last step lasting forever), allowed to go negative (an
+overrunning job's extension can collide with reservations): :func:`_steps` builds one at once
+from intervals (running jobs until their planned end, advance reservations) for one scheduling
+decision -- FCFS's and EASY's view.
 
 Conservative backfilling's profile is not here: the event core keeps the kernel's linked profile
 (simengine.schedulers._linked_profile) and compresses it with the kernel's pass

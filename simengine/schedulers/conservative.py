@@ -72,6 +72,36 @@ def reserve(j, s, x, d, p, pstart, pend, snode, enode, nt, nf, L, fs, S):
 
 
 @njit(cache=True)
+def end_plan(j, t, pend, size, enode, nt, nf, L, fs, S, CI, CF, act, nact):
+    """Running job j stops at t (the head's time): the rest of its plan, [t, pend), comes back
+    and the class bounds it may open are lowered; its end node is let go. True if anything came
+    back (an early completion: the queue is compressed)."""
+    back = pend[j] > t
+    if back:
+        h = S[HEAD]
+        lp_add(h, pend[j], size[j], nt, nf, L)
+        lp_lower_bounds(h, t, pend[j], size[j], t, act, nact, CI, CF, nt, nf, L, fs, S)
+    if enode[j] >= 0:
+        lp_release(enode[j], nt, nf, L, fs, S)
+        enode[j] = -1
+    return back
+
+
+@njit(cache=True)
+def plan_from_now(j, t, pend, size, enode, nt, nf, L, fs, S):
+    """Running job j's plan [t, pend[j]) goes on the profile (an overrun's extension, a start
+    outside its reservation); the end node it held before is let go."""
+    old = enode[j]
+    enode[j] = -1
+    if pend[j] > t:
+        e = lp_take(S[HEAD], pend[j], -size[j], nt, nf, L, fs, S)
+        L[REF, e] += 1
+        enode[j] = e
+    if old >= 0:
+        lp_release(old, nt, nf, L, fs, S)
+
+
+@njit(cache=True)
 def conservative_kernel(submit, runtime, estimate, size, processors, horizon, overrun_step, cls, csize, cdlo, start,
                         until):
     """Start times (into ``start``) of jobs sorted by submit time; ``cls`` is each job's class
@@ -132,13 +162,8 @@ def conservative_kernel(submit, runtime, estimate, size, processors, horizon, ov
             state[j] = DONE
             if runtime[j] > 0:
                 actual_free += size[j]
-            if pend[j] > t:
-                lp_add(h, pend[j], size[j], nt, nf, L)
-                lp_lower_bounds(h, t, pend[j], size[j], t, act, nact, CI, CF, nt, nf, L, fs, S)
+            if end_plan(j, t, pend, size, enode, nt, nf, L, fs, S, CI, CF, act, nact):
                 early_completion = True
-            if enode[j] >= 0:
-                lp_release(enode[j], nt, nf, L, fs, S)
-                enode[j] = -1
         # 2. overruns: a running job outlived its plan, so its plan is extended
         ext_hi = -math.inf
         while on > 0 and ok_[0] <= t:
@@ -147,12 +172,8 @@ def conservative_kernel(submit, runtime, estimate, size, processors, horizon, ov
             if state[j] != RUNNING or pend[j] != t:
                 continue
             new_end = planned_end(start[j], estimate[j], t, overrun_step, True)
-            e2 = lp_take(h, new_end, -size[j], nt, nf, L, fs, S)
-            L[REF, e2] += 1
-            if enode[j] >= 0:
-                lp_release(enode[j], nt, nf, L, fs, S)
-            enode[j] = e2
             pend[j] = new_end
+            plan_from_now(j, t, pend, size, enode, nt, nf, L, fs, S)
             on = heap_push(ok_, ov, on, new_end, j)
             ext_hi = max(ext_hi, new_end)
         repaired = False
