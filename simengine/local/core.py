@@ -84,7 +84,7 @@ FIELDS = (
     # pieces (owner: job id, or -1 - reservation position) and the processor lists they point into
     "pc_owner", "pc_t0", "pc_t1", "pc_kind", "pc_off", "pc_len", "npc", "pool", "npool",
     # the loop's own scalars
-    "next_start", "early", "repaired", "arrived", "requested", "finished", "countdown", "report_t",
+    "next_start", "early", "repaired", "below_zero", "arrived", "requested", "finished", "countdown", "report_t",
 )
 
 structref.define_proxy(State, StateType, list(FIELDS))
@@ -129,7 +129,8 @@ def new_state(processors: int, policy: int, step: float, horizon: float, preempt
         pc_owner=np.empty(cap, np.int64), pc_t0=np.empty(cap), pc_t1=np.empty(cap),
         pc_kind=np.empty(cap, np.int64), pc_off=np.empty(cap, np.int64), pc_len=np.empty(cap, np.int64), npc=0,
         pool=np.empty(max(16, int(arrays["size"].sum()) + int(arrays["ar_p"].sum())), np.int64), npool=0,
-        next_start=INF, early=False, repaired=False, arrived=0, requested=0, finished=False, countdown=0,
+        next_start=INF, early=False, repaired=False, below_zero=False, arrived=0, requested=0, finished=False,
+        countdown=0,
         report_t=np.nan, **arrays)
     return _make(*(values[k] for k in FIELDS)), arrays
 
@@ -667,13 +668,15 @@ def _compress(s, t):
         return
     touched = _set_after(s, t, s.qbuf[:0], False)
     nt, nf, L = s.nt, s.nf, s.L
-    below_zero = False  # the profile goes below zero where an overrun runs into an advance reservation
-    x = s.S[HEAD]
-    while x >= 0 and not below_zero:
-        below_zero = nf[x] < 0
-        x = L[NEXT, x]
+    if s.below_zero:  # it may still be: look
+        below_zero = False
+        x = s.S[HEAD]
+        while x >= 0 and not below_zero:
+            below_zero = nf[x] < 0
+            x = L[NEXT, x]
+        s.below_zero = below_zero
     first = compress(t, _queue(s), s.qn, s.after, s.rstart, s.pend, s.pplan, s.size, s.cls, s.snode, s.enode,
-                     nt, nf, L, s.fs, s.S, s.CI, s.CF, s.act, s.nact, below_zero)
+                     nt, nf, L, s.fs, s.S, s.CI, s.CF, s.act, s.nact, s.below_zero)
     s.after[touched] = -INF
     if first < s.next_start:
         s.next_start = first
@@ -701,6 +704,7 @@ def _admit(s, r, t):
     s.ar_end[r] = start + d
     if s.cons:
         s.ar_snode[r], s.ar_enode[r] = take_window(s.S[HEAD], start, s.ar_end[r], p, s.nt, s.nf, s.L, s.fs, s.S)
+        s.below_zero = True  # until a compression looks (running jobs' plans may overlap it)
         _repair(s, t, s.ar_end[r])
 
 
@@ -722,6 +726,7 @@ def _slide(s, t):
                 give_window(s.ar_snode[r], s.ar_enode[r], o0, o1, s.ar_p[r], t, s.nt, s.nf, s.L, s.fs, s.S,
                             s.CI, s.CF, s.act, s.nact)
                 s.ar_snode[r], s.ar_enode[r] = take_window(s.S[HEAD], x, x + d, s.ar_p[r], s.nt, s.nf, s.L, s.fs, s.S)
+                s.below_zero = True
                 s.early = True  # its old window came free
                 _repair(s, t, s.ar_end[r])
 
@@ -988,6 +993,7 @@ def _preempt_top(s, j, t):
     _dequeue_at(s, gone)
     _start(s, j, t)
     plan_from_now(j, t, s.pend, s.size, s.enode, s.nt, s.nf, s.L, s.fs, s.S)
+    s.below_zero = True
     _repair(s, t, s.pend[j])
     _compress(s, t)
     s.next_start = _next_start(s)
@@ -1062,6 +1068,7 @@ def advance(s, until, report_every, fresh):
             new_end = planned_end(s.run_start[j], s.pplan[j], t, s.step, True)
             s.pend[j] = new_end
             plan_from_now(j, t, s.pend, s.size, s.enode, s.nt, s.nf, s.L, s.fs, s.S)
+            s.below_zero = True
             _push(s, new_end, EV_OVERRUN, j, gen)
             if new_end > ext_hi:
                 ext_hi = new_end

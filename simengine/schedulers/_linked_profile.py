@@ -301,20 +301,23 @@ def lp_lower_bounds(x0, f0, f1, freed, t, act, nact, CI, CF, nt, nf, L, fs, S):
         if nf[r] < minf:
             minf = nf[r]
     pmin = minf - freed  # classes no larger than this gained nothing
-    # lowering a bound can release the node it held: keep the region's ends, and the
-    # walks' current nodes (px, py), alive
-    L[REF, x0] += 1
-    L[REF, r] += 1
+    # lowering a bound can release the node it held: from the first bound set on, keep the
+    # region's ends, and the walks' current nodes (px, py), alive
+    pinned = False
     px = -1
     py = -1
     a = 0
+    b = nact
+    while a < b:  # the first active class larger than pmin (act is sorted by size)
+        mid = (a + b) >> 1
+        if CI[act[mid], SIZE] <= pmin:
+            a = mid + 1
+        else:
+            b = mid
     while a < nact:  # active classes, by size, then DLO
         p = CI[act[a], SIZE]
         if p > maxf:
             break
-        if p <= pmin:
-            a += 1
-            continue
         g = CI[act[a], FIRST]  # the size's row for the steps that stopped its last walk
         drt = INF
         dlt = -INF
@@ -378,6 +381,10 @@ def lp_lower_bounds(x0, f0, f1, freed, t, act, nact, CI, CF, nt, nf, L, fs, S):
                     failed = True
                     break
             if ls < CF[c, LB]:
+                if not pinned:
+                    L[REF, x0] += 1
+                    L[REF, r] += 1
+                    pinned = True
                 px = _pin(px, x, nt, nf, L, fs, S)
                 py = _pin(py, y, nt, nf, L, fs, S)
                 old = lp_set_bound(c, ls, x, CI, CF, nt, nf, L, fs, S)
@@ -390,8 +397,9 @@ def lp_lower_bounds(x0, f0, f1, freed, t, act, nact, CI, CF, nt, nf, L, fs, S):
         lp_release(px, nt, nf, L, fs, S)
     if py >= 0:
         lp_release(py, nt, nf, L, fs, S)
-    lp_release(r, nt, nf, L, fs, S)
-    lp_release(x0, nt, nf, L, fs, S)
+    if pinned:
+        lp_release(r, nt, nf, L, fs, S)
+        lp_release(x0, nt, nf, L, fs, S)
 
 
 @njit(cache=True)
