@@ -2,7 +2,7 @@
 event core (simengine.local.cluster.ClusterSim) against the compiled kernels and against the plain-Python
 event loop it replaced (tests/simengine/reference_cluster.py), side by side on the same jobs.
 
-    .venv/bin/python benchmarks/local_events.py [--jobs N] [--reps 3] [--random] [--no-previous]
+    .venv/bin/python benchmarks/local_events.py [--jobs N] [--reps 3] [--random] [--no-previous] [--split]
 
 Input: the DAS2-fs1 trace (gridweb/demo, 64 processors; all of it by default, ``--jobs`` takes the
 first N), submit times compressed so the offered load is 0.85 (long queues: a real trace's
@@ -19,6 +19,9 @@ it times
   reservations of a quarter of the machine and suspend/resume preemption with 60 s overhead: the
   general path doing its real work -- by the event core and by the previous (plain-Python) event
   loop, which must give the same schedule (start and end of every job, the same pieces).
+
+``--split`` instead times the event core alone, feature by feature (none, the reservations, the
+priorities, priorities with suspend/resume, all three), to show what each costs.
 
 It prints jobs per second (median of ``--reps``), the core's speed-up over the previous loop, and
 issue 12's targets for the AR+suspend rows (EASY >= 100,000 jobs/s, conservative >= 20,000 jobs/s;
@@ -136,12 +139,49 @@ def measure(submit, runtime, estimate, size, processors: int, reps: int, previou
     return rows
 
 
+#: --split's rows: which of the AR+suspend input's features each run has
+FEATURES = {"none": (), "reservations": ("ars",), "priorities": ("prio",), "priorities+suspend": ("prio", "suspend"),
+            "all three": ("ars", "prio", "suspend")}
+
+
+def split(submit, runtime, estimate, size, processors: int, reps: int, out=print) -> dict:
+    """The event core's jobs/s for EASY and conservative with each feature set of ``FEATURES``
+    (the inputs of ``measure``'s AR+suspend column); {policy: {row: jobs/s}}."""
+    n = len(submit)
+    span = submit[-1]
+    suspend = preemption_mode({"name": "suspend", "params": {"overhead": 60.0}})
+    out(f"{'event core':<20}{'easy':>12}{'conservative':>14}  (jobs/s)")
+    rates: dict = {"easy": {}, "conservative": {}}
+    for row, features in FEATURES.items():
+        line = f"{row:<20}"
+        for policy in rates:
+            def run(sub=submit, rt=runtime, es=estimate, sz=size, m=n):
+                kw = {}
+                if "ars" in features:
+                    kw["reservations"] = [event_core.AdvanceReservation(
+                        i, processors // 4, span * (i + 0.5) / 10, span * (i + 0.5) / 10 + 3600.0,
+                        request_time=span * i / 10) for i in range(10)]
+                if "prio" in features:
+                    kw["priority"] = (np.arange(m) % 10 == 0).astype(np.int64)
+                if "suspend" in features:
+                    kw["mode"] = suspend
+                return ClusterSim(processors, policy, sub, rt, es, sz, **kw).run()
+
+            run(submit[:50], runtime[:50], estimate[:50], size[:50], 50)  # compile
+            t, _ = timed(run, reps)
+            rates[policy][row] = n / t
+            line += f"{n / t:>{12 if policy == 'easy' else 14},.0f}"
+        out(line)
+    return rates
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--jobs", type=int, default=None, help="the first N jobs (default: the whole trace)")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--random", action="store_true", help="the short-queue synthetic workload, 128 processors")
     ap.add_argument("--no-previous", action="store_true", help="skip the previous (plain-Python) event loop")
+    ap.add_argument("--split", action="store_true", help="the event core alone, feature by feature")
     args = ap.parse_args()
     if args.random:
         processors = 128
@@ -151,6 +191,9 @@ def main() -> int:
         submit, runtime, estimate, size = workload(args.jobs or 10**9)
     source = "random workload" if args.random else "DAS2-fs1"
     print(f"{source}, {len(submit)} jobs, {processors} processors, offered load 0.85, median of {args.reps}")
+    if args.split:
+        split(submit, runtime, estimate, size, processors, args.reps)
+        return 0
     rows = measure(submit, runtime, estimate, size, processors, args.reps, previous=not args.no_previous)
     return 0 if all(r["same"] for r in rows) else 1
 
