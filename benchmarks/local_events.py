@@ -84,15 +84,33 @@ def timed(fn, reps: int) -> tuple[float, object]:
     return statistics.median(times), out
 
 
+#: the AR+suspend input's features; --split runs them one set at a time (FEATURES)
+ALL_FEATURES = ("ars", "prio", "suspend")
+
+
+def features_kwargs(module, n: int, span: float, processors: int, features=ALL_FEATURES) -> dict:
+    """ClusterSim keyword arguments of the AR+suspend input (``module``: the event core's or the
+    previous loop's): ten rigid reservations of a quarter of the machine across the span, every
+    tenth job of higher priority, suspend/resume with 60 s overhead -- those of ``features``."""
+    kw: dict = {}
+    if "ars" in features:
+        kw["reservations"] = [module.AdvanceReservation(i, processors // 4, span * (i + 0.5) / 10,
+                                                        span * (i + 0.5) / 10 + 3600.0, request_time=span * i / 10)
+                              for i in range(10)]
+    if "prio" in features:
+        kw["priority"] = (np.arange(n) % 10 == 0).astype(np.int64)
+    if "suspend" in features:
+        kw["mode"] = preemption_mode({"name": "suspend", "params": {"overhead": 60.0}})
+    return kw
+
+
 def measure(submit, runtime, estimate, size, processors: int, reps: int, previous: bool = True,
             out=print) -> list[dict]:
     """Time the kernel, the event core plain and with AR+suspend, and (``previous``) the
     previous event loop on the AR+suspend input, for FCFS, EASY and conservative; one dict per
     policy (jobs/s medians, ``same``: the cross-checks held). ``out`` gets the table's lines."""
     n = len(submit)
-    priority = (np.arange(n) % 10 == 0).astype(np.int64)
     span = submit[-1]
-    suspend = preemption_mode({"name": "suspend", "params": {"overhead": 60.0}})
     out(f"{'policy':<13}{'kernel':>12}{'events':>12}{'AR+suspend':>12}{'previous':>12}{'core faster':>12}"
         f"{'target':>12}  (jobs/s)")
     rows = []
@@ -110,11 +128,8 @@ def measure(submit, runtime, estimate, size, processors: int, reps: int, previou
 
         def general(module):
             """The AR+suspend run by ``module`` (the event core's or the previous loop's)."""
-            ars = [module.AdvanceReservation(i, processors // 4, span * (i + 0.5) / 10,
-                                             span * (i + 0.5) / 10 + 3600.0, request_time=span * i / 10)
-                   for i in range(10)]
-            return module.ClusterSim(processors, policy, submit, runtime, estimate, size, priority=priority,
-                                     reservations=ars, mode=suspend).run()
+            return module.ClusterSim(processors, policy, submit, runtime, estimate, size,
+                                     **features_kwargs(module, n, span, processors)).run()
 
         t_g, got = timed(lambda: general(event_core), reps)
         row["ar_suspend"] = n / t_g
@@ -141,7 +156,7 @@ def measure(submit, runtime, estimate, size, processors: int, reps: int, previou
 
 #: --split's rows: which of the AR+suspend input's features each run has
 FEATURES = {"none": (), "reservations": ("ars",), "priorities": ("prio",), "priorities+suspend": ("prio", "suspend"),
-            "all three": ("ars", "prio", "suspend")}
+            "all three": ALL_FEATURES}
 
 
 def split(submit, runtime, estimate, size, processors: int, reps: int, out=print) -> dict:
@@ -149,23 +164,14 @@ def split(submit, runtime, estimate, size, processors: int, reps: int, out=print
     (the inputs of ``measure``'s AR+suspend column); {policy: {row: jobs/s}}."""
     n = len(submit)
     span = submit[-1]
-    suspend = preemption_mode({"name": "suspend", "params": {"overhead": 60.0}})
     out(f"{'event core':<20}{'easy':>12}{'conservative':>14}  (jobs/s)")
     rates: dict = {"easy": {}, "conservative": {}}
     for row, features in FEATURES.items():
         line = f"{row:<20}"
         for policy in rates:
             def run(sub=submit, rt=runtime, es=estimate, sz=size, m=n):
-                kw = {}
-                if "ars" in features:
-                    kw["reservations"] = [event_core.AdvanceReservation(
-                        i, processors // 4, span * (i + 0.5) / 10, span * (i + 0.5) / 10 + 3600.0,
-                        request_time=span * i / 10) for i in range(10)]
-                if "prio" in features:
-                    kw["priority"] = (np.arange(m) % 10 == 0).astype(np.int64)
-                if "suspend" in features:
-                    kw["mode"] = suspend
-                return ClusterSim(processors, policy, sub, rt, es, sz, **kw).run()
+                return ClusterSim(processors, policy, sub, rt, es, sz,
+                                  **features_kwargs(event_core, m, span, processors, features)).run()
 
             run(submit[:50], runtime[:50], estimate[:50], size[:50], 50)  # compile
             t, _ = timed(run, reps)

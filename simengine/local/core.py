@@ -654,6 +654,9 @@ def _repair(s, t, until):
         x = L[NEXT, x]
     if x < 0 or nt[x] >= until:
         return
+    # every take that can leave the profile below zero (an advance reservation's window, a running
+    # plan from now) ends before ``until`` and is repaired here: the one place that learns it
+    s.below_zero = True
     qj = _queue(s)
     evicted = qj[s.rstart[qj] < until].copy()
     _replan(s, t, evicted, evicted)
@@ -668,7 +671,7 @@ def _compress(s, t):
         return
     touched = _set_after(s, t, s.qbuf[:0], False)
     nt, nf, L = s.nt, s.nf, s.L
-    if s.below_zero:  # it may still be: look
+    if s.below_zero:  # _repair saw a step below zero: look whether one is left
         below_zero = False
         x = s.S[HEAD]
         while x >= 0 and not below_zero:
@@ -704,7 +707,6 @@ def _admit(s, r, t):
     s.ar_end[r] = start + d
     if s.cons:
         s.ar_snode[r], s.ar_enode[r] = take_window(s.S[HEAD], start, s.ar_end[r], p, s.nt, s.nf, s.L, s.fs, s.S)
-        s.below_zero = True  # until a compression looks (running jobs' plans may overlap it)
         _repair(s, t, s.ar_end[r])
 
 
@@ -726,7 +728,6 @@ def _slide(s, t):
                 give_window(s.ar_snode[r], s.ar_enode[r], o0, o1, s.ar_p[r], t, s.nt, s.nf, s.L, s.fs, s.S,
                             s.CI, s.CF, s.act, s.nact)
                 s.ar_snode[r], s.ar_enode[r] = take_window(s.S[HEAD], x, x + d, s.ar_p[r], s.nt, s.nf, s.L, s.fs, s.S)
-                s.below_zero = True
                 s.early = True  # its old window came free
                 _repair(s, t, s.ar_end[r])
 
@@ -993,7 +994,6 @@ def _preempt_top(s, j, t):
     _dequeue_at(s, gone)
     _start(s, j, t)
     plan_from_now(j, t, s.pend, s.size, s.enode, s.nt, s.nf, s.L, s.fs, s.S)
-    s.below_zero = True
     _repair(s, t, s.pend[j])
     _compress(s, t)
     s.next_start = _next_start(s)
@@ -1068,7 +1068,6 @@ def advance(s, until, report_every, fresh):
             new_end = planned_end(s.run_start[j], s.pplan[j], t, s.step, True)
             s.pend[j] = new_end
             plan_from_now(j, t, s.pend, s.size, s.enode, s.nt, s.nf, s.L, s.fs, s.S)
-            s.below_zero = True
             _push(s, new_end, EV_OVERRUN, j, gen)
             if new_end > ext_hi:
                 ext_hi = new_end
