@@ -26,13 +26,13 @@ from numba.experimental import structref
 from simengine.gantt import KIND_KILLED, KIND_RESERVATION, KIND_RUN, KIND_SUSPENDED
 from simengine.jit import njit, types
 from simengine.local.profile import (_min_free_lo, _steps, first_backfill, give_window, queue_delete, queue_insert,
-                                     replan_queue, take_window)
+                                     replan_queue)
 from simengine.profile import prof_add, prof_find_start
 from simengine.schedulers._linked_profile import (HEAD, LB, NEXT, lp_activate, lp_advance,
                                                   lp_deactivate, lp_fit, lp_new_classes,
                                                   lp_new, lp_release, lp_seek)
 from simengine.schedulers.base import planned_end
-from simengine.schedulers.conservative import compress, end_plan, plan_from_now, reserve
+from simengine.schedulers.conservative import compress, end_plan, plan_from_now, reserve, take_window
 
 INF = math.inf
 

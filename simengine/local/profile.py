@@ -8,8 +8,9 @@ decision -- FCFS's and EASY's view.
 
 Conservative backfilling's profile is not here: the event core keeps the kernel's linked profile
 (simengine.schedulers._linked_profile) and compresses it with the kernel's pass
-(simengine.schedulers.conservative.compress); :func:`take_window`, :func:`give_window` and
-:func:`replan_queue` are the edits the event core makes beside the kernel's.
+(simengine.schedulers.conservative.compress); :func:`give_window` (the opposite of the kernel's
+``conservative.take_window``) and :func:`replan_queue` are the edits the event core makes beside
+the kernel's.
 
 The event core (simengine/local/core.py) calls all of them from compiled code.
 """
@@ -21,8 +22,7 @@ import numpy as np
 
 from simengine.jit import njit
 from simengine.profile import prof_index
-from simengine.schedulers._linked_profile import (DLO, HEAD, REF, lp_add, lp_at, lp_fit, lp_lower_bounds, lp_release,
-                                                  lp_seek, lp_take)
+from simengine.schedulers._linked_profile import DLO, HEAD, lp_add, lp_fit, lp_lower_bounds, lp_release, lp_seek
 from simengine.schedulers.conservative import reserve
 
 INF = math.inf
@@ -61,21 +61,8 @@ def _steps(t, processors, starts, ends, sizes):
 
 
 @njit(cache=True)
-def take_window(x, a, b, p, nt, nf, L, fs, S):
-    """Take p processors on [a, b) of the linked profile (x: a node at or before a); the start
-    and end nodes, each holding a reference (-1 for the end of an empty window)."""
-    na = lp_at(lp_seek(x, a, nt, L), a, nt, nf, L, fs, S)
-    L[REF, na] += 1
-    nb = -1
-    if b > a:
-        nb = lp_take(na, b, -p, nt, nf, L, fs, S)
-        L[REF, nb] += 1
-    return na, nb
-
-
-@njit(cache=True)
 def give_window(na, nb, a, b, p, t, nt, nf, L, fs, S, CI, CF, act, nact):
-    """Give back a window of :func:`take_window` (nodes na, nb on [a, b)), lowering the class
+    """Give back a window of ``conservative.take_window`` (nodes na, nb on [a, b)), lowering the class
     bounds it may open (every release of processor time must: simengine.schedulers._linked_profile)."""
     if nb >= 0:
         lp_add(na, b, p, nt, nf, L)

@@ -55,20 +55,24 @@ CLASS_RATIO = 1.05
 
 
 @njit(cache=True)
+def take_window(x, a, b, p, nt, nf, L, fs, S):
+    """Take p processors on [a, b) (x: a node at or before a); the start and end nodes, each
+    holding a reference (-1 for the end of an empty window: it holds nothing)."""
+    na = lp_at(x, a, nt, nf, L, fs, S)
+    L[REF, na] += 1
+    nb = -1
+    if b > a:
+        nb = lp_take(na, b, -p, nt, nf, L, fs, S)
+        L[REF, nb] += 1
+    return na, nb
+
+
+@njit(cache=True)
 def reserve(j, s, x, d, p, pstart, pend, snode, enode, nt, nf, L, fs, S):
     """Reserve p processors for job j on [s, s + d); x is the node containing s."""
-    sn = lp_at(x, s, nt, nf, L, fs, S)
-    L[REF, sn] += 1
-    snode[j] = sn
-    e = s + d
-    if e > s:
-        en = lp_take(sn, e, -p, nt, nf, L, fs, S)
-        L[REF, en] += 1
-        enode[j] = en
-    else:
-        enode[j] = -1  # a zero-length reservation holds nothing
+    snode[j], enode[j] = take_window(x, s, s + d, p, nt, nf, L, fs, S)
     pstart[j] = s
-    pend[j] = e
+    pend[j] = s + d
 
 
 @njit(cache=True)

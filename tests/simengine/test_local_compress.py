@@ -14,10 +14,10 @@ import math
 import numpy as np
 import pytest
 
-from simengine.local.profile import give_window, replan_queue, take_window
+from simengine.local.profile import give_window, replan_queue
 from simengine.profile import prof_add, prof_find_start
 from simengine.schedulers._linked_profile import HEAD, NEXT, REF, lp_activate, lp_advance, lp_new, lp_new_classes
-from simengine.schedulers.conservative import compress, job_classes
+from simengine.schedulers.conservative import compress, job_classes, take_window
 from tests.simengine.reference_cluster import Profile, compress_queue, replan_one_by_one
 
 INF = math.inf
