@@ -516,8 +516,9 @@ def _victim_order(s, t, below):
 
 
 @njit(cache=True)
-def _preempt(s, j, t, resumes, restarts, overhead):
-    """Stop running job j now and treat it as the mode (resumes, restarts, overhead) says."""
+def _preempt(s, j, t, resumes, restarts, overhead, replan):
+    """Stop running job j now and treat it as the mode (resumes, restarts, overhead) says;
+    ``replan``: see :func:`_join_queue`."""
     _run_remove(s, j)
     s.gen[j] += 1  # its completion event no longer counts
     p = s.size[j]
@@ -539,7 +540,7 @@ def _preempt(s, j, t, resumes, restarts, overhead):
         for i in range(off, off + p):
             pin[pool[i]] += 1
         s.pinned += 1
-        _join_queue(s, j, t)
+        _join_queue(s, j, t, replan)
         return
     _piece(s, j, s.run_start[j], t, KIND_KILLED, off, p)
     s.lost[j] += elapsed
@@ -547,7 +548,7 @@ def _preempt(s, j, t, resumes, restarts, overhead):
         s.pact[j] = s.runtime[j] + overhead
         s.pplan[j] = s.plan0[j] + overhead
         s.state[j] = QUEUED
-        _join_queue(s, j, t)
+        _join_queue(s, j, t, replan)
     else:
         s.state[j] = KILLED
         s.end[j] = t
@@ -600,11 +601,12 @@ def _queue(s):
 
 
 @njit(cache=True)
-def _join_queue(s, j, t):
+def _join_queue(s, j, t, replan):
     """Put j in the queue; conservative: it gets the earliest reservation that fits, and the
-    queued jobs it now ranks before are placed again after it, in queue order."""
+    queued jobs it now ranks before are placed again after it, in queue order -- unless not
+    ``replan``: a replan from an earlier place follows before anything reads the reservations."""
     pos = _enqueue(s, j)
-    if s.cons:
+    if s.cons and replan:
         q = _queue(s)
         _replan(s, t, q[pos + 1:].copy(), q[pos:].copy())
 
@@ -749,9 +751,9 @@ def _open_window(s, r, t):
         if total >= need:
             for i in range(k):
                 if s.preempts:
-                    _preempt(s, cand[i], t, s.resumes, s.restarts, s.overhead)
+                    _preempt(s, cand[i], t, s.resumes, s.restarts, s.overhead, True)
                 else:
-                    _preempt(s, cand[i], t, False, False, 0.0)
+                    _preempt(s, cand[i], t, False, False, 0.0, True)
     off = _take(s, need)
     _hold(s, off, need, -2 - r)
     s.ar_off[r] = off
@@ -805,8 +807,21 @@ def _preempt_for(s, j, t):
     if found < 0:
         return False
     for k in range(found + 1):
-        _preempt(s, cand[k], t, s.resumes, s.restarts, s.overhead)
+        _preempt(s, cand[k], t, s.resumes, s.restarts, s.overhead, not _ranks_before_any(s, cand[k], cand[k + 1:found + 1]))
     return True
+
+
+@njit(cache=True)
+def _ranks_before_any(s, v, later):
+    """Does a job of ``later`` rank before v in the queue (victims of one preemption share their
+    rank)? Then its replan, from its place, gives back and places again all that v's would place,
+    on the profile both see (they are preempted in a row, nothing reads the reservations
+    between): v joins without a replan of its own. The caller recomputes next_start after."""
+    prio = s.prio
+    for w in later:
+        if prio[w] > prio[v] or (prio[w] == prio[v] and w < v):
+            return True
+    return False
 
 
 # ---- FCFS and EASY ----------------------------------------------------------------------------------
@@ -923,7 +938,7 @@ def _pass_conservative(s, t, new_lo, new_hi):
     if s.early or s.repaired:
         _compress(s, t)
     for j in range(new_lo, new_hi):
-        _join_queue(s, j, t)
+        _join_queue(s, j, t, True)
     while True:
         _start_due(s, t)
         if s.qn == 0:
