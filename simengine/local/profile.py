@@ -22,7 +22,8 @@ import numpy as np
 
 from simengine.jit import njit
 from simengine.profile import prof_index
-from simengine.schedulers._linked_profile import DLO, HEAD, lp_add, lp_fit, lp_lower_bounds, lp_release, lp_seek
+from simengine.schedulers._linked_profile import (DLO, HEAD, LB, SIZE, lp_add, lp_fit, lp_lower_bounds, lp_release,
+                                                  lp_seek, lp_set_bound)
 from simengine.schedulers.conservative import reserve
 
 INF = math.inf
@@ -84,7 +85,7 @@ def replan_queue(t, give_back, place, after, rstart, pend, pplan, size, cls, sno
     the class) opens before it. A job waiting for its own processors (``after``) or planned
     shorter than its class's shortest (a resumed job's rest) searches from ``after``.
 
-    The class bounds are lowered once the placements are made, and only over the old windows of
+    The class bounds are mended once the placements are made, and only for the old windows of
     the jobs whose reservation changed: where a job got its window back, the profile is as it was
     (most of the queue, most of the time). Until then each old window keeps its start node."""
     m = give_back.shape[0]
@@ -126,17 +127,48 @@ def replan_queue(t, give_back, place, after, rstart, pend, pplan, size, cls, sno
         reserve(j, s, x, d, p, rstart, pend, snode, enode, nt, nf, L, fs, S)
         if s < first:
             first = s
+    # The windows given back and not taken again freed processor time, so class bounds must come
+    # down over them -- or be set anew, exact for the profile as the replan leaves it: a class
+    # searched here has its last search's fit (no window of the class began before it then, and
+    # the placements after it only took processors); any other (its jobs all rank before the
+    # replanned ones, or wait for their own processors) by a search from now. Whichever is less
+    # work: a priority arrival moves hundreds of windows and leaves few classes unsearched, an
+    # overrun's repair the other way round.
+    moved = 0
     for q in range(m):
-        x = old_node[q]
-        if x < 0:
-            continue
         j = give_back[q]
-        if (rstart[j] != old_start[q] or pend[j] != old_end[q]) and old_end[q] > old_start[q]:
+        if old_node[q] >= 0 and (rstart[j] != old_start[q] or pend[j] != old_end[q]) and old_end[q] > old_start[q]:
+            old_node[moved], old_start[moved], old_end[moved] = old_node[q], old_start[q], old_end[q]
+            moved += 1
+        elif old_node[q] >= 0:
+            lp_release(old_node[q], nt, nf, L, fs, S)
+    rest = np.empty(nact, np.int64)
+    nrest = 0
+    for k in range(nact):
+        if bound[act[k]] == -INF:
+            rest[nrest] = act[k]
+            nrest += 1
+    if moved > 0 and nrest <= moved:
+        for k in range(nact):
+            c = act[k]
+            if bound[c] == -INF:
+                bound[c], bnode[c] = lp_fit(h, t, CF[c, DLO], CI[c, SIZE], INF, nt, nf, L)
+            if bnode[c] >= 0:
+                old = lp_set_bound(c, bound[c], bnode[c], CI, CF, nt, nf, L, fs, S)
+                if old >= 0:
+                    lp_release(old, nt, nf, L, fs, S)
+            else:  # no window ever (cannot happen while the profile ends with all processors free)
+                CF[c, LB] = -INF
+        moved_lower = 0
+    else:
+        moved_lower = moved
+    for q in range(moved):
+        if q < moved_lower:
             # judged after the placements, and other windows came back over it too: a large
             # ``freed`` (lp_lower_bounds)
-            lp_lower_bounds(x, old_start[q], old_end[q], ANY_COUNT, t, act, nact, CI, CF,
+            lp_lower_bounds(old_node[q], old_start[q], old_end[q], ANY_COUNT, t, act, nact, CI, CF,
                             nt, nf, L, fs, S)
-        lp_release(x, nt, nf, L, fs, S)
+        lp_release(old_node[q], nt, nf, L, fs, S)
     return first
 
 
