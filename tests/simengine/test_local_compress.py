@@ -16,7 +16,8 @@ import pytest
 
 from simengine.local.profile import give_window, replan_queue
 from simengine.profile import prof_add, prof_find_start
-from simengine.schedulers._linked_profile import HEAD, NEXT, REF, lp_activate, lp_advance, lp_new, lp_new_classes
+from simengine.schedulers._linked_profile import (DLO, HEAD, LB, NEXT, REF, SIZE, lp_activate, lp_advance, lp_new,
+                                                  lp_new_classes)
 from simengine.schedulers.conservative import compress, job_classes, take_window
 from tests.simengine.reference_cluster import Profile, compress_queue, replan_one_by_one
 
@@ -275,3 +276,7 @@ def test_replanning_equals_placing_one_by_one(seed):
     assert first == want_first
     prof.times, prof.free, prof.lo, prof.n = wt, wf, wlo, wn
     assert tw.steps() == array_steps(prof, t)
+    # the bounds the replan mended (lowered, or set anew from its searches) still hold: no window
+    # of a class begins before its bound
+    for c in tw.act[:tw.nact]:
+        assert tw.CF[c, LB] <= prof.earliest(t, tw.CF[c, DLO], int(tw.CI[c, SIZE])), c
