@@ -142,13 +142,12 @@ def replan_queue(t, give_back, place, after, rstart, pend, pplan, size, cls, sno
             moved += 1
         elif old_node[q] >= 0:
             lp_release(old_node[q], nt, nf, L, fs, S)
-    rest = np.empty(nact, np.int64)
-    nrest = 0
+    unsearched = 0
     for k in range(nact):
         if bound[act[k]] == -INF:
-            rest[nrest] = act[k]
-            nrest += 1
-    if moved > 0 and nrest <= moved:
+            unsearched += 1
+    lower = moved == 0 or unsearched > moved
+    if not lower:
         for k in range(nact):
             c = act[k]
             if bound[c] == -INF:
@@ -159,11 +158,8 @@ def replan_queue(t, give_back, place, after, rstart, pend, pplan, size, cls, sno
                     lp_release(old, nt, nf, L, fs, S)
             else:  # no window ever (cannot happen while the profile ends with all processors free)
                 CF[c, LB] = -INF
-        moved_lower = 0
-    else:
-        moved_lower = moved
     for q in range(moved):
-        if q < moved_lower:
+        if lower:
             # judged after the placements, and other windows came back over it too: a large
             # ``freed`` (lp_lower_bounds)
             lp_lower_bounds(old_node[q], old_start[q], old_end[q], ANY_COUNT, t, act, nact, CI, CF,
