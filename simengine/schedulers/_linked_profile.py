@@ -49,8 +49,8 @@ PREV, NEXT, REF, GEN = 0, 1, 2, 3  # rows of L
 HEAD, NFREE = 0, 1  # entries of S
 # columns of CI (int) and CF (float) for each job class
 SIZE, LBNODE, LBGEN, DIPL, DIPLGEN, DIPR, DIPRGEN, FIRST, MINACT = 0, 1, 2, 3, 4, 5, 6, 7, 8
-DLO, LB = 0, 1
-CI_COLUMNS, CF_COLUMNS = 9, 2
+DLO, LB, GMAX = 0, 1, 2
+CI_COLUMNS, CF_COLUMNS = 9, 3
 
 
 @njit(cache=True)
@@ -226,6 +226,9 @@ def lp_set_bound(c, value, node, CI, CF, nt, nf, L, fs, S):
         old = -1
     L[REF, node] += 1
     CF[c, LB] = value
+    g = CI[c, FIRST]
+    if value + CF[c, DLO] > CF[g, GMAX]:
+        CF[g, GMAX] = value + CF[c, DLO]
     CI[c, LBNODE] = node
     CI[c, LBGEN] = L[GEN, node]
     return old
@@ -254,6 +257,7 @@ def lp_new_classes(csize, cdlo):
         CI[c, FIRST] = c if c == 0 or csize[c - 1] != csize[c] else CI[c - 1, FIRST]
         CF[c, DLO] = cdlo[c]
         CF[c, LB] = -INF
+        CF[c, GMAX] = -INF
     return CI, CF
 
 
@@ -318,7 +322,11 @@ def lp_lower_bounds(x0, f0, f1, freed, t, act, nact, CI, CF, nt, nf, L, fs, S):
         p = CI[act[a], SIZE]
         if p > maxf:
             break
-        g = CI[act[a], FIRST]  # the size's row for the steps that stopped its last walk
+        g = CI[act[a], FIRST]  # the size's row: the steps that stopped its last walk, GMAX
+        if CF[g, GMAX] <= f0:  # every window of the size's classes ends by f0: none can gain
+            while a < nact and CI[act[a], SIZE] == p:
+                a += 1
+            continue
         drt = INF
         dlt = -INF
         dr = CI[g, DIPR]
@@ -333,12 +341,15 @@ def lp_lower_bounds(x0, f0, f1, freed, t, act, nact, CI, CF, nt, nf, L, fs, S):
         y = r  # run end: walked on while at least p are free
         dr = r if nf[r] < p else -1
         failed = False
+        gmax = -INF  # the size's GMAX anew, if all its classes are seen
         while a < nact:
             c = act[a]
             if CI[c, SIZE] != p:
                 break
             a += 1
             dlo = CF[c, DLO]
+            if CF[c, LB] + dlo > gmax:
+                gmax = CF[c, LB] + dlo
             floor = f0 - dlo
             if floor < t:
                 floor = t
@@ -393,6 +404,8 @@ def lp_lower_bounds(x0, f0, f1, freed, t, act, nact, CI, CF, nt, nf, L, fs, S):
         if failed:  # nor does any larger class of this size
             while a < nact and CI[act[a], SIZE] == p:
                 a += 1
+        else:
+            CF[g, GMAX] = gmax
     if px >= 0:
         lp_release(px, nt, nf, L, fs, S)
     if py >= 0:
