@@ -10,6 +10,8 @@ its own name, before numba looks: numba finds it in ``sys.modules`` (and would u
 it is, the same module). ``scipy.linalg`` imported later runs as usual and shares it; only its
 attribute ``scipy.linalg.cython_blas`` is then missing (``from scipy.linalg import cython_blas``
 still works). Anything unexpected (no scipy, another layout) leaves numba to import it itself.
+
+:func:`load_own_copies` is the other thing done here: see its docstring.
 """
 from __future__ import annotations
 
@@ -48,5 +50,62 @@ def _load_blas_module() -> None:
 _load_blas_module()
 
 from numba import njit, types  # noqa: E402  (after the module above is in place)
+from numba.core.registry import CPUDispatcher  # noqa: E402
 
-__all__ = ["njit", "types"]
+__all__ = ["load_own_copies", "njit", "types"]
+
+_loaded: set[int] = set()  # dispatchers load_own_copies has handled in this process
+
+
+def _callees(dispatcher):
+    """The compiled functions ``dispatcher``'s Python code names as globals."""
+    names = dispatcher.py_func.__globals__
+    codes = [dispatcher.py_func.__code__]
+    while codes:
+        code = codes.pop()
+        for name in code.co_names:
+            if isinstance(names.get(name), CPUDispatcher):
+                yield names[name]
+        codes.extend(c for c in code.co_consts if hasattr(c, "co_names"))
+
+
+def load_own_copies(*dispatchers) -> list:
+    """Load ``dispatchers`` from numba's cache, each after the compiled functions it calls.
+
+    Why: a compiled function's cached object holds a copy of every function it calls, and a
+    process that loads the caller first runs those copies; one that compiled the callees, or
+    loaded them first, runs the callees' own objects instead. Same source, but measured on
+    2026-11-29 (DAS2-fs1, load 0.85): the conservative kernel ran 25,000 jobs/s on the embedded
+    copies against 35,000 on the callees' own, the event core (reservations, priorities,
+    suspend/resume) 16,000 against 21,500; the copies of ``compress`` and ``replan_queue`` are
+    the slow ones (why, numba's object code does not say). So the callers of those hot
+    functions call this first; it costs about 0.03 s once a process (docs/performance.md).
+
+    Only overloads already in the cache, for the current source, are loaded (nothing is
+    compiled here); anything unexpected from numba's internals leaves it to numba (correct
+    either way, only slower). Idempotent and cheap after the first call. Returns the functions
+    handled by this call, in the order they were loaded.
+    """
+    order: list = []
+
+    def visit(d) -> None:
+        if id(d) in _loaded:
+            return
+        _loaded.add(id(d))
+        for callee in _callees(d):
+            visit(callee)
+        order.append(d)
+
+    for d in dispatchers:
+        visit(d)
+    for d in order:
+        try:
+            cache = d._cache
+            index = cache._cache_file._load_index()
+            codegen = d.targetctx.codegen()
+            for key in index:
+                if key[0] not in d.overloads and key == cache._index_key(key[0], codegen):
+                    d.compile(key[0])
+        except Exception:  # noqa: BLE001 - numba's cache layout changed: it loads as usual
+            continue
+    return order

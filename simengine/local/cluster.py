@@ -39,12 +39,14 @@ from typing import Callable
 
 import numpy as np
 
+from simengine.jit import load_own_copies
 from simengine.local import core
 from simengine.local.core import (AR_ACCEPTED, AR_ACTIVE, AR_DONE, AR_PENDING, AR_REJECTED, DONE,  # noqa: F401
                                   KILLED, QUEUED, RUNNING, SUSPENDED, WAITING)
 from simengine.preemption import PreemptionMode
 from simengine.schedulers.base import planned_end  # noqa: F401  (re-exported: the kernels' rule)
-from simengine.schedulers.conservative import job_classes
+from simengine.local.profile import replan_queue
+from simengine.schedulers.conservative import compress, job_classes
 
 INF = math.inf
 NAN = math.nan
@@ -125,6 +127,8 @@ class ClusterSim:
             raise ValueError(f"unknown policy {policy!r}; known: {', '.join(POLICIES)}")
         self.P = int(processors)
         self.policy = policy
+        # before the core loads: it then calls these hot loops' own objects (simengine.jit)
+        load_own_copies(compress, replan_queue)
         submit = np.asarray(submit, np.float64)
         runtime = np.asarray(runtime, np.float64)
         estimate = np.asarray(estimate, np.float64)

@@ -37,7 +37,7 @@ import math
 
 import numpy as np
 
-from simengine.jit import njit
+from simengine.jit import load_own_copies, njit
 from simengine.registry import LOCAL_SCHEDULERS
 from simengine.schedulers._heap import heap_pop, heap_push
 from simengine.schedulers._linked_profile import (
@@ -430,6 +430,7 @@ def steps(submit, runtime, estimate, size, processors, params, horizon=math.inf)
     size = np.asarray(size, np.int64)
     cls, csize, cdlo = job_classes(size, plan)
     start, until = ClusterSteps.outputs(len(submit))
+    load_own_copies(compress)  # before the kernel loads: it then calls compress's own object (simengine.jit)
     return ClusterSteps(conservative_kernel(submit, runtime, plan, size, processors, horizon,
                                             float(params.overrun_step), cls, csize, cdlo, start, until), start, until)
 
