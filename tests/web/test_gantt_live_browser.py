@@ -122,7 +122,7 @@ def open_page(browser, site, run: int):
 
 def test_a_long_run_draws_while_it_simulates_in_simulated_time_order(full_stack_site, browser):
     site = full_stack_site
-    run = create(site, spec(700_000, name="ten seconds of replication 0"))  # (200,000 took 5.1 s, compiled core)
+    run = create(site, spec(1_200_000, name="ten seconds of replication 0"))  # (700,000 took 8.9 s on 2026-11-29)
     context, page = open_page(browser, site, run)
     try:
         site.python_json(DISPATCH.format(run=run))
