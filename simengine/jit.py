@@ -11,14 +11,18 @@ it is, the same module). ``scipy.linalg`` imported later runs as usual and share
 attribute ``scipy.linalg.cython_blas`` is then missing (``from scipy.linalg import cython_blas``
 still works). Anything unexpected (no scipy, another layout) leaves numba to import it itself.
 
-:func:`load_own_copies` is the other thing done here: see its docstring.
+Two more things are done here: :func:`load_own_copies` (see its docstring), and, at import, numba's
+cached objects of the engine are dropped when any engine source file changed since they were
+written (:func:`_drop_stale_caches`).
 """
 from __future__ import annotations
 
+import hashlib
 import importlib.machinery
 import importlib.util
 import os
 import sys
+from pathlib import Path
 
 BLAS_MODULE = "scipy.linalg.cython_blas"
 
@@ -50,7 +54,69 @@ def _load_blas_module() -> None:
 _load_blas_module()
 
 from numba import njit, types  # noqa: E402  (after the module above is in place)
+from numba.core import caching as _caching  # noqa: E402
 from numba.core.registry import CPUDispatcher  # noqa: E402
+
+ENGINE = Path(__file__).resolve().parent
+STAMP_NAME = "gridweb-engine-sources.stamp"
+
+
+def _sources_stamp() -> str:
+    """A digest of every engine source file's path, size and modification time."""
+    h = hashlib.sha256()
+    for path in sorted(ENGINE.rglob("*.py")):
+        st = path.stat()
+        h.update(f"{path.relative_to(ENGINE)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()
+
+
+def _cache_dir(py_file: Path) -> Path | None:
+    """Where numba keeps the cached objects of ``py_file``'s functions (its own choice of place)."""
+    def probe():
+        pass
+    for cls in (_caching.UserProvidedCacheLocator, _caching.InTreeCacheLocator, _caching.UserWideCacheLocator):
+        locator = cls.from_function(probe, str(py_file))
+        if locator is None:
+            continue
+        try:
+            locator.ensure_cache_path()
+        except OSError:
+            continue
+        return Path(locator.get_cache_path())
+    return None
+
+
+def _drop_stale_caches() -> None:
+    """Delete numba's cached objects of the engine when any engine source changed since they were written.
+
+    Why: numba invalidates a function's cached object only when the function's own file changes
+    (numba's caching notes, "Cache invalidation fails to recognize changes in symbols defined in
+    a different file"), while the object holds copies of every function it calls. After an
+    upgrade in place (git pull) that changed, say, the profile helpers but not the conservative
+    kernel, the kernel would go on running the old helpers under the new engine version. One
+    digest of all engine sources, kept beside the cache, decides: on a change every cached
+    object of the engine goes and is compiled again on first use. Costs about a millisecond a
+    process when nothing changed. Anything unexpected leaves the caches as they are."""
+    try:
+        stamp = _sources_stamp()
+        home = _cache_dir(ENGINE / "jit.py")
+        if home is None:
+            return
+        marker = home / STAMP_NAME
+        if marker.exists() and marker.read_text() == stamp:
+            return
+        for folder in sorted({p.parent for p in ENGINE.rglob("*.py")}):
+            cache = _cache_dir(folder / "__init__.py") if (folder / "__init__.py").exists() else None
+            if cache is None or not cache.is_dir():
+                continue
+            for f in list(cache.glob("*.nbi")) + list(cache.glob("*.nbc")):
+                f.unlink(missing_ok=True)
+        marker.write_text(stamp)
+    except OSError:
+        return
+
+
+_drop_stale_caches()
 
 __all__ = ["load_own_copies", "njit", "types"]
 

@@ -104,3 +104,43 @@ def test_the_event_core_and_the_kernel_call_the_own_objects_of_compress_and_repl
     seen = json.loads(out.stdout.strip().splitlines()[-1])
     assert seen["core"][0] >= 1 and seen["core"][1] >= 1, seen
     assert seen["hits"] >= 2 and seen["misses"] == 0, seen
+
+
+def test_a_changed_engine_source_drops_every_cached_object_of_the_engine(tmp_path):
+    """numba drops a function's cached object only when its own file changes, though the object
+    embeds its callees; simengine.jit drops all of the engine's when any engine source changed
+    (on a copy of the engine, with stand-in cache files)."""
+    import shutil
+
+    engine = tmp_path / "simengine"
+    shutil.copytree(ROOT / "simengine", engine, ignore=shutil.ignore_patterns("__pycache__"))
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    env["PYTHONPATH"] = str(tmp_path)
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+
+    def import_engine():
+        subprocess.run([sys.executable, "-c", "import simengine.jit"], cwd=tmp_path, env=env, check=True,
+                       capture_output=True, text=True)
+
+    def plant() -> list:
+        files = [engine / "__pycache__" / "x.f-1.py311.nbi", engine / "schedulers" / "__pycache__" / "y.g-2.py311.1.nbc"]
+        for f in files:
+            f.parent.mkdir(exist_ok=True)
+            f.write_bytes(b"stand-in")
+        return files
+
+    import_engine()  # first import: the digest is written
+    marker = engine / "__pycache__" / "gridweb-engine-sources.stamp"
+    assert marker.exists()
+    planted = plant()
+    import_engine()  # nothing changed: the cached objects stay
+    assert all(f.exists() for f in planted)
+    before = marker.read_text()
+    profile = engine / "schedulers" / "_linked_profile.py"
+    profile.write_text(profile.read_text() + "\n# changed\n")  # one callee's file, not the callers'
+    import_engine()
+    assert not any(f.exists() for f in planted)  # every engine folder's objects went, not only that file's
+    assert marker.read_text() != before
+    planted = plant()
+    import_engine()  # and the new digest holds
+    assert all(f.exists() for f in planted)
