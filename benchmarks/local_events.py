@@ -23,6 +23,12 @@ it times
 ``--split`` instead times the event core alone, feature by feature (none, the reservations, the
 priorities, priorities with suspend/resume, all three), to show what each costs.
 
+``--copies`` instead times conservative (the kernel on the plain input, the event core on the
+AR+suspend one) in fresh processes that load from numba's cache, alternately with and without
+``simengine.jit.load_own_copies`` (without it, the kernel and the core run the copies of
+``compress`` and ``replan_queue`` embedded in their own cached objects); best of ``--reps`` per
+process, ``--rounds`` processes each. Run the script once before, so the cache is full.
+
 It prints jobs per second (median of ``--reps``), the core's speed-up over the previous loop, and
 issue 12's targets for the AR+suspend rows (EASY >= 100,000 jobs/s, conservative >= 20,000 jobs/s;
 set for DAS2, printed for ``--random`` too) with PASS/MISS. Exit status 1 if a cross-check fails.
@@ -31,7 +37,9 @@ benchmarks/run_all.py runs the same measurement as its section (e).
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -181,6 +189,48 @@ def split(submit, runtime, estimate, size, processors: int, reps: int, out=print
     return rates
 
 
+def copies_child(embedded: bool, n: int | None, reps: int) -> None:
+    """One process of ``--copies``: conservative's kernel and event core, best of ``reps``, as JSON."""
+    from simengine.schedulers import conservative
+    if embedded:  # the callers keep their own objects' copies: the call that loads the callees is skipped
+        event_core.load_own_copies = conservative.load_own_copies = lambda *dispatchers: []
+    submit, runtime, estimate, size = workload(n or 10**9)
+    m, span, params = len(submit), submit[-1], BackfillParams()
+
+    def core(k=m):
+        return ClusterSim(PROCESSORS, "conservative", submit[:k], runtime[:k], estimate[:k], size[:k],
+                          **features_kwargs(event_core, k, span, PROCESSORS)).run()
+
+    def kernel(k=m):
+        return conservative.schedule(submit[:k], runtime[:k], estimate[:k], size[:k], PROCESSORS, params)
+
+    out = {}
+    for name, fn in (("kernel", kernel), ("core", core)):
+        fn(50)  # loads from the cache (or compiles), outside the timing
+        out[name] = m / min(timed(fn, 1)[0] for _ in range(reps))
+    print(json.dumps(out))
+
+
+def copies(n: int | None, reps: int, rounds: int, out=print) -> dict:
+    """``--copies``: {"own"|"embedded": {"kernel"|"core": [jobs/s of each process]}}."""
+    rates: dict = {mode: {"kernel": [], "core": []} for mode in ("own", "embedded")}
+    for _ in range(rounds):
+        for mode in rates:
+            cmd = [sys.executable, __file__, "--copies-child", mode, "--reps", str(reps)]
+            if n:
+                cmd += ["--jobs", str(n)]
+            got = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1])
+            for k, v in got.items():
+                rates[mode][k].append(v)
+    out(f"{'conservative':<28}{'own objects':>14}{'embedded copies':>17}{'ratio':>8}  (jobs/s, median of processes)")
+    for k, label in (("kernel", "kernel, plain"), ("core", "event core, AR+suspend")):
+        own, emb = statistics.median(rates["own"][k]), statistics.median(rates["embedded"][k])
+        out(f"{label:<28}{own:>14,.0f}{emb:>17,.0f}{own / emb:>7.2f}x   "
+            f"(own {', '.join(f'{v:,.0f}' for v in rates['own'][k])}; "
+            f"embedded {', '.join(f'{v:,.0f}' for v in rates['embedded'][k])})")
+    return rates
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--jobs", type=int, default=None, help="the first N jobs (default: the whole trace)")
@@ -188,7 +238,18 @@ def main() -> int:
     ap.add_argument("--random", action="store_true", help="the short-queue synthetic workload, 128 processors")
     ap.add_argument("--no-previous", action="store_true", help="skip the previous (plain-Python) event loop")
     ap.add_argument("--split", action="store_true", help="the event core alone, feature by feature")
+    ap.add_argument("--copies", action="store_true",
+                    help="conservative with and without simengine.jit.load_own_copies, fresh processes")
+    ap.add_argument("--rounds", type=int, default=3, help="--copies: processes per side")
+    ap.add_argument("--copies-child", choices=("own", "embedded"), help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.copies_child:
+        copies_child(args.copies_child == "embedded", args.jobs, args.reps)
+        return 0
+    if args.copies:
+        print(f"DAS2-fs1, offered load 0.85, best of {args.reps} per process, {args.rounds} processes each")
+        copies(args.jobs, args.reps, args.rounds)
+        return 0
     if args.random:
         processors = 128
         submit, runtime, estimate, size = random_workload(args.jobs or 10_000, processors)

@@ -61,10 +61,10 @@ ENGINE = Path(__file__).resolve().parent
 STAMP_NAME = "gridweb-engine-sources.stamp"
 
 
-def _sources_stamp() -> str:
-    """A digest of every engine source file's path, size and modification time."""
+def _sources_stamp(sources: list[Path]) -> str:
+    """A digest of the engine source files' paths, sizes and modification times."""
     h = hashlib.sha256()
-    for path in sorted(ENGINE.rglob("*.py")):
+    for path in sources:
         st = path.stat()
         h.update(f"{path.relative_to(ENGINE)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
     return h.hexdigest()
@@ -95,18 +95,19 @@ def _drop_stale_caches() -> None:
     upgrade in place (git pull) that changed, say, the profile helpers but not the conservative
     kernel, the kernel would go on running the old helpers under the new engine version. One
     digest of all engine sources, kept beside the cache, decides: on a change every cached
-    object of the engine goes and is compiled again on first use. Costs about a millisecond a
-    process when nothing changed. Anything unexpected leaves the caches as they are."""
+    object of the engine goes and is compiled again on first use. Costs about 2 ms a process
+    when nothing changed. Anything unexpected leaves the caches as they are."""
     try:
-        stamp = _sources_stamp()
+        sources = sorted(ENGINE.rglob("*.py"))
+        stamp = _sources_stamp(sources)
         home = _cache_dir(ENGINE / "jit.py")
         if home is None:
             return
         marker = home / STAMP_NAME
         if marker.exists() and marker.read_text() == stamp:
             return
-        for folder in sorted({p.parent for p in ENGINE.rglob("*.py")}):
-            cache = _cache_dir(folder / "__init__.py") if (folder / "__init__.py").exists() else None
+        for source in {p.parent: p for p in sources}.values():  # one file per folder finds its cache
+            cache = _cache_dir(source)
             if cache is None or not cache.is_dir():
                 continue
             for f in list(cache.glob("*.nbi")) + list(cache.glob("*.nbc")):
@@ -141,11 +142,12 @@ def load_own_copies(*dispatchers) -> list:
     Why: a compiled function's cached object holds a copy of every function it calls, and a
     process that loads the caller first runs those copies; one that compiled the callees, or
     loaded them first, runs the callees' own objects instead. Same source, but measured on
-    2026-11-29 (DAS2-fs1, load 0.85): the conservative kernel ran 25,000 jobs/s on the embedded
-    copies against 35,000 on the callees' own, the event core (reservations, priorities,
-    suspend/resume) 16,000 against 21,500; the copies of ``compress`` and ``replan_queue`` are
-    the slow ones (why, numba's object code does not say). So the callers of those hot
-    functions call this first; it costs about 0.03 s once a process (docs/performance.md).
+    2026-11-29 (DAS2-fs1, load 0.85, ``benchmarks/local_events.py --copies``): the conservative
+    kernel ran about 23,500 jobs/s on the embedded copies against 33,500 on the callees' own, the
+    event core (reservations, priorities, suspend/resume) 16,300 against 19,600-23,000; the copies
+    of ``compress`` and ``replan_queue`` are the slow ones (why, numba's object code does not
+    say). So the callers of those hot functions call this first; it adds about 0.05 s to a
+    process's first conservative run (docs/performance.md).
 
     Only overloads already in the cache, for the current source, are loaded (nothing is
     compiled here); anything unexpected from numba's internals leaves it to numba (correct

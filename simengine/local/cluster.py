@@ -43,9 +43,9 @@ from simengine.jit import load_own_copies
 from simengine.local import core
 from simengine.local.core import (AR_ACCEPTED, AR_ACTIVE, AR_DONE, AR_PENDING, AR_REJECTED, DONE,  # noqa: F401
                                   KILLED, QUEUED, RUNNING, SUSPENDED, WAITING)
+from simengine.local.profile import replan_queue
 from simengine.preemption import PreemptionMode
 from simengine.schedulers.base import planned_end  # noqa: F401  (re-exported: the kernels' rule)
-from simengine.local.profile import replan_queue
 from simengine.schedulers.conservative import compress, job_classes
 
 INF = math.inf
