@@ -28,6 +28,8 @@ group (:func:`load_entry_points`); nothing is ever uploaded through the web.
 from __future__ import annotations
 
 import heapq
+from bisect import bisect_left
+from operator import attrgetter
 import math
 import warnings
 from importlib.metadata import entry_points
@@ -277,9 +279,12 @@ def _events(policy: LocalScheduler, submit: list, runtime: list, estimate: list,
             heapq.heappush(ends, (t + runtime[job.id], job.id))
         if all(queue[i] is job for i, job in enumerate(chosen)):  # (from the head: FCFS's case)
             del queue[:len(chosen)]
-        else:
+        else:  # the queue is in id order: find each by bisection (list.remove compares every job before it)
             for job in chosen:
-                queue.remove(job)
+                del queue[bisect_left(queue, job.id, key=_job_id)]
+
+
+_job_id = attrgetter("id")
 
 
 def load_entry_points() -> list[str]:
