@@ -21,7 +21,7 @@ from tests.conftest import ROOT
 from tests.simengine.live_stream import check_live_stream
 from tests.simengine.test_conformance import PARAMS
 
-import gridweb_example_policies.reference  # noqa: F401  (registers python-fcfs and python-easy)
+import gridweb_example_policies.reference  # noqa: F401  (registers python-fcfs, python-easy, python-easy-arrays)
 
 DAS2 = ROOT / "gridweb" / "demo" / "DAS2-fs1-2003-1.swf.gz"
 
@@ -137,23 +137,45 @@ def test_sjf_is_not_easy_on_those_inputs():
 
 # ---- plain-Python FCFS and EASY: the built-in kernels' schedules --------------------------------
 
-@pytest.mark.parametrize("scheduler,path", [(s, p) for s, p in PARAMS if s in ("fcfs", "easy")],
-                         ids=[f"{s}-{p.name}" for s, p in PARAMS if s in ("fcfs", "easy")])
-def test_python_fcfs_and_easy_reproduce_the_pyss_finish_times(scheduler, path):
+#: (the built-in kernel, the plain-Python policy that must give its schedules)
+PYTHON_TWINS = [("fcfs", "python-fcfs"), ("easy", "python-easy"), ("easy", "python-easy-arrays")]
+
+
+@pytest.mark.parametrize("builtin,python,path", [(b, p, c) for b, p in PYTHON_TWINS for s, c in PARAMS if s == b],
+                         ids=[f"{p}-{c.name}" for b, p in PYTHON_TWINS for s, c in PARAMS if s == b])
+def test_python_fcfs_and_easy_reproduce_the_pyss_finish_times(builtin, python, path):
     case = read_case(path)
-    entry = LOCAL_SCHEDULERS.get(f"python-{scheduler}")
+    entry = LOCAL_SCHEDULERS.get(python)
     start = entry.implementation(case.submit, case.runtime, case.estimate, case.processors, PROCESSORS,
                                  entry.params()).start
     np.testing.assert_array_equal(np.floor(case.runtime + start).astype(np.int64), case.expected_finish)
 
 
-@pytest.mark.parametrize("scheduler", ["fcfs", "easy"])
-def test_python_fcfs_and_easy_give_the_kernels_schedule_on_das2(scheduler):
+@pytest.mark.parametrize("builtin,python", PYTHON_TWINS)
+def test_python_fcfs_and_easy_give_the_kernels_schedule_on_das2(builtin, python):
     """A whole trace at load 0.9 with overrunning jobs (EASY's plan extensions): the same starts."""
-    builtin = simengine.run(das2_scenario(scheduler))
-    python = simengine.run(das2_scenario(f"python-{scheduler}"))
-    np.testing.assert_array_equal(python.jobs["start"], builtin.jobs["start"])
-    assert (python.jobs["runtime"] > python.jobs["estimate"]).any()  # overruns happen
+    kernel = simengine.run(das2_scenario(builtin))
+    plain = simengine.run(das2_scenario(python))
+    np.testing.assert_array_equal(plain.jobs["start"], kernel.jobs["start"])
+    assert (plain.jobs["runtime"] > plain.jobs["estimate"]).any()  # overruns happen
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("builtin,python", PYTHON_TWINS)
+def test_python_fcfs_and_easy_give_the_kernels_schedule_on_random_workloads(builtin, python, seed):
+    """Integer times (ties of arrivals, ends and shadow times everywhere), zero run times, jobs
+    outliving their estimates, 3,000 jobs (python-easy-arrays grows its arrays past 1,024)."""
+    rng = np.random.default_rng(seed)
+    n, P = 3000, 16
+    submit = np.sort(rng.integers(0, 20 * n, n)).astype(float)
+    runtime = rng.integers(0, 300, n).astype(float)
+    estimate = np.maximum(runtime + rng.integers(-60, 120, n), 1).astype(float)
+    size = rng.integers(1, P + 1, n)
+    kernel, plain = LOCAL_SCHEDULERS.get(builtin), LOCAL_SCHEDULERS.get(python)
+    want = kernel.implementation(submit, runtime, estimate, size, P, kernel.params()).start
+    got = plain.implementation(submit, runtime, estimate, size, P, plain.params()).start
+    np.testing.assert_array_equal(got, want)
+    assert (submit[1:] == submit[:-1]).any() and (runtime > estimate).any()
 
 
 # ---- the three ways in: Python API (with its live Gantt), CLI, scenario checks -------------------
