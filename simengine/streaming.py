@@ -129,13 +129,14 @@ class LiveGantt:
         self.open = empty_rows()
         self.queued: list[int] | None = None
         self.last_sent: float | None = None
-        self.begin, self.expected_end = 0.0, math.nan
+        self.begin, self.expected_end, self.done = 0.0, math.nan, 0.0
         self.finished = False
 
-    def expect(self, begin: float, end: float) -> None:
+    def expect(self, begin: float, end: float, done: float = 0.0) -> None:
         """The simulated times the replication starts and is expected to end at (for its
-        progress fraction, which is measured in simulated time)."""
-        self.begin, self.expected_end = float(begin), float(end)
+        progress fraction, which is measured in simulated time); ``done``: the share of the
+        replication's work finished before ``begin`` (an offline plan), where the fraction starts."""
+        self.begin, self.expected_end, self.done = float(begin), float(end), float(done)
 
     def restart(self) -> None:
         """The model simulates the replication again from its start (with more jobs drawn):
@@ -169,8 +170,8 @@ class LiveGantt:
 
     def fraction(self, at: float) -> float:
         span = self.expected_end - self.begin
-        done = (at - self.begin) / span if span > 0 else 0.0
-        return min(max(done, 0.0), 0.99) / self.R
+        simulated = min(max((at - self.begin) / span if span > 0 else 0.0, 0.0), 1.0)
+        return min(self.done + (1.0 - self.done) * simulated, 0.99) / self.R
 
     def finish(self, seg: dict[str, np.ndarray] | None, jobs: dict[str, np.ndarray] | None = None) -> None:
         """The Result's segments (``job`` a row of ``jobs``): the rows not sent yet go out,

@@ -7,8 +7,10 @@ Every interval is half-open: a stage on ``[a, b)`` does not collide with a stage
 starts at ``b``.
 
 ``fit`` is the paper's Algorithm 3 written as a loop (the recursion only ever goes one
-stage forward or backward); ``schedule_tests`` is Algorithm 2 over many independent
-tests in one call, so the 1000-test reproduction needs one compiled call per algorithm.
+stage forward or backward); ``plan_applications`` is Algorithm 2 over a range of one test's
+applications (a run plans its one test in slices of them, reporting progress between);
+``schedule_tests`` runs it over many independent tests in one call, so the 1000-test
+reproduction needs one compiled call per algorithm.
 """
 from __future__ import annotations
 
@@ -219,6 +221,46 @@ def compact(bt, bv, m, d, n, nmax, limit, move_first, hold, rbt, rbv, rhold):
 
 
 @njit(cache=True)
+def plan_scratch(stages, app_off):
+    """The EP and scratch arrays for planning up to ``stages`` stages (each adds at most two
+    breakpoints), the EP empty (one step: nothing busy from 0)."""
+    cap = 2 * stages + 4
+    bt = np.empty(cap)
+    bv = np.empty(cap, np.int64)
+    bt[0] = 0.0
+    bv[0] = 0
+    longest = 0
+    for a in range(app_off.shape[0] - 1):
+        if app_off[a + 1] - app_off[a] > longest:
+            longest = app_off[a + 1] - app_off[a]
+    return bt, bv, np.empty(cap), np.empty(cap, np.int64), np.empty(longest + 1), np.empty(longest + 1)
+
+
+@njit(cache=True)
+def plan_applications(a0, a1, app_off, d, n, nmax, limit, do_compact, move_first, bt, bv, m, rbt, rbv, h, rh,
+                      hold, app_start, app_end):
+    """Algorithm 2 for applications a0 .. a1-1 of one test, in order, each fitted into the
+    resource EP (bt, bv, m) and added to it; returns the EP's new step count. Called on
+    consecutive ranges, it plans as one call over all of them would: the EP is the whole state.
+    ``rbt``/``rbv`` (as long as bt) and ``h``/``rh`` (longest application + 1) are scratch."""
+    for a in range(a0, a1):
+        lo, hi = app_off[a], app_off[a + 1]
+        N = hi - lo
+        da = d[lo:hi]
+        na = n[lo:hi]
+        hv = h[:N + 1]
+        fit(bt, bv, m, da, na, nmax, limit, 0.0, move_first, hv)
+        if do_compact:
+            compact(bt, bv, m, da, na, nmax, limit, move_first, hv, rbt, rbv, rh[:N + 1])
+        for i in range(N):
+            hold[lo + i] = hv[i]
+            m = ep_add(bt, bv, m, hv[i], hv[i + 1], na[i])
+        app_start[a] = hv[0]
+        app_end[a] = hv[N]
+    return m
+
+
+@njit(cache=True)
 def schedule_tests(test_off, app_off, d, n, nmax, limit, do_compact, move_first, hold, app_start, app_end):
     """Algorithm 2 for each test: applications in order, each fitted into the resource EP.
 
@@ -233,32 +275,9 @@ def schedule_tests(test_off, app_off, d, n, nmax, limit, do_compact, move_first,
         s = app_off[test_off[t + 1]] - app_off[test_off[t]]
         if s > max_stages:
             max_stages = s
-    cap = 2 * max_stages + 4
-    bt = np.empty(cap)
-    bv = np.empty(cap, np.int64)
-    rbt = np.empty(cap)
-    rbv = np.empty(cap, np.int64)
-    longest = 0
-    for a in range(app_off.shape[0] - 1):
-        if app_off[a + 1] - app_off[a] > longest:
-            longest = app_off[a + 1] - app_off[a]
-    h = np.empty(longest + 1)
-    rh = np.empty(longest + 1)
+    bt, bv, rbt, rbv, h, rh = plan_scratch(max_stages, app_off)
     for t in range(ntests):
         bt[0] = 0.0
         bv[0] = 0
-        m = 1
-        for a in range(test_off[t], test_off[t + 1]):
-            lo, hi = app_off[a], app_off[a + 1]
-            N = hi - lo
-            da = d[lo:hi]
-            na = n[lo:hi]
-            hv = h[:N + 1]
-            fit(bt, bv, m, da, na, nmax, limit, 0.0, move_first, hv)
-            if do_compact:
-                compact(bt, bv, m, da, na, nmax, limit, move_first, hv, rbt, rbv, rh[:N + 1])
-            for i in range(N):
-                hold[lo + i] = hv[i]
-                m = ep_add(bt, bv, m, hv[i], hv[i + 1], na[i])
-            app_start[a] = hv[0]
-            app_end[a] = hv[N]
+        plan_applications(test_off[t], test_off[t + 1], app_off, d, n, nmax, limit, do_compact, move_first,
+                          bt, bv, 1, rbt, rbv, h, rh, hold, app_start, app_end)

@@ -10,12 +10,14 @@ tests in one compiled call (the reproduction's path).
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 
 from simengine.evolving.generate import FlatWorkload
-from simengine.evolving.kernels import schedule_tests
+from simengine.evolving.kernels import plan_applications, plan_scratch, schedule_tests
 from simengine.evolving import mapping
 from simengine.evolving.models import ALGORITHMS, Algorithm, EvolvingScenario, load_evolving
 
@@ -41,9 +43,17 @@ class FlatSchedule:
         return out
 
 
+#: wall-clock seconds a slice of applications should take when the plan reports progress
+SLICE_SECONDS = 0.1
+
+
 def schedule_flat(w: FlatWorkload, algorithm: Algorithm | str, n_max: int = 100,
-                  move_first_stage: bool = True) -> FlatSchedule:
-    """Schedule every test of ``w`` with ``algorithm`` (CBF: ``w`` is made rigid first)."""
+                  move_first_stage: bool = True, on_planned: Callable[[int, int], None] | None = None) -> FlatSchedule:
+    """Schedule every test of ``w`` with ``algorithm`` (CBF: ``w`` is made rigid first).
+
+    ``on_planned(stages, of)``: called between slices of applications (about SLICE_SECONDS
+    each) with the stages planned so far and in all; it may raise to stop the plan. Without
+    it every test is planned in one compiled call. The schedule is the same either way."""
     alg = ALGORITHMS[algorithm] if isinstance(algorithm, str) else algorithm
     if alg.rigid:
         w = w.rigid()
@@ -52,8 +62,24 @@ def schedule_flat(w: FlatWorkload, algorithm: Algorithm | str, n_max: int = 100,
     end = np.empty_like(start)
     if len(w.d) and int(w.n.max()) > n_max:
         raise ValueError(f"a stage needs {int(w.n.max())} nodes, more than n_max = {n_max}")
-    schedule_tests(w.test_off, w.app_off, w.d, w.n, int(n_max), float(alg.stretch_limit),
-                   bool(alg.compact and not alg.rigid), bool(move_first_stage), hold, start, end)
+    args = (w.app_off, w.d, w.n, int(n_max), float(alg.stretch_limit), bool(alg.compact and not alg.rigid),
+            bool(move_first_stage))
+    if on_planned is None:
+        schedule_tests(w.test_off, *args, hold, start, end)
+    else:
+        for t in range(len(w.test_off) - 1):
+            first, last = int(w.test_off[t]), int(w.test_off[t + 1])
+            bt, bv, rbt, rbv, h, rh = plan_scratch(int(w.app_off[last] - w.app_off[first]), w.app_off)
+            m, a, step = 1, first, 16
+            while a < last:
+                b = min(a + step, last)
+                wall = time.perf_counter()
+                m = plan_applications(a, b, *args, bt, bv, m, rbt, rbv, h, rh, hold, start, end)
+                took = time.perf_counter() - wall
+                a = b
+                on_planned(int(w.app_off[a]), len(w.d))
+                # (each application's fit scans the EP, which grows with every one: slices shrink)
+                step = max(1, int(step * min(4.0, max(0.5, SLICE_SECONDS / max(took, 1e-6)))))
     return FlatSchedule(w, hold, start, end)
 
 
@@ -124,13 +150,14 @@ class Schedule:
         return mapping.segments(self)
 
 
-def schedule(scenario: EvolvingScenario | dict) -> Schedule:
-    """Schedule the applications of ``scenario`` in order with its algorithm."""
+def schedule(scenario: EvolvingScenario | dict, on_planned: Callable[[int, int], None] | None = None) -> Schedule:
+    """Schedule the applications of ``scenario`` in order with its algorithm (``on_planned``:
+    progress, as for :func:`schedule_flat`)."""
     s = load_evolving(scenario)
     alg = s.policy
     requested = [[(st.duration, st.nodes) for st in app.stages] for app in s.applications]
     w = FlatWorkload.from_tests([requested])
-    fs = schedule_flat(w, alg, s.n_max, s.move_first_stage)
+    fs = schedule_flat(w, alg, s.n_max, s.move_first_stage, on_planned)
     rw = fs.workload
     holds, nodes, work = [], [], []
     for a in range(len(requested)):

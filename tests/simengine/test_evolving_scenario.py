@@ -8,6 +8,7 @@ The hand case is test_evolving.py's: n_max = 10, application A holds 8 nodes for
 from __future__ import annotations
 
 import copy
+import importlib
 
 import numpy as np
 import pytest
@@ -133,3 +134,90 @@ def test_scheduler_defaults():
     assert s.platform.clusters[0].scheduler.params["algorithm"] == "mic"
     assert s2.platform.clusters[0].scheduler.params == {"algorithm": "nos", "move_first_stage": True,
                                                         "release": "last_acquired"}
+
+
+# ---- the plan in slices: progress while Algorithm 2 runs, and a stop inside it --------------------
+
+PLAN = importlib.import_module("simengine.evolving.schedule")  # (the package's ``schedule`` is the function)
+
+def test_the_plan_in_slices_gives_the_schedule_of_one_call(monkeypatch):
+    """Every algorithm, several tests: the EP carried between slices is the whole state."""
+    from simengine.evolving.generate import WorkloadSpec, generate
+
+    plan = PLAN
+    monkeypatch.setattr(plan, "SLICE_SECONDS", 0.0)  # slices of one application after the first
+    w = generate(WorkloadSpec(tests=4, applications=(30, 60), seed=3))
+    for alg in ("mic", "mic+c", "inf+c", "nos", "cbf"):
+        whole = plan.schedule_flat(w, alg, 100)
+        seen = []
+        sliced = plan.schedule_flat(w, alg, 100, on_planned=lambda done, of: seen.append((done, of)))
+        for name in ("hold", "start", "end"):
+            np.testing.assert_array_equal(getattr(sliced, name), getattr(whole, name))
+        done = [d for d, _ in seen]
+        of = len(w.d) if alg != "cbf" else len(w.app_off) - 1  # (CBF plans one rigid stage per application)
+        assert len(seen) > 50 and done == sorted(done) and seen[-1] == (of, of)
+
+
+def generated(applications: int, replications: int = 1) -> dict:
+    return scenario("mic+c", processors=100, generate={"applications": [applications, applications],
+                                                       "stages": [10, 10]}) | {"run": {"replications": replications}}
+
+
+def test_a_long_plan_reports_progress_before_its_gantt(monkeypatch):
+    """Progress chunks while the applications are planned (nothing can be drawn yet: Algorithm 1
+    maps them only once all are planned), rising with the planned stages, then the live Gantt
+    goes on from the plan's share; the fraction never goes back."""
+    from simengine import driver
+    from simengine.evolving import run as evolving_run
+
+    monkeypatch.setattr(driver, "STEP_REPORT_SECONDS", 0.0)
+    monkeypatch.setattr(PLAN, "SLICE_SECONDS", 0.0)
+    chunks = []
+    r = simengine.run(generated(400, replications=2), on_progress=chunks.append)
+    first_gantt = next(i for i, c in enumerate(chunks) if c["kind"] == "segments")
+    planning = [c["fraction"] for c in chunks[:first_gantt]]
+    assert len(planning) > 20 and all(c["kind"] == "progress" for c in chunks[:first_gantt])
+    share = evolving_run.plan_share(4000)
+    assert planning == sorted(planning) and planning[-1] <= share / 2  # (replication 0 of 2)
+    assert chunks[first_gantt]["fraction"] >= planning[-1]
+    fractions = [c["fraction"] for c in chunks if c.get("fraction") is not None]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0
+    check_live_stream(chunks, r)
+
+
+def test_a_stop_inside_the_plan_ends_the_run_there(monkeypatch):
+    """A cancelled run (its callback raises, as the site's does) stops inside the plan -- in
+    replication 0 (from a progress chunk) and in a replication after it (from the callback's
+    ``check()``) -- not when the plan is over."""
+    from simengine import driver
+
+    monkeypatch.setattr(driver, "STEP_REPORT_SECONDS", 0.0)
+    monkeypatch.setattr(PLAN, "SLICE_SECONDS", 0.0)
+    slices = []
+    real = PLAN.plan_applications
+    monkeypatch.setattr(PLAN, "plan_applications", lambda a0, a1, *args: (slices.append(a1), real(a0, a1, *args))[1])
+
+    class Stop(Exception):
+        pass
+
+    def stop_in(replication: int):
+        finished = []  # replications whose Gantt went out (replication 0's only)
+
+        def on_progress(chunk):
+            if chunk["kind"] == "segments" and chunk.get("final"):
+                finished.append(chunk)
+            elif chunk["kind"] == "progress" and replication == 0:
+                raise Stop
+
+        def check():
+            if replication == 1 and finished:
+                raise Stop
+
+        on_progress.check = check
+        slices.clear()
+        with pytest.raises(Stop):
+            simengine.run(generated(2000, replications=2), on_progress=on_progress, workers=1)
+        return len(finished)
+
+    assert stop_in(0) == 0 and 0 < slices[-1] < 2000
+    assert stop_in(1) == 1 and 0 < slices[-1] < 2000 and slices.count(2000) == 1  # replication 0 planned whole
