@@ -15,6 +15,18 @@ from pydantic import BaseModel, ConfigDict, Field
 from simengine.policy import LocalScheduler, register
 
 
+def start_from_head(queue, free: int) -> tuple[list, int]:
+    """The jobs at the head of the queue that fit, in order, until one does not; the processors
+    left free then."""
+    started = []
+    for job in queue:
+        if job.size > free:
+            break
+        started.append(job)
+        free -= job.size
+    return started, free
+
+
 @register
 class PythonFCFS(LocalScheduler):
     """First-come first-served, no backfilling (plain Python)."""
@@ -22,13 +34,7 @@ class PythonFCFS(LocalScheduler):
     name = "python-fcfs"
 
     def schedule(self, now, queue, free, running):
-        started = []
-        for job in queue:
-            if job.size > free:
-                break
-            started.append(job)
-            free -= job.size
-        return started
+        return start_from_head(queue, free)[0]
 
 
 class OverrunParams(BaseModel):
@@ -48,18 +54,6 @@ def planned_end(job, now: float, step: float) -> float:
         end += ext
         ext *= 2.0
     return end + ext
-
-
-def start_from_head(queue, free: int) -> tuple[list, int]:
-    """The jobs at the head of the queue that fit, in order, until one does not; the processors
-    left free then."""
-    started = []
-    for job in queue:
-        if job.size > free:
-            break
-        started.append(job)
-        free -= job.size
-    return started, free
 
 
 def head_reservation(head, now: float, free: int, running, started, step: float) -> tuple[float, int]:
