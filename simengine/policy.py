@@ -31,25 +31,39 @@ import heapq
 from bisect import bisect_left
 from operator import attrgetter
 import math
+import traceback
 import warnings
 from importlib.metadata import entry_points
+from pathlib import Path
 from typing import ClassVar, Collection, Iterable, Sequence
 
 import numpy as np
 from pydantic import BaseModel
 
+from simengine.errors import SimEngineError
 from simengine.registry import GRID_PLACEMENT, LOCAL_SCHEDULERS, SITE_ALLOCATION, NoParams
 from simengine.schedulers.base import ClusterSchedule, ClusterSteps, check_inputs
 
 __all__ = ["Job", "LocalScheduler", "GridJob", "Grid", "PlacementPolicy", "SiteAllocationPolicy", "PolicyError",
-           "register", "load_entry_points", "ENTRY_POINT_GROUP"]
+           "policy_raised", "register", "load_entry_points", "ENTRY_POINT_GROUP"]
 
 #: the entry point group installed packages register their policies under
 ENTRY_POINT_GROUP = "simengine.policies"
 
 
-class PolicyError(RuntimeError):
-    """A policy asked for something the cluster cannot do (the message says what and when)."""
+class PolicyError(SimEngineError, RuntimeError):
+    """A policy asked for something the cluster cannot do, or raised an exception of its own (the
+    message names the policy and says what and when; the policy's exception is its cause)."""
+
+
+def policy_raised(name: str, call: str, exc: Exception) -> PolicyError:
+    """What a policy's own exception becomes: the policy, the call and where in the policy's
+    code it was raised (the web shows a run's error text only, without a traceback)."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    # the file by its package folder and name: enough to find it, and no server paths on a web page
+    where = (f" ({'/'.join(Path(frames[-1].filename).parts[-2:])}, line {frames[-1].lineno}, in {frames[-1].name})"
+             if frames else "")
+    return PolicyError(f"{name}: {call} raised {type(exc).__name__}: {exc}{where}")
 
 
 class Job:
@@ -200,7 +214,10 @@ class PythonSiteAllocation:
         out = np.empty(len(jobs), np.int32)
         for i, (submit, size, estimate) in enumerate(zip(jobs.submit.tolist(), jobs.processors.tolist(),
                                                          jobs.estimate.tolist())):
-            c = policy.choose(Job(i, submit, size, estimate))
+            try:
+                c = policy.choose(Job(i, submit, size, estimate))
+            except Exception as exc:  # noqa: BLE001 - the researcher's code: any failure
+                raise policy_raised(self.policy.name, f"choose() for job {i} (submitted at t={submit:g})", exc) from exc
             if not (isinstance(c, (int, np.integer)) and 0 <= c < len(procs)):
                 raise PolicyError(f"{self.policy.name}: job {i} was sent to {c!r}, not a cluster index "
                                   f"0..{len(procs) - 1}")
@@ -262,10 +279,14 @@ def _events(policy: LocalScheduler, submit: list, runtime: list, estimate: list,
             arrived += 1
         if not queue or free == 0:  # (every job needs a processor)
             continue
-        chosen = schedule(t, queue, free, running.values())
-        if not chosen:
-            continue
-        chosen = list(chosen)
+        try:
+            chosen = schedule(t, queue, free, running.values())
+            if not chosen:
+                continue
+            chosen = list(chosen)  # (a generator runs the policy's code here)
+        except Exception as exc:  # noqa: BLE001 - the researcher's code: any failure
+            raise policy_raised(policy.name, f"schedule() at t={t:g} ({len(queue)} waiting, {free} processors free)",
+                                exc) from exc
         for job in chosen:
             if not (isinstance(job, Job) and job.start != job.start and job.id < arrived):
                 raise PolicyError(f"{policy.name}: at t={t:g} it started {job!r}, which is not a waiting job")

@@ -16,7 +16,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from simengine.policy import Grid, GridJob, PlacementPolicy, PolicyError, register
+from simengine.policy import Grid, GridJob, PlacementPolicy, PolicyError, policy_raised, register
 from simengine.registry import GRID_PLACEMENT
 
 __all__ = ["place", "placement_policy", "compiled_code", "best_site", "WorstFit", "CloseToFiles", "ClusterMinimization",
@@ -219,7 +219,11 @@ def place(job, avail: np.ndarray, policy: PlacementPolicy, files,
         res[k] = (s, c, *best_site(files, job, c))
     if free:
         sizes = tuple(job.sizes[k] for k in free)
-        got = policy.place(GridJob(sizes, job.submit, job.priority, job.file_size, tuple(job.file_sites)), a.copy())
+        try:
+            got = policy.place(GridJob(sizes, job.submit, job.priority, job.file_size, tuple(job.file_sites)), a.copy())
+        except Exception as exc:  # noqa: BLE001 - the researcher's code: any failure
+            raise policy_raised(policy.name, f"place() for a job of {len(sizes)} components submitted at "
+                                             f"t={job.submit:g}", exc) from exc
         if got is None:
             return None
         if len(got) != len(free):

@@ -22,6 +22,7 @@ from tests.simengine.live_stream import check_live_stream
 from tests.simengine.test_conformance import PARAMS
 
 import gridweb_example_policies.reference  # noqa: F401  (registers python-fcfs, python-easy, python-easy-arrays)
+from gridweb_example_policies.reference import start_from_head
 
 DAS2 = ROOT / "gridweb" / "demo" / "DAS2-fs1-2003-1.swf.gz"
 
@@ -242,6 +243,40 @@ def test_a_policy_that_starts_a_job_twice_gets_an_error():
     impl = policy_api.PythonScheduler(Twice)
     with pytest.raises(PolicyError, match="not a waiting job"):
         impl(np.array([0.0]), np.ones(1), np.ones(1), np.array([1]), 4, GreedyParams())
+
+
+class Crashing(LocalScheduler):
+    """Starts jobs FCFS until t > 1000, then divides by zero (from a generator: the policy's code
+    runs while the engine reads its answer)."""
+
+    name = "test-crashing"
+
+    def schedule(self, now, queue, free, running):
+        if now > 1000:
+            yield 1 / 0
+        yield from start_from_head(queue, free)[0]
+
+
+def test_a_policy_that_raises_fails_the_run_naming_it_the_moment_and_its_line():
+    with pytest.raises(PolicyError) as e:
+        policy_api.PythonScheduler(Crashing)(np.arange(0.0, 3000.0, 500.0), np.full(6, 100.0), np.full(6, 100.0),
+                                             np.ones(6, np.int64), 4, GreedyParams())
+    message = str(e.value)
+    assert message.startswith("test-crashing: schedule() at t=1500 (1 waiting, 4 processors free) raised "
+                              "ZeroDivisionError: division by zero (")
+    assert "(simengine/test_policy.py, line " in message and message.endswith(", in schedule)")
+    assert isinstance(e.value.__cause__, ZeroDivisionError)  # the traceback is kept for the Python API
+
+
+def test_the_cli_reports_a_policy_that_raises_as_an_error_not_a_traceback(tmp_path):
+    code = ("import sys; from simengine import cli; from simengine.policy import register; "
+            "from tests.simengine.test_policy import Crashing; register(Crashing); "
+            f"sys.exit(cli.main(['replay', {str(DAS2)!r}, '--processors', '64', '--scheduler', 'test-crashing', "
+            f"'--limit', '200', '--out', {str(tmp_path / 'out')!r}]))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.startswith("error: test-crashing: schedule() at t=") and "ZeroDivisionError" in out.stderr
+    assert "Traceback" not in out.stderr and not (tmp_path / "out" / "jobs.csv").exists()
 
 
 def test_register_refuses_what_is_not_a_policy():

@@ -131,6 +131,32 @@ def test_a_placement_that_answers_the_wrong_shape_gets_an_error():
         place(KoalaJob(0.0, 1.0, [4]), idle, Outside(None, None), None)
 
 
+def test_placement_and_site_allocation_policies_that_raise_are_named_with_the_moment():
+    class Failing(PlacementPolicy):
+        name = "test-failing"
+
+        def place(self, job, idle):
+            return {}["nowhere"]
+
+    class FailingSite(SiteAllocationPolicy):
+        name = "test-failing-site"
+
+        def choose(self, job):
+            return [0][job.id]  # job 1: IndexError
+
+    from simengine.policy import PythonSiteAllocation
+    from simengine.workload import JobTable
+
+    with pytest.raises(PolicyError, match=r"^test-failing: place\(\) for a job of 2 components submitted at t=3 "
+                                          r"raised KeyError: 'nowhere' \(.*test_policy_grid.py, line \d+, in place\)$"):
+        place(KoalaJob(3.0, 1.0, [4, 4]), np.array([10, 20]), Failing(None, None), None)
+    jobs = JobTable(job_id=np.arange(1, 3), submit=np.arange(2.0), runtime=np.ones(2), estimate=np.ones(2),
+                    processors=np.array([1, 1]), cluster=np.full(2, -1), stream=np.zeros(2))
+    with pytest.raises(PolicyError, match=r"^test-failing-site: choose\(\) for job 1 \(submitted at t=1\) raised "
+                                          r"IndexError: list index out of range"):
+        PythonSiteAllocation(FailingSite)(jobs, np.array([8, 16]), {}, np.random.default_rng(0))
+
+
 def test_register_files_each_kind_in_its_registry_and_refuses_an_incomplete_one():
     class NoPlace(PlacementPolicy):
         name = "test-no-place"

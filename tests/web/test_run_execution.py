@@ -23,6 +23,7 @@ from gridweb.runs.services import CannotCancel, cancel_run, create_run, create_s
 from gridweb.runs.thumbnails import busy_fraction, gantt_thumbnail
 from gridweb.scenarios.models import TraceFile
 from gridweb.scenarios.validation import SpecInvalid
+from tests.conftest import ROOT
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -151,6 +152,24 @@ def test_run_of_a_corrupt_trace_fails_naming_the_line_and_keeps_no_result(alice,
     assert run.status == Status.FAILED
     assert "broken.swf, line 3" in run.error and "abc" in run.error
     assert str(execution.trace_dir()) not in run.error  # no server paths in what users see
+    assert not RunResult.objects.filter(run=run).exists()
+
+
+def test_a_run_whose_python_policy_raises_fails_naming_the_policy_and_its_line(alice, monkeypatch):
+    """A researcher's scheduler (installed on the server) with a bug: the run page shows which
+    policy raised what, when and where -- not a bare ``ZeroDivisionError``."""
+    from simengine.policy import register
+    from simengine.registry import LOCAL_SCHEDULERS
+    from tests.simengine.test_policy import Crashing
+
+    monkeypatch.setattr(LOCAL_SCHEDULERS, "_entries", dict(LOCAL_SCHEDULERS._entries))  # (registered for this test)
+    register(Crashing)
+    spec = small_spec(replications=1)
+    spec["platform"]["clusters"][0]["scheduler"] = {"name": "test-crashing"}
+    run = wait_for(create_run(alice, spec), (Status.DONE, Status.FAILED))
+    assert run.status == Status.FAILED
+    assert run.error.startswith("test-crashing: schedule() at t=") and "raised ZeroDivisionError: division by zero (" \
+        in run.error and "(simengine/test_policy.py, line" in run.error and str(ROOT) not in run.error
     assert not RunResult.objects.filter(run=run).exists()
 
 
