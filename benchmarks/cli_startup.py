@@ -36,6 +36,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from worktree import checkout  # (benchmarks/: this script's folder)
+
 ROOT = Path(__file__).resolve().parents[1]
 TRACE = ROOT / "gridweb" / "demo" / "DAS2-fs1-2003-1.swf.gz"
 
@@ -93,17 +95,11 @@ def main() -> int:
     args = ap.parse_args()
     help_cmd = [sys.executable, "-m", "simengine", "--help"]
     if args.peer:
-        with tempfile.TemporaryDirectory() as tmp:
-            peer = Path(tmp) / "peer"
-            subprocess.run(["git", "worktree", "add", "--detach", str(peer), args.peer], cwd=ROOT, check=True,
-                           capture_output=True)
-            try:
-                replay = [sys.executable, "-m", "simengine", "replay", str(TRACE), "--scheduler", "fcfs",
-                          "--processors", "128", "--out", str(Path(tmp) / "out"), "--quiet"]
-                subprocess.run(replay, check=True, cwd=peer, capture_output=True, env=ENV)
-                peer_times = (wall(help_cmd, args.reps, peer), wall(replay, args.reps, peer))
-            finally:
-                subprocess.run(["git", "worktree", "remove", "--force", str(peer)], cwd=ROOT, capture_output=True)
+        with tempfile.TemporaryDirectory() as tmp, checkout(args.peer, Path(tmp) / "peer") as peer:
+            replay = [sys.executable, "-m", "simengine", "replay", str(TRACE), "--scheduler", "fcfs",
+                      "--processors", "128", "--out", str(Path(tmp) / "out"), "--quiet"]
+            subprocess.run(replay, check=True, cwd=peer, capture_output=True, env=ENV)
+            peer_times = (wall(help_cmd, args.reps, peer), wall(replay, args.reps, peer))
     with tempfile.TemporaryDirectory() as tmp:
         out = str(Path(tmp) / "out")
         replay = [sys.executable, "-m", "simengine", "replay", str(TRACE), "--scheduler", "fcfs", "--processors",

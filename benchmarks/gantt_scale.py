@@ -53,7 +53,10 @@ import tempfile
 import threading
 import time
 import urllib.request
+from contextlib import ExitStack
 from pathlib import Path
+
+from worktree import checkout  # (benchmarks/: this script's folder)
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "gantt_scale.json"
@@ -560,12 +563,9 @@ def main() -> None:
 
     tmp = Path(tempfile.mkdtemp(prefix="gantt-scale-"))
     sites = [Site("gridweb", ROOT, tmp)]
-    worktree = None
+    peer_code = ExitStack()  # (the peer's worktree, removed at the end)
     if not args.no_peer:
-        worktree = tmp / "peer-code"
-        subprocess.run(["git", "worktree", "add", "--detach", str(worktree), args.peer], cwd=ROOT, check=True,
-                       capture_output=True)
-        sites.append(Site("peer", worktree, tmp))
+        sites.append(Site("peer", peer_code.enter_context(checkout(args.peer, tmp / "peer-code")), tmp))
     results = {"date": time.strftime("%Y-%m-%d %H:%M"), "peer": args.peer, "cpus": os.cpu_count(),
                "peer_page": "live Gantt" if len(sites) > 1 and sites[1].live_gantt else "old page",
                "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
@@ -594,8 +594,7 @@ def main() -> None:
     finally:
         for site in sites:
             site.stop()
-        if worktree is not None:
-            subprocess.run(["git", "worktree", "remove", "--force", str(worktree)], cwd=ROOT, capture_output=True)
+        peer_code.close()
         shutil.rmtree(tmp, ignore_errors=True)
     results["load"].append(os.getloadavg()[0])
     if merged_into is not None:

@@ -3,6 +3,7 @@ event core (simengine.local.cluster.ClusterSim) against the compiled kernels and
 event loop it replaced (tests/simengine/reference_cluster.py), side by side on the same jobs.
 
     .venv/bin/python benchmarks/local_events.py [--jobs N] [--reps 3] [--random] [--no-previous] [--split]
+                                                [--peer REV [--rounds 3]] [--copies [--rounds 3]]
 
 Input: the DAS2-fs1 trace (gridweb/demo, 64 processors; all of it by default, ``--jobs`` takes the
 first N), submit times compressed so the offered load is 0.85 (long queues: a real trace's
@@ -23,6 +24,12 @@ it times
 ``--split`` instead times the event core alone, feature by feature (none, the reservations, the
 priorities, priorities with suspend/resume, all three), to show what each costs.
 
+``--peer REV`` instead times the AR+suspend input (EASY and conservative: the targets' rows) by this
+checkout and by the repository at REV (a temporary git worktree, run with this virtualenv),
+alternately in fresh processes (``--rounds`` each: a process's speed varies, see docs/performance.md),
+median of ``--reps`` per process; it prints every process's figure, the medians' ratio and whether
+the two gave the same schedules. Each side runs once on a few jobs first, to fill its numba cache.
+
 ``--copies`` instead times conservative (the kernel on the plain input, the event core on the
 AR+suspend one) in fresh processes that load from numba's cache, alternately with and without
 ``simengine.jit.load_own_copies`` (without it, the kernel and the core run the copies of
@@ -37,7 +44,9 @@ benchmarks/run_all.py runs the same measurement as its section (e).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -46,9 +55,11 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+# (--peer's child processes import another revision's engine: GRIDWEB_BENCH_ROOT names its tree)
+ROOT = Path(os.environ.get("GRIDWEB_BENCH_ROOT") or Path(__file__).resolve().parents[1])
 sys.path.insert(0, str(ROOT))
 
+import simengine  # noqa: E402
 from simengine.local import cluster as event_core  # noqa: E402
 from simengine.local.cluster import ClusterSim  # noqa: E402
 from simengine.preemption import preemption_mode  # noqa: E402
@@ -231,6 +242,61 @@ def copies(n: int | None, reps: int, rounds: int, out=print) -> dict:
     return rates
 
 
+def targets_child(n: int | None, reps: int) -> None:
+    """One process of ``--peer``: the AR+suspend input's jobs/s for the targets' policies (median of
+    ``reps``), a digest of each schedule and the engine's folder, as JSON."""
+    submit, runtime, estimate, size = workload(n or 10**9)
+    m, span = len(submit), submit[-1]
+    out: dict = {"root": str(Path(simengine.__file__).resolve().parents[1])}
+    for policy in TARGETS:
+        def run(k=m):
+            return ClusterSim(PROCESSORS, policy, submit[:k], runtime[:k], estimate[:k], size[:k],
+                              **features_kwargs(event_core, k, span, PROCESSORS)).run()
+
+        run(50)  # loads from the cache (or compiles), outside the timing
+        t, sim = timed(run, reps)
+        out[policy] = m / t
+        out[f"{policy} schedule"] = hashlib.sha256(np.asarray(sim.first_start, float).tobytes()
+                                                   + np.asarray(sim.end, float).tobytes()).hexdigest()
+    print(json.dumps(out))
+
+
+def peer(rev: str, n: int | None, reps: int, rounds: int, out=print) -> dict:
+    """``--peer``: {"now"|"peer": [each process's JSON]} for this checkout and ``rev``."""
+    import tempfile
+
+    from worktree import checkout  # (benchmarks/: this script's folder)
+
+    def child(root: Path, jobs: int | None, k: int) -> dict:
+        cmd = [sys.executable, __file__, "--targets-child", "--reps", str(k)] + (["--jobs", str(jobs)] if jobs else [])
+        env = {**os.environ, "GRIDWEB_BENCH_ROOT": str(root)}
+        done = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env, cwd=root)
+        got = json.loads(done.stdout.strip().splitlines()[-1])
+        if Path(got["root"]) != root.resolve():
+            raise RuntimeError(f"a child meant to run {root} imported the engine from {got['root']}")
+        return got
+
+    runs: dict = {"now": [], "peer": []}
+    with tempfile.TemporaryDirectory() as tmp, checkout(rev, Path(tmp) / "peer") as peer_root:
+        roots = {"now": Path(__file__).resolve().parents[1], "peer": peer_root}
+        for root in roots.values():
+            child(root, 200, 1)  # numba's cache of that tree filled (the peer's is new: it compiles)
+        for _ in range(rounds):
+            for side, root in roots.items():
+                runs[side].append(child(root, n, reps))
+    out(f"{'AR+suspend':<14}{'now':>10}{rev:>12}{'now/peer':>10}{'target':>12}        processes now | peer (jobs/s)")
+    for policy, target in TARGETS.items():
+        now = [r[policy] for r in runs["now"]]
+        then = [r[policy] for r in runs["peer"]]
+        a, b = statistics.median(now), statistics.median(then)
+        status = "PASS" if a >= target else "MISS"
+        out(f"{policy:<14}{a:>10,.0f}{b:>12,.0f}{a / b:>9.2f}x{f'>= {target:,}':>12}  {status}  "
+            f"{', '.join(f'{v:,.0f}' for v in now)} | {', '.join(f'{v:,.0f}' for v in then)}")
+    same = {p: runs["now"][0][f"{p} schedule"] == runs["peer"][0][f"{p} schedule"] for p in TARGETS}
+    out("same schedules as the peer: " + ", ".join(f"{p} {'yes' if v else 'NO'}" for p, v in same.items()))
+    return runs
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--jobs", type=int, default=None, help="the first N jobs (default: the whole trace)")
@@ -240,9 +306,19 @@ def main() -> int:
     ap.add_argument("--split", action="store_true", help="the event core alone, feature by feature")
     ap.add_argument("--copies", action="store_true",
                     help="conservative with and without simengine.jit.load_own_copies, fresh processes")
-    ap.add_argument("--rounds", type=int, default=3, help="--copies: processes per side")
+    ap.add_argument("--rounds", type=int, default=3, help="--copies, --peer: processes per side")
     ap.add_argument("--copies-child", choices=("own", "embedded"), help=argparse.SUPPRESS)
+    ap.add_argument("--peer", metavar="REV", help="the AR+suspend targets beside this git revision's, e.g. HEAD~3")
+    ap.add_argument("--targets-child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.targets_child:
+        targets_child(args.jobs, args.reps)
+        return 0
+    if args.peer:
+        print(f"DAS2-fs1, offered load 0.85, AR+suspend, median of {args.reps} per process, "
+              f"{args.rounds} processes each, alternately")
+        peer(args.peer, args.jobs, args.reps, args.rounds)
+        return 0
     if args.copies_child:
         copies_child(args.copies_child == "embedded", args.jobs, args.reps)
         return 0
