@@ -284,8 +284,7 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024  # scenario JSON bodies
 # Recovery (full stack; gridweb.runs.execution.recover_lost_runs): a run whose execution is on
 # another machine and has not refreshed its heartbeat (every 10 s) for this long is taken for dead
 # (the engine holds the interpreter, and the heartbeat thread with it, for well under a second at a
-# time while a run is watched -- compiled kernels run in slices -- and for about a minute at most in
-# an evolving plan at the default limits) ...
+# time while a run is watched -- compiled kernels, and an evolving plan, run in slices) ...
 GRIDWEB_HEARTBEAT_STALE_SECONDS = float(os.environ.get("GRIDWEB_HEARTBEAT_STALE_SECONDS", 120))
 # ... and every Celery worker looks for such runs (and for runs of dead processes of its own machine)
 # this often, and hands them to the workers again.

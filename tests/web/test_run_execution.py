@@ -112,6 +112,28 @@ def test_run_goes_queued_running_done_with_its_chunks_and_result(alice, monkeypa
     assert run.thumbnail.startswith("<svg") and len(run.thumbnail) < 8000
 
 
+def test_an_evolving_run_shows_progress_while_it_plans_before_its_gantt(alice, monkeypatch):
+    """Algorithm 2 plans every application before any Gantt row exists (docs/evolving.md): the
+    run's progress must still move, stored as chunks ahead of the first Gantt chunk."""
+    from simengine import driver
+    from simengine.evolving.run import plan_share
+
+    monkeypatch.setattr(driver, "STEP_REPORT_SECONDS", 0.1)  # (the embedded worker is a thread here)
+    spec = {"name": "evolving plan", "run": {"seed": 3},
+            "platform": {"clusters": [{"name": "c", "processors": 100, "scheduler": {
+                "name": "evolving", "params": {"algorithm": "mic+c"}}}]},
+            "workload": {"streams": [{"kind": "evolving", "name": "apps", "target": "c", "generate": {
+                "applications": [5000, 5000], "stages": [10, 10]}}]}}  # a plan of a second or two
+    run = wait_for(create_run(alice, spec), (Status.DONE, Status.FAILED))
+    assert run.status == Status.DONE, run.error
+    chunks = list(RunChunk.objects.filter(run=run).order_by("seq").values_list("kind", "payload"))
+    first_gantt = next(i for i, (kind, _) in enumerate(chunks) if kind == "segments")
+    planning = [payload["fraction"] for kind, payload in chunks[:first_gantt]]
+    assert planning and all(kind == "progress" for kind, _ in chunks[:first_gantt])
+    assert planning == sorted(planning) and 0 < planning[0] and planning[-1] < plan_share(50_000)
+    assert run.progress == 1.0
+
+
 def test_same_spec_and_seed_give_the_same_hash_and_metrics(alice):
     first = create_run(alice, small_spec(seed=11))
     second = create_run(alice, small_spec(seed=11))
