@@ -146,8 +146,10 @@ def load_own_copies(*dispatchers) -> list:
     kernel ran about 23,500 jobs/s on the embedded copies against 33,500 on the callees' own, the
     event core (reservations, priorities, suspend/resume) 16,300 against 19,600-23,000; the copies
     of ``compress`` and ``replan_queue`` are the slow ones (why, numba's object code does not
-    say). So the callers of those hot functions call this first; it adds about 0.05 s to a
-    process's first conservative run (docs/performance.md).
+    say). An hour later the same script measured no gap (1.01x; docs/performance.md): the
+    cause is not established, and loading the callees first costs little, so it stays. The
+    callers of those hot functions call this first; it adds about 0.05 s to a process's first
+    conservative run.
 
     Only overloads already in the cache, for the current source, are loaded (nothing is
     compiled here); anything unexpected from numba's internals leaves it to numba (correct
