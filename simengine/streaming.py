@@ -225,12 +225,15 @@ class LiveGantt:
 
 
 def run_in_slices(begin: float, expected_end: float, advance: Callable[[float], bool],
-                  report: Callable[[float], bool]) -> None:
+                  report: Callable[[float], bool], seconds: float | None = None) -> None:
     """Drive a resumable simulation to its end in slices of simulated time: ``advance(T)``
     handles every event before T (True when nothing is left), then ``report(T)`` tells the live
     Gantt what the slice showed (True: nothing more can be streamed before the Result, so the
-    rest runs in one go). Slices start small and grow or shrink to take about SLICE_SECONDS of
-    wall time each, so chunks flow from the first moments of a long run."""
+    rest runs in one go). Slices start small and grow or shrink to take about ``seconds``
+    (SLICE_SECONDS) of wall time each, so chunks flow from the first moments of a long run. (A
+    slice costing more than ``seconds`` halves the step: an ``advance`` whose cost is mostly
+    overhead must make progress on every call, as the evolving plan's does.)"""
+    seconds = SLICE_SECONDS if seconds is None else seconds
     step = max((expected_end - begin) * FIRST_SLICE, 1e-9) if math.isfinite(expected_end) else 1.0
     T = begin
     while True:
@@ -242,7 +245,7 @@ def run_in_slices(begin: float, expected_end: float, advance: Callable[[float], 
                 advance(math.inf)
             return
         took = time.perf_counter() - wall
-        step *= min(4.0, max(0.5, SLICE_SECONDS / max(took, 1e-6)))
+        step *= min(4.0, max(0.5, seconds / max(took, 1e-6)))
 
 
 def _split(t1: np.ndarray, size: int) -> list[tuple[int, int]]:

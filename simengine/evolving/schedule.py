@@ -10,7 +10,6 @@ tests in one compiled call (the reproduction's path).
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -20,6 +19,7 @@ from simengine.evolving.generate import FlatWorkload
 from simengine.evolving.kernels import plan_applications, plan_scratch, schedule_tests
 from simengine.evolving import mapping
 from simengine.evolving.models import ALGORITHMS, Algorithm, EvolvingScenario, load_evolving
+from simengine.streaming import run_in_slices
 
 
 @dataclass
@@ -43,17 +43,15 @@ class FlatSchedule:
         return out
 
 
-#: wall-clock seconds a slice of applications should take when the plan reports progress
-SLICE_SECONDS = 0.1
-
-
 def schedule_flat(w: FlatWorkload, algorithm: Algorithm | str, n_max: int = 100,
                   move_first_stage: bool = True, on_planned: Callable[[int, int], None] | None = None) -> FlatSchedule:
     """Schedule every test of ``w`` with ``algorithm`` (CBF: ``w`` is made rigid first).
 
-    ``on_planned(stages, of)``: called between slices of applications (about SLICE_SECONDS
-    each) with the stages planned so far and in all; it may raise to stop the plan. Without
-    it every test is planned in one compiled call. The schedule is the same either way."""
+    ``on_planned(stages, of)``: called between slices of applications (of about
+    ``simengine.streaming.SLICE_SECONDS`` each, cut by :func:`~simengine.streaming.run_in_slices`
+    as a simulation's slices of time are) with the stages planned so far and in all; it may raise
+    to stop the plan. Without it every test is planned in one compiled call. The schedule is the
+    same either way."""
     alg = ALGORITHMS[algorithm] if isinstance(algorithm, str) else algorithm
     if alg.rigid:
         w = w.rigid()
@@ -66,20 +64,23 @@ def schedule_flat(w: FlatWorkload, algorithm: Algorithm | str, n_max: int = 100,
             bool(move_first_stage))
     if on_planned is None:
         schedule_tests(w.test_off, *args, hold, start, end)
-    else:
-        for t in range(len(w.test_off) - 1):
-            first, last = int(w.test_off[t]), int(w.test_off[t + 1])
-            bt, bv, rbt, rbv, h, rh = plan_scratch(int(w.app_off[last] - w.app_off[first]), w.app_off)
-            m, a, step = 1, first, 16
-            while a < last:
-                b = min(a + step, last)
-                wall = time.perf_counter()
-                m = plan_applications(a, b, *args, bt, bv, m, rbt, rbv, h, rh, hold, start, end)
-                took = time.perf_counter() - wall
-                a = b
-                on_planned(int(w.app_off[a]), len(w.d))
-                # (each application's fit scans the EP, which grows with every one: slices shrink)
-                step = max(1, int(step * min(4.0, max(0.5, SLICE_SECONDS / max(took, 1e-6)))))
+        return FlatSchedule(w, hold, start, end)
+    for t in range(len(w.test_off) - 1):
+        first, last = int(w.test_off[t]), int(w.test_off[t + 1])
+        bt, bv, rbt, rbv, h, rh = plan_scratch(int(w.app_off[last] - w.app_off[first]), w.app_off)
+        at = {"app": first, "m": 1}  # the next application to plan, the EP's step count
+
+        def advance(T: float) -> bool:  # (the slices' "time" counts applications; one at least each)
+            b = last if T >= last else min(max(int(T), at["app"] + 1), last)
+            at["m"] = plan_applications(at["app"], b, *args, bt, bv, at["m"], rbt, rbv, h, rh, hold, start, end)
+            at["app"] = b
+            return b == last
+
+        def report(T: float) -> bool:
+            on_planned(int(w.app_off[at["app"]]), len(w.d))
+            return False
+
+        run_in_slices(first, last, advance, report)
     return FlatSchedule(w, hold, start, end)
 
 

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import copy
 import importlib
+from functools import partial
 
 import numpy as np
 import pytest
 
 import simengine
+from simengine import streaming
 from simengine.errors import ScenarioError
 from simengine.gantt import KIND_RUN, KIND_STRETCHED
 from simengine.scenario import load_scenario
@@ -145,7 +147,7 @@ def test_the_plan_in_slices_gives_the_schedule_of_one_call(monkeypatch):
     from simengine.evolving.generate import WorkloadSpec, generate
 
     plan = PLAN
-    monkeypatch.setattr(plan, "SLICE_SECONDS", 0.0)  # slices of one application after the first
+    monkeypatch.setattr(plan, "run_in_slices", partial(streaming.run_in_slices, seconds=1e-6))  # an application each
     w = generate(WorkloadSpec(tests=4, applications=(30, 60), seed=3))
     for alg in ("mic", "mic+c", "inf+c", "nos", "cbf"):
         whole = plan.schedule_flat(w, alg, 100)
@@ -171,7 +173,7 @@ def test_a_long_plan_reports_progress_before_its_gantt(monkeypatch):
     from simengine.evolving import run as evolving_run
 
     monkeypatch.setattr(driver, "STEP_REPORT_SECONDS", 0.0)
-    monkeypatch.setattr(PLAN, "SLICE_SECONDS", 0.0)
+    monkeypatch.setattr(PLAN, "run_in_slices", partial(streaming.run_in_slices, seconds=1e-6))
     chunks = []
     r = simengine.run(generated(400, replications=2), on_progress=chunks.append)
     first_gantt = next(i for i, c in enumerate(chunks) if c["kind"] == "segments")
@@ -192,7 +194,7 @@ def test_a_stop_inside_the_plan_ends_the_run_there(monkeypatch):
     from simengine import driver
 
     monkeypatch.setattr(driver, "STEP_REPORT_SECONDS", 0.0)
-    monkeypatch.setattr(PLAN, "SLICE_SECONDS", 0.0)
+    monkeypatch.setattr(PLAN, "run_in_slices", partial(streaming.run_in_slices, seconds=1e-6))
     slices = []
     real = PLAN.plan_applications
     monkeypatch.setattr(PLAN, "plan_applications", lambda a0, a1, *args: (slices.append(a1), real(a0, a1, *args))[1])
