@@ -222,6 +222,11 @@ def copies_child(embedded: bool, n: int | None, reps: int) -> None:
     print(json.dumps(out))
 
 
+def child_json(cmd: list[str], **run) -> dict:
+    """Run a child mode of this script in a fresh process; the JSON its last line prints."""
+    return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True, **run).stdout.strip().splitlines()[-1])
+
+
 def copies(n: int | None, reps: int, rounds: int, out=print) -> dict:
     """``--copies``: {"own"|"embedded": {"kernel"|"core": [jobs/s of each process]}}."""
     rates: dict = {mode: {"kernel": [], "core": []} for mode in ("own", "embedded")}
@@ -230,7 +235,7 @@ def copies(n: int | None, reps: int, rounds: int, out=print) -> dict:
             cmd = [sys.executable, __file__, "--copies-child", mode, "--reps", str(reps)]
             if n:
                 cmd += ["--jobs", str(n)]
-            got = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1])
+            got = child_json(cmd)
             for k, v in got.items():
                 rates[mode][k].append(v)
     out(f"{'conservative':<28}{'own objects':>14}{'embedded copies':>17}{'ratio':>8}  (jobs/s, median of processes)")
@@ -269,9 +274,7 @@ def peer(rev: str, n: int | None, reps: int, rounds: int, out=print) -> dict:
 
     def child(root: Path, jobs: int | None, k: int) -> dict:
         cmd = [sys.executable, __file__, "--targets-child", "--reps", str(k)] + (["--jobs", str(jobs)] if jobs else [])
-        env = {**os.environ, "GRIDWEB_BENCH_ROOT": str(root)}
-        done = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env, cwd=root)
-        got = json.loads(done.stdout.strip().splitlines()[-1])
+        got = child_json(cmd, env={**os.environ, "GRIDWEB_BENCH_ROOT": str(root)}, cwd=root)
         if Path(got["root"]) != root.resolve():
             raise RuntimeError(f"a child meant to run {root} imported the engine from {got['root']}")
         return got

@@ -68,16 +68,17 @@ def schedule_flat(w: FlatWorkload, algorithm: Algorithm | str, n_max: int = 100,
     for t in range(len(w.test_off) - 1):
         first, last = int(w.test_off[t]), int(w.test_off[t + 1])
         bt, bv, rbt, rbv, h, rh = plan_scratch(int(w.app_off[last] - w.app_off[first]), w.app_off)
-        at = {"app": first, "m": 1}  # the next application to plan, the EP's step count
+        app, m = first, 1  # the next application to plan, the EP's step count
 
         def advance(T: float) -> bool:  # (the slices' "time" counts applications; one at least each)
-            b = last if T >= last else min(max(int(T), at["app"] + 1), last)
-            at["m"] = plan_applications(at["app"], b, *args, bt, bv, at["m"], rbt, rbv, h, rh, hold, start, end)
-            at["app"] = b
+            nonlocal app, m
+            b = last if T >= last else min(max(int(T), app + 1), last)
+            m = plan_applications(app, b, *args, bt, bv, m, rbt, rbv, h, rh, hold, start, end)
+            app = b
             return b == last
 
         def report(T: float) -> bool:
-            on_planned(int(w.app_off[at["app"]]), len(w.d))
+            on_planned(int(w.app_off[app]), len(w.d))
             return False
 
         run_in_slices(first, last, advance, report)
