@@ -51,10 +51,11 @@ def applications(scenario: Scenario, replication: int) -> list[list[tuple[float,
     return [[(float(d[k]), int(n[k])) for k in range(off[a], off[a + 1])] for a in range(apps)]
 
 
-#: stages at which Algorithm 2's plan and Algorithm 1's mapping take about as long (the plan
-#: grows with the square of the stages, the mapping linearly: 23.6 s and 4.3 s at 200,000
-#: stages, 2026-11-29); sets the plan's share of a replication's progress
-EVEN_STAGES = 36_000
+#: stages at which Algorithm 2's plan and Algorithm 1's mapping, as a watched run streams it,
+#: take about as long (the plan grows with the square of the stages, the mapping linearly:
+#: 22.9 s and 2.75 s at 200,000 stages, benchmarks/evolving_plan.py, 2026-11-29); sets the
+#: plan's share of a replication's progress
+EVEN_STAGES = 24_000
 
 
 def plan_share(stages: int) -> float:
