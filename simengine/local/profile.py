@@ -82,8 +82,11 @@ def replan_queue(t, give_back, place, after, rstart, pend, pplan, size, cls, sno
 
     A priority arrival places the whole queue behind it again, so each job searches from its
     class's last fit: placing only takes processors, so no window of (size, shortest time of
-    the class) opens before it. A job waiting for its own processors (``after``) or planned
-    shorter than its class's shortest (a resumed job's rest) searches from ``after``.
+    the class) opens before it. A class's first search starts from the latest last fit of the
+    classes searched before it that are no larger and no longer (a window of the class holds
+    one of theirs), not from now: it skips the steps the placements so far filled. A job waiting
+    for its own processors (``after``) or planned shorter than its class's shortest (a resumed
+    job's rest) searches from ``after``.
 
     The class bounds are mended once the placements are made, and only for the old windows of
     the jobs whose reservation changed: where a job got its window back, the profile is as it was
@@ -106,6 +109,8 @@ def replan_queue(t, give_back, place, after, rstart, pend, pplan, size, cls, sno
     nclass = CF.shape[0]
     bound = np.full(nclass, -INF)
     bnode = np.zeros(nclass, np.int64)
+    searched = np.empty(nclass, np.int64)  # the classes searched so far, in the order they were
+    nsearched = 0
     first = INF
     for j in place:
         p, d = size[j], pplan[j]
@@ -117,6 +122,12 @@ def replan_queue(t, give_back, place, after, rstart, pend, pplan, size, cls, sno
         else:
             if bound[c] == -INF:
                 bound[c], bnode[c] = t, h
+                for k in range(nsearched):
+                    o = searched[k]
+                    if bound[o] > bound[c] and CI[o, SIZE] <= p and CF[o, DLO] <= dlo:
+                        bound[c], bnode[c] = bound[o], bnode[o]
+                searched[nsearched] = c
+                nsearched += 1
             s, x = lp_fit(lp_seek(bnode[c], bound[c], nt, L), bound[c], dlo, p, INF, nt, nf, L)
             if s < INF:
                 bound[c], bnode[c] = s, x
@@ -134,14 +145,22 @@ def replan_queue(t, give_back, place, after, rstart, pend, pplan, size, cls, sno
     # replanned ones, or wait for their own processors) by a search from now. Whichever is less
     # work: a priority arrival moves hundreds of windows and leaves few classes unsearched, an
     # overrun's repair the other way round.
+    # A job that got its window back holds its old start node again: that reference goes now. The
+    # others' old start nodes are let go last: a bound set below may hold one (even an empty
+    # window's, which frees nothing: it is not counted as moved).
+    kept = 0
     moved = 0
     for q in range(m):
         j = give_back[q]
-        if old_node[q] >= 0 and (rstart[j] != old_start[q] or pend[j] != old_end[q]) and old_end[q] > old_start[q]:
-            old_node[moved], old_start[moved], old_end[moved] = old_node[q], old_start[q], old_end[q]
-            moved += 1
-        elif old_node[q] >= 0:
+        if old_node[q] < 0:
+            continue
+        if rstart[j] == old_start[q] and pend[j] == old_end[q]:
             lp_release(old_node[q], nt, nf, L, fs, S)
+            continue
+        old_node[kept], old_start[kept], old_end[kept] = old_node[q], old_start[q], old_end[q]
+        kept += 1
+        if old_end[q] > old_start[q]:
+            moved += 1
     unsearched = 0
     for k in range(nact):
         if bound[act[k]] == -INF:
@@ -158,10 +177,10 @@ def replan_queue(t, give_back, place, after, rstart, pend, pplan, size, cls, sno
                     lp_release(old, nt, nf, L, fs, S)
             else:  # no window ever (cannot happen while the profile ends with all processors free)
                 CF[c, LB] = -INF
-    for q in range(moved):
+    for q in range(kept):
         if lower:
             # judged after the placements, and other windows came back over it too: a large
-            # ``freed`` (lp_lower_bounds)
+            # ``freed`` (lp_lower_bounds; an empty window returns at once)
             lp_lower_bounds(old_node[q], old_start[q], old_end[q], ANY_COUNT, t, act, nact, CI, CF,
                             nt, nf, L, fs, S)
         lp_release(old_node[q], nt, nf, L, fs, S)
