@@ -146,8 +146,9 @@ def load_own_copies(*dispatchers) -> list:
     kernel ran about 23,500 jobs/s on the embedded copies against 33,500 on the callees' own, the
     event core (reservations, priorities, suspend/resume) 16,300 against 19,600-23,000; the copies
     of ``compress`` and ``replan_queue`` are the slow ones (why, numba's object code does not
-    say). An hour later the same script measured no gap (1.01x; docs/performance.md): the
-    cause is not established, and loading the callees first costs little, so it stays. The
+    say). An hour later the same script measured no gap (1.01x), and at 06:05 1.36x and 1.24x
+    again (docs/performance.md): the copies are slower in some hours, the own objects never
+    measured slower, and loading the callees first costs little, so it stays. The
     callers of those hot functions call this first; it adds about 0.05 s to a process's first
     conservative run.
 
