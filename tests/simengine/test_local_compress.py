@@ -16,8 +16,8 @@ import pytest
 
 from simengine.local.profile import give_window, replan_queue
 from simengine.profile import prof_add, prof_find_start
-from simengine.schedulers._linked_profile import (DLO, HEAD, LB, NEXT, REF, SIZE, lp_activate, lp_advance, lp_new,
-                                                  lp_new_classes)
+from simengine.schedulers._linked_profile import (DLO, GEN, HEAD, LB, LBGEN, LBNODE, NEXT, REF, SIZE, lp_activate,
+                                                  lp_advance, lp_new, lp_new_classes)
 from simengine.schedulers.conservative import compress, job_classes, take_window
 from tests.simengine.reference_cluster import Profile, compress_queue, replan_one_by_one
 
@@ -114,6 +114,19 @@ class Linked:
             give_window(na, nb, a, b, delta, t, nt, nf, L, fs, S, self.CI, self.CF, self.act, self.nact)
         else:
             take_window(S[HEAD], a, b, -delta, nt, nf, L, fs, S)
+
+    def dangling_bounds(self):
+        """The active classes whose bound claims a node (its generation matches) that is not a
+        referenced node of the list: a bound may not hold a node that was let go."""
+        nt, nf, L, fs, S = self.prof
+        linked = set()
+        x = S[HEAD]
+        while x >= 0:
+            linked.add(int(x))
+            x = L[NEXT, x]
+        return [int(c) for c in self.act[:self.nact]
+                if self.CI[c, LBNODE] >= 0 and L[GEN, self.CI[c, LBNODE]] == self.CI[c, LBGEN]
+                and (int(self.CI[c, LBNODE]) not in linked or L[REF, self.CI[c, LBNODE]] < 1)]
 
     def steps(self):
         """The step function from the head on, one step per change of the free count."""
@@ -280,3 +293,4 @@ def test_replanning_equals_placing_one_by_one(seed):
     # of a class begins before its bound
     for c in tw.act[:tw.nact]:
         assert tw.CF[c, LB] <= prof.earliest(t, tw.CF[c, DLO], int(tw.CI[c, SIZE])), c
+    assert tw.dangling_bounds() == []
