@@ -324,6 +324,8 @@ GRIDWEB_LOGIN_FAILURES_PER_ADDRESS = int(os.environ.get("GRIDWEB_LOGIN_FAILURES_
 GRIDWEB_LOGIN_LOCK_SECONDS = float(os.environ.get("GRIDWEB_LOGIN_LOCK_SECONDS", 15 * 60))
 # Rows of stored chunks each web process keeps for the viewers it streams them to (gridweb/runs/consumers.py)
 GRIDWEB_CHUNK_CACHE_MB = int(os.environ.get("GRIDWEB_CHUNK_CACHE_MB", 256))
+# How often an open stream asks whether its run has ended, in case the announcement was lost
+GRIDWEB_STREAM_END_CHECK_SECONDS = float(os.environ.get("GRIDWEB_STREAM_END_CHECK_SECONDS", 5))
 GRIDWEB_MAX_ACTIVE_RUNS = int(os.environ.get("GRIDWEB_MAX_ACTIVE_RUNS", 300))  # per user (a sweep's points count)
 GRIDWEB_RUN_WALL_SECONDS = float(os.environ.get("GRIDWEB_RUN_WALL_SECONDS", 6 * 3600))
 # Embedded mode runs simulations in a background thread of the web process instead of Celery.

@@ -3,9 +3,10 @@
 The consumer checks that the session's user may view the run, joins the channel-layer group
 ``run-<id>``, sends every stored chunk with ``seq > N`` (N = -1 when absent) in order, then
 the chunks announced while it is connected, and ``{"kind": "status", ...}`` once the run has
-ended. A run that had already ended is replayed from this process's copy of its chunk list
-(read once however many replay it: a finished run's chunks never change) and its status at once,
-without joining the group. Announcements carry only a ``seq``; the
+ended (announced, or found by the consumer's own check every ``GRIDWEB_STREAM_END_CHECK_SECONDS``:
+the channel layer may drop the announcement). A run that had already ended is replayed from
+this process's copy of its chunk list (read once however many replay it: a finished run's
+chunks never change) and its status at once, without joining the group. Announcements carry only a ``seq``; the
 chunks themselves are read from the database, each sent once: the consumer keeps the highest
 ``seq`` it sent and only ever sends higher ones, so replay and live chunks never overlap and
 never leave a gap. A run whose worker died starts again as a new ``attempt`` whose chunks are
@@ -146,10 +147,12 @@ class RunStreamConsumer(AsyncWebsocketConsumer):
     attempt: int  # the run's attempt whose chunks this client gets
     status_sent: bool
     joined: bool = False
+    end_check: asyncio.Task | None = None
 
     async def connect(self) -> None:
         self.run_id = int(self.scope["url_route"]["kwargs"]["run_id"])
         self.status_sent = False
+        self.sending = asyncio.Lock()  # the end check sends beside the group's messages
         await self.accept()
         query = _query(self.scope.get("query_string", b""))
         if query is None:
@@ -173,10 +176,26 @@ class RunStreamConsumer(AsyncWebsocketConsumer):
         # Join before reading: a chunk stored meanwhile is then announced to us, never missed.
         await self.channel_layer.group_add(group_name(self.run_id), self.channel_name)
         self.joined = True
-        await self._send_new_chunks()
-        ended = await self._ended()
-        if ended is not None:
-            await self._send_status(*ended)
+        async with self.sending:
+            await self._send_new_chunks()
+            ended = await self._ended()
+            if ended is not None:
+                await self._send_status(*ended)
+                return
+        self.end_check = asyncio.create_task(self._check_for_end())
+
+    async def _check_for_end(self) -> None:
+        """Now and then, ask the database whether the run has ended. The status announcement
+        can be lost -- the channel layer drops a group message to a channel that is over its
+        capacity, as a watcher lagging behind a fast run's chunks is -- and nothing follows it
+        that would show the gap: without this the page would wait for the end forever."""
+        while not self.status_sent:
+            await asyncio.sleep(settings.GRIDWEB_STREAM_END_CHECK_SECONDS)
+            ended = await self._ended()
+            if ended is not None:
+                async with self.sending:
+                    await self._send_new_chunks()
+                    await self._send_status(*ended)
 
     async def _send_finished(self, state: dict[str, Any]) -> None:
         """Replay a finished run from this process's copy of its chunk list, then its status."""
@@ -188,6 +207,9 @@ class RunStreamConsumer(AsyncWebsocketConsumer):
         await self._send_status(state["status"], state["error"])
 
     async def disconnect(self, code: int) -> None:
+        if self.end_check is not None:
+            self.end_check.cancel()
+            self.end_check = None
         if self.joined:
             await self.channel_layer.group_discard(group_name(self.run_id), self.channel_name)
             self.joined = False
@@ -197,14 +219,17 @@ class RunStreamConsumer(AsyncWebsocketConsumer):
 
     # Channel-layer messages (see gridweb.runs.execution.announce)
     async def run_chunk(self, event: dict[str, Any]) -> None:
-        await self._send_new_chunks()
+        async with self.sending:
+            await self._send_new_chunks()
 
     async def run_restart(self, event: dict[str, Any]) -> None:
-        await self._send_new_chunks()
+        async with self.sending:
+            await self._send_new_chunks()
 
     async def run_status(self, event: dict[str, Any]) -> None:
-        await self._send_new_chunks()
-        await self._send_status(event.get("status", ""), event.get("error", ""))
+        async with self.sending:
+            await self._send_new_chunks()
+            await self._send_status(event.get("status", ""), event.get("error", ""))
 
     # Helpers
     async def _send_new_chunks(self) -> None:

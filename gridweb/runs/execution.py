@@ -127,7 +127,8 @@ def register_stream_loop(loop: asyncio.AbstractEventLoop) -> None:
 
 def announce(run_id: int, message: dict[str, Any]) -> None:
     """Send ``message`` to the group ``run-<id>``. A lost announcement is not fatal: the
-    consumer sends every stored chunk it has not sent on the next one, and on reconnect."""
+    consumer sends every stored chunk it has not sent on the next one, and on reconnect, and
+    checks now and then whether the run has ended (a lost status)."""
     layer = get_channel_layer()
     if layer is None:
         return

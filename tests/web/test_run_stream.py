@@ -234,6 +234,30 @@ def test_a_watcher_connected_before_the_run_starts_gets_every_chunk_live(people)
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_watcher_whose_status_announcement_was_lost_still_learns_the_run_ended(people, settings):
+    """The channel layer drops a group message to a channel over its capacity (a watcher behind a
+    fast run's chunks): the run ends, but no announcement says so. The stream finds out by
+    asking the database (GRIDWEB_STREAM_END_CHECK_SECONDS), sends what is left and the status once."""
+    settings.GRIDWEB_STREAM_END_CHECK_SECONDS = 0.1
+    run = create_run(people["alice"], small_spec(replications=1), dispatch_now=False)
+    headers = session_cookie(people["alice"])
+
+    async def watch_a_silent_end() -> list[dict]:
+        communicator = WebsocketCommunicator(application, f"/ws/runs/{run.pk}/", headers=headers)
+        assert (await communicator.connect(timeout=10))[0]
+        assert await communicator.receive_nothing(timeout=0.3)  # queued: nothing to send yet
+        await sync_to_async(Run.objects.filter(pk=run.pk).update)(  # ended, and nobody announces it
+            status=Status.CANCELLED, error="", finished_at=timezone.now())
+        messages = [decode_output(await communicator.receive_output(timeout=5))]
+        assert await communicator.receive_nothing(timeout=0.5)  # the status once, nothing after it
+        await communicator.disconnect()
+        return messages
+
+    messages = async_to_sync(watch_a_silent_end)()
+    assert [(m["kind"], m.get("status")) for m in messages] == [("status", "cancelled")]
+
+
+@pytest.mark.django_db(transaction=True)
 def test_a_run_that_restarts_tells_its_watchers_who_then_get_the_new_attempt_from_its_first_chunk(people):
     run = create_run(people["alice"], small_spec(replications=1), dispatch_now=False)
     headers = session_cookie(people["alice"])
