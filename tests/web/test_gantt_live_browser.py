@@ -221,8 +221,13 @@ def test_a_run_cancelled_midway_keeps_the_gantt_of_what_it_simulated(full_stack_
                          "from gridweb.runs.models import Run\nfrom gridweb.runs.services import cancel_run\n"
                          f"cancel_run(Run.objects.get(pk={run}), get_user_model().objects.get(username='live-watcher'))\n"
                          "print(json.dumps(True))\n")
-        page.wait_for_function("() => document.getElementById('run').dataset.status === 'cancelled'"
-                               " && window.gridwebGantt && window.gridwebGantt.ready", timeout=60_000)
+        try:
+            page.wait_for_function("() => document.getElementById('run').dataset.status === 'cancelled'"
+                                   " && window.gridwebGantt && window.gridwebGantt.ready", timeout=60_000)
+        except PlaywrightError as exc:  # say which side did not get there: the run, or the page
+            seen = page.evaluate("() => ({status: document.getElementById('run').dataset.status,"
+                                 " connections: document.getElementById('gantt')?.dataset.connections})")
+            raise AssertionError(f"the page did not show the cancelled run: run {state(site, run)}, page {seen}") from exc
         final = state(site, run)
         assert final["status"] == "cancelled" and final["segments"] > 2000
         page.wait_for_function("() => gridwebGantt.segmentsCount() > 0 && gridwebGantt.tile() !== null")
