@@ -191,7 +191,7 @@ class RunStreamConsumer(AsyncWebsocketConsumer):
         that would show the gap: without this the page would wait for the end forever."""
         while not self.status_sent:
             await asyncio.sleep(settings.GRIDWEB_STREAM_END_CHECK_SECONDS)
-            ended = await self._ended()
+            ended = await self._ended_now()
             if ended is not None:
                 async with self.sending:
                     await self._send_new_chunks()
@@ -300,10 +300,19 @@ class RunStreamConsumer(AsyncWebsocketConsumer):
 
     @database_sync_to_async
     def _ended(self) -> tuple[str, str] | None:
-        run = Run.objects.filter(pk=self.run_id).values("status", "error").first()
-        if run is None or run["status"] not in FINISHED:
-            return None
-        return run["status"], run["error"]
+        return _end_of(self.run_id)
+
+    @in_pool  # (every open stream asks now and then: not on the thread handshakes and pages wait for)
+    def _ended_now(self) -> tuple[str, str] | None:
+        return _end_of(self.run_id)
+
+
+def _end_of(run_id: int) -> tuple[str, str] | None:
+    """(status, error) of the run if it has ended, else None."""
+    run = Run.objects.filter(pk=run_id).values("status", "error").first()
+    if run is None or run["status"] not in FINISHED:
+        return None
+    return run["status"], run["error"]
 
 
 def _query(query_string: bytes) -> tuple[int, int | None] | None:
