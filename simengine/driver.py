@@ -13,7 +13,8 @@ SeedSequence child, so the Result does not depend on where or in which order the
 
 Stopping (a cancelled run, a server's wall-clock budget): the progress callback may raise. It is
 called with every chunk, and -- through its ``check()``, when it has one -- at least every
-``STEP_REPORT_SECONDS`` while replications 1..R-1 run: from inside a replication run here (the
+``STEP_REPORT_SECONDS`` while replication 0's progress stands still and while replications 1..R-1
+run: from inside a replication run here (the
 models that report steps stop at once, the others at their end), and from the wait on a pool
 (the run ends at once; the replications running in the pool's threads or processes are left to
 finish on their own, the queued ones are dropped).
@@ -223,16 +224,21 @@ def _replicate_in_worker(args) -> Replication:
 def _step_reporter(emit: ChunkEmitter, R: int) -> Callable[[float, float], None]:
     """Progress from inside replication 0, at most every STEP_REPORT_SECONDS and never backwards
     (a replication that draws more jobs and runs again starts its fraction over; clusters
-    simulated one after another each start their clock over: the furthest time is reported)."""
-    last = {"time": time.perf_counter(), "fraction": 0.0, "sim_time": 0.0}
+    simulated one after another each start their clock over: the furthest time is reported).
+    While the fraction stands still (work after the simulated time is over, such as the evolving
+    model's CBF baseline), the callback's ``check()`` is asked instead, as often: it may stop the run."""
+    last = {"time": time.perf_counter(), "fraction": 0.0, "sim_time": 0.0, "asked": time.perf_counter()}
 
     def on_step(fraction: float, sim_time: float) -> None:
         now = time.perf_counter()
         fraction = min(max(fraction, 0.0), 0.99) / R  # the end of the replication reports 1/R
         last["sim_time"] = max(last["sim_time"], float(sim_time))
         if now - last["time"] >= STEP_REPORT_SECONDS and fraction > last["fraction"]:
-            last["time"], last["fraction"] = now, fraction
+            last["time"], last["asked"], last["fraction"] = now, now, fraction
             emit.progress(fraction, last["sim_time"])
+        elif now - last["asked"] >= STEP_REPORT_SECONDS:
+            last["asked"] = now
+            emit.poll()
 
     return on_step
 

@@ -222,4 +222,33 @@ def test_a_stop_inside_the_plan_ends_the_run_there(monkeypatch):
         return len(finished)
 
     assert stop_in(0) == 0 and 0 < slices[-1] < 2000
-    assert stop_in(1) == 1 and 0 < slices[-1] < 2000 and slices.count(2000) == 1  # replication 0 planned whole
+    # replication 0 planned whole, and its CBF baseline (which plans each application too)
+    assert stop_in(1) == 1 and 0 < slices[-1] < 2000 and slices.count(2000) == 2
+
+
+def test_a_stop_while_the_cbf_baseline_is_planned_ends_the_run_there(monkeypatch):
+    """After the mapping each replication plans its CBF baseline for the metrics: in slices too,
+    and the driver asks the callback's ``check()`` while the fraction stands still, so a cancel or
+    the wall clock stops it there, not when it is over."""
+    from simengine import driver
+
+    monkeypatch.setattr(driver, "STEP_REPORT_SECONDS", 0.0)
+    monkeypatch.setattr(PLAN, "run_in_slices", partial(streaming.run_in_slices, seconds=1e-6))
+    planned = []  # the applications planned so far at each slice: the plan's, then the baseline's
+    real = PLAN.plan_applications
+    monkeypatch.setattr(PLAN, "plan_applications", lambda a0, a1, *args: (planned.append(a1), real(a0, a1, *args))[1])
+
+    class Stop(Exception):
+        pass
+
+    def on_progress(chunk):  # (the site's callback: it sees the chunks, and check() says whether to stop)
+        pass
+
+    def check():
+        if 2000 in planned and planned[-1] != 2000:  # the plan is over and the baseline under way
+            raise Stop
+
+    on_progress.check = check
+    with pytest.raises(Stop):
+        simengine.run(generated(2000), on_progress=on_progress, workers=1)
+    assert planned.count(2000) == 1 and 0 < planned[-1] < 2000
