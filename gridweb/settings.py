@@ -17,6 +17,7 @@ kept in ``GRIDWEB_DATA_DIR/secret_key``; set it when several web servers share s
 builds on this module for a deployed server.
 """
 
+import math
 import os
 import secrets
 import sys
@@ -41,6 +42,20 @@ def env_bool(name: str, default: bool) -> bool:
     if value.strip().lower() in falsy:
         return False
     raise ImproperlyConfigured(f"{name}={value!r} is not a boolean; use 1/0, true/false, yes/no or on/off.")
+
+
+def env_seconds(name: str, default: float) -> float:
+    """Read a positive number of seconds from the environment."""
+    value = os.environ.get(name)
+    if value is None or value.strip() == "":
+        return default
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = math.nan
+    if not seconds > 0 or math.isinf(seconds):
+        raise ImproperlyConfigured(f"{name}={value!r} is not a positive number of seconds.")
+    return seconds
 
 
 def env_list(name: str, default: list[str]) -> list[str]:
@@ -325,7 +340,7 @@ GRIDWEB_LOGIN_LOCK_SECONDS = float(os.environ.get("GRIDWEB_LOGIN_LOCK_SECONDS", 
 # Rows of stored chunks each web process keeps for the viewers it streams them to (gridweb/runs/consumers.py)
 GRIDWEB_CHUNK_CACHE_MB = int(os.environ.get("GRIDWEB_CHUNK_CACHE_MB", 256))
 # How often an open stream asks whether its run has ended, in case the announcement was lost
-GRIDWEB_STREAM_END_CHECK_SECONDS = float(os.environ.get("GRIDWEB_STREAM_END_CHECK_SECONDS", 5))
+GRIDWEB_STREAM_END_CHECK_SECONDS = env_seconds("GRIDWEB_STREAM_END_CHECK_SECONDS", 5.0)
 GRIDWEB_MAX_ACTIVE_RUNS = int(os.environ.get("GRIDWEB_MAX_ACTIVE_RUNS", 300))  # per user (a sweep's points count)
 GRIDWEB_RUN_WALL_SECONDS = float(os.environ.get("GRIDWEB_RUN_WALL_SECONDS", 6 * 3600))
 # Embedded mode runs simulations in a background thread of the web process instead of Celery.

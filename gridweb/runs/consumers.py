@@ -6,10 +6,10 @@ the chunks announced while it is connected, and ``{"kind": "status", ...}`` once
 ended (announced, or found by the consumer's own check every ``GRIDWEB_STREAM_END_CHECK_SECONDS``:
 the channel layer may drop the announcement). A run that had already ended is replayed from
 this process's copy of its chunk list (read once however many replay it: a finished run's
-chunks never change) and its status at once, without joining the group. Announcements carry only a ``seq``; the
-chunks themselves are read from the database, each sent once: the consumer keeps the highest
-``seq`` it sent and only ever sends higher ones, so replay and live chunks never overlap and
-never leave a gap. A run whose worker died starts again as a new ``attempt`` whose chunks are
+chunks never change) and its status at once, without joining the group. Announcements carry
+only a ``seq``; the chunks themselves are read from the database, each sent once: the consumer
+keeps the highest ``seq`` it sent and only ever sends higher ones, so replay and live chunks
+never overlap and never leave a gap. A run whose worker died starts again as a new ``attempt`` whose chunks are
 numbered from 0 again (and cut at other moments: chunks follow the wall clock): the consumer
 then sends ``{"kind": "restart", "attempt": n}`` and the new attempt's chunks from the first.
 Chunks go out as stored (no decoding and re-encoding): ``segments`` chunks as binary frames

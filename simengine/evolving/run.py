@@ -103,13 +103,13 @@ def _replication(scenario: Scenario, r: int, with_segments: bool, live: LiveGant
     w = FlatWorkload.from_tests([requested])
     alg = ALGORITHMS[params["algorithm"]]
     mine = app_values(w, sched.flat, alg.rigid)
+    makespan = float(end.max())
     on_baseline = None
     if on_step is not None:
         def on_baseline(done: int, of: int) -> None:  # (the mapping is over: a chance to stop, no more progress)
-            on_step(1.0, float(end.max()) if A else 0.0)
+            on_step(1.0, makespan)
     cbf = app_values(w, schedule_flat(w, "cbf", n_max, on_planned=on_baseline), True)
     metrics = {_NAMES[k]: float(np.mean(v)) for k, v in per_test_metrics(w, mine, cbf, n_max).items()}
-    makespan = float(end.max())
     used = float(mine.used.sum())
     metrics.update({
         "jobs_measured": float(A),

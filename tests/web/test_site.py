@@ -218,6 +218,10 @@ def test_embedded_mode_is_the_default():
     ("env", "message"),
     [
         ({"DJANGO_DEBUG": "sometimes"}, "DJANGO_DEBUG='sometimes' is not a boolean"),
+        ({"GRIDWEB_STREAM_END_CHECK_SECONDS": "0"},
+         "GRIDWEB_STREAM_END_CHECK_SECONDS='0' is not a positive number of seconds"),
+        ({"GRIDWEB_STREAM_END_CHECK_SECONDS": "soon"},
+         "GRIDWEB_STREAM_END_CHECK_SECONDS='soon' is not a positive number of seconds"),
         ({"DJANGO_SETTINGS_MODULE": "gridweb.settings_production"}, "DJANGO_SECRET_KEY must be set"),
     ],
 )
