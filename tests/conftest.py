@@ -181,7 +181,8 @@ def page(browser: Any) -> Iterator[Any]:
 
 # --- A live full-stack site: PostgreSQL, Redis, Celery workers, the ASGI server ------------------
 E2E_DATABASE = "gridweb_e2e"
-E2E_REDIS_DB = 5
+# (two test sessions at once on one machine give each its own: GRIDWEB_TEST_E2E_REDIS_DB)
+E2E_REDIS_DB = int(os.environ.get("GRIDWEB_TEST_E2E_REDIS_DB", 5))
 E2E_WORKERS = 2
 
 
