@@ -58,6 +58,21 @@ def env_seconds(name: str, default: float) -> float:
     return seconds
 
 
+def env_int(name: str, default: int, minimum: int = 1) -> int:
+    """Read a whole number of at least ``minimum`` from the environment (``5_000_000`` and ``5e6`` are
+    refused: one spelling, so a typo is not read as something else)."""
+    value = os.environ.get(name)
+    if value is None or value.strip() == "":
+        return default
+    text = value.strip()
+    if not (text.isascii() and text.lstrip("+").isdigit()) or len(text) > 30:
+        raise ImproperlyConfigured(f"{name}={value!r} is not a whole number.")
+    number = int(text)
+    if number < minimum:
+        raise ImproperlyConfigured(f"{name}={value!r} is less than {minimum}.")
+    return number
+
+
 def env_list(name: str, default: list[str]) -> list[str]:
     """Read a comma-separated environment variable into a list of non-empty items."""
     value = os.environ.get(name)
