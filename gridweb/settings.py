@@ -44,8 +44,8 @@ def env_bool(name: str, default: bool) -> bool:
     raise ImproperlyConfigured(f"{name}={value!r} is not a boolean; use 1/0, true/false, yes/no or on/off.")
 
 
-def env_seconds(name: str, default: float) -> float:
-    """Read a positive number of seconds from the environment."""
+def env_seconds(name: str, default: float, minimum: float = 0.0, why: str = "") -> float:
+    """Read a positive number of seconds (at least ``minimum``, for the reason ``why``) from the environment."""
     value = os.environ.get(name)
     if value is None or value.strip() == "":
         return default
@@ -55,6 +55,8 @@ def env_seconds(name: str, default: float) -> float:
         seconds = math.nan
     if not seconds > 0 or math.isinf(seconds):
         raise ImproperlyConfigured(f"{name}={value!r} is not a positive number of seconds.")
+    if seconds < minimum:
+        raise ImproperlyConfigured(f"{name}={value!r} is less than {minimum:g} seconds{': ' + why if why else ''}.")
     return seconds
 
 
@@ -65,7 +67,7 @@ def env_int(name: str, default: int, minimum: int = 1) -> int:
     if value is None or value.strip() == "":
         return default
     text = value.strip()
-    if not (text.isascii() and text.lstrip("+").isdigit()) or len(text) > 30:
+    if not (text.isascii() and text.lstrip("+-").isdigit()) or len(text) > 30:
         raise ImproperlyConfigured(f"{name}={value!r} is not a whole number.")
     number = int(text)
     if number < minimum:
@@ -299,48 +301,51 @@ STORAGES = {
     },
 }
 # Largest trace upload accepted (bytes); larger uploads are refused before anything is stored.
-GRIDWEB_MAX_TRACE_BYTES = int(os.environ.get("GRIDWEB_MAX_TRACE_BYTES", 20 * 1024 * 1024))
+GRIDWEB_MAX_TRACE_BYTES = env_int("GRIDWEB_MAX_TRACE_BYTES", 20 * 1024 * 1024)
 # ... and what an upload may hold once decompressed (simengine.traces.ReadCaps): a file past one of
 # these is refused as soon as the reader gets there, so memory stays bounded whatever the file.
 GRIDWEB_TRACE_CAPS = {
-    "bytes": int(os.environ.get("GRIDWEB_MAX_TRACE_DECOMPRESSED_BYTES", 256 * 1024 * 1024)),
-    "line_bytes": int(os.environ.get("GRIDWEB_MAX_TRACE_LINE_BYTES", 4096)),
-    "comment_lines": int(os.environ.get("GRIDWEB_MAX_TRACE_COMMENT_LINES", 10_000)),
-    "jobs": int(os.environ.get("GRIDWEB_MAX_TRACE_JOBS", 1_000_000)),  # (Batsim: and profiles)
+    "bytes": env_int("GRIDWEB_MAX_TRACE_DECOMPRESSED_BYTES", 256 * 1024 * 1024),
+    "line_bytes": env_int("GRIDWEB_MAX_TRACE_LINE_BYTES", 4096),
+    "comment_lines": env_int("GRIDWEB_MAX_TRACE_COMMENT_LINES", 10_000),
+    "jobs": env_int("GRIDWEB_MAX_TRACE_JOBS", 1_000_000),  # (Batsim: and profiles)
     # Batsim JSON: the longest job, profile or other value (the reader holds one at a time)
-    "element_bytes": int(os.environ.get("GRIDWEB_MAX_TRACE_ELEMENT_BYTES", 1024 * 1024)),
+    "element_bytes": env_int("GRIDWEB_MAX_TRACE_ELEMENT_BYTES", 1024 * 1024),
 }
 DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024  # scenario JSON bodies
 # Recovery (full stack; gridweb.runs.execution.recover_lost_runs): a run whose execution is on
 # another machine and has not refreshed its heartbeat (every 10 s) for this long is taken for dead
 # (the engine holds the interpreter, and the heartbeat thread with it, for well under a second at a
 # time while a run is watched -- compiled kernels, and an evolving plan, run in slices) ...
-GRIDWEB_HEARTBEAT_STALE_SECONDS = float(os.environ.get("GRIDWEB_HEARTBEAT_STALE_SECONDS", 120))
+GRIDWEB_HEARTBEAT_STALE_SECONDS = env_seconds(
+    "GRIDWEB_HEARTBEAT_STALE_SECONDS", 120, minimum=30,
+    why="a run whose heartbeat (every 10 s) is older is taken for dead, so less would restart live runs")
 # ... and every Celery worker looks for such runs (and for runs of dead processes of its own machine)
 # this often, and hands them to the workers again.
-GRIDWEB_RECOVERY_SECONDS = float(os.environ.get("GRIDWEB_RECOVERY_SECONDS", 30))
+GRIDWEB_RECOVERY_SECONDS = env_seconds("GRIDWEB_RECOVERY_SECONDS", 30, minimum=1,
+                                       why="each worker's recovery sweep queries the database this often")
 # A worker process that has grown past this (MB) after a task is replaced by a fresh one (a big
 # run's peak memory is not kept for the next).
-CELERY_WORKER_MAX_MEMORY_PER_CHILD = int(os.environ.get("GRIDWEB_WORKER_MAX_MEMORY_MB", 4096)) * 1024  # KiB
+CELERY_WORKER_MAX_MEMORY_PER_CHILD = env_int("GRIDWEB_WORKER_MAX_MEMORY_MB", 4096) * 1024  # KiB
 # Limits (docs/deploy.md, Limits): the largest scenario this server queues (simengine.limits; checked
 # wherever a scenario is validated, so the API, the builder and sweeps answer 400 naming the field),
 # how many queued or running runs one user may have, and how long a run may take on a worker.
 GRIDWEB_LIMITS = {
-    "jobs": int(os.environ.get("GRIDWEB_MAX_JOBS", 5_000_000)),  # per replication
-    "replications": int(os.environ.get("GRIDWEB_MAX_REPLICATIONS", 1000)),
-    "cluster_processors": int(os.environ.get("GRIDWEB_MAX_CLUSTER_PROCESSORS", 1_000_000)),
-    "platform_processors": int(os.environ.get("GRIDWEB_MAX_PLATFORM_PROCESSORS", 10_000_000)),
-    "horizon": float(os.environ.get("GRIDWEB_MAX_HORIZON_SECONDS", 100 * 365 * 86400)),
-    "stored_rows": int(os.environ.get("GRIDWEB_MAX_STORED_ROWS", 20_000_000)),  # job rows of a Result
+    "jobs": env_int("GRIDWEB_MAX_JOBS", 5_000_000),  # per replication
+    "replications": env_int("GRIDWEB_MAX_REPLICATIONS", 1000),
+    "cluster_processors": env_int("GRIDWEB_MAX_CLUSTER_PROCESSORS", 1_000_000),
+    "platform_processors": env_int("GRIDWEB_MAX_PLATFORM_PROCESSORS", 10_000_000),
+    "horizon": env_seconds("GRIDWEB_MAX_HORIZON_SECONDS", 100 * 365 * 86400),
+    "stored_rows": env_int("GRIDWEB_MAX_STORED_ROWS", 20_000_000),  # job rows of a Result
     # evolving applications' stages per replication (their plan takes time growing with its square)
-    "evolving_stages": int(os.environ.get("GRIDWEB_MAX_EVOLVING_STAGES", 200_000)),
+    "evolving_stages": env_int("GRIDWEB_MAX_EVOLVING_STAGES", 200_000),
 }
 # Password reset by e-mail (/accounts/password/reset/): printed to the console in embedded mode; a
 # group's server names its SMTP relay (DJANGO_EMAIL_HOST, ...; Django's own settings otherwise).
 EMAIL_BACKEND = os.environ.get("DJANGO_EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend"
                                if os.environ.get("DJANGO_EMAIL_HOST") else "django.core.mail.backends.console.EmailBackend")
 EMAIL_HOST = os.environ.get("DJANGO_EMAIL_HOST", "localhost")
-EMAIL_PORT = int(os.environ.get("DJANGO_EMAIL_PORT", 25))
+EMAIL_PORT = env_int("DJANGO_EMAIL_PORT", 25)
 EMAIL_HOST_USER = os.environ.get("DJANGO_EMAIL_HOST_USER", "")
 EMAIL_HOST_PASSWORD = os.environ.get("DJANGO_EMAIL_HOST_PASSWORD", "")
 EMAIL_USE_TLS = env_bool("DJANGO_EMAIL_USE_TLS", False)
@@ -349,15 +354,15 @@ DEFAULT_FROM_EMAIL = os.environ.get("DJANGO_DEFAULT_FROM_EMAIL", "gridweb@localh
 # Login throttling (gridweb/accounts/throttle.py): after this many failed logins of one username, or
 # from one address, within the lock time, logins of that username (or from that address) are refused
 # until the lock time has passed since the last failure -- the right password included.
-GRIDWEB_LOGIN_FAILURES_PER_USER = int(os.environ.get("GRIDWEB_LOGIN_FAILURES_PER_USER", 5))
-GRIDWEB_LOGIN_FAILURES_PER_ADDRESS = int(os.environ.get("GRIDWEB_LOGIN_FAILURES_PER_ADDRESS", 20))
-GRIDWEB_LOGIN_LOCK_SECONDS = float(os.environ.get("GRIDWEB_LOGIN_LOCK_SECONDS", 15 * 60))
+GRIDWEB_LOGIN_FAILURES_PER_USER = env_int("GRIDWEB_LOGIN_FAILURES_PER_USER", 5)
+GRIDWEB_LOGIN_FAILURES_PER_ADDRESS = env_int("GRIDWEB_LOGIN_FAILURES_PER_ADDRESS", 20)
+GRIDWEB_LOGIN_LOCK_SECONDS = env_seconds("GRIDWEB_LOGIN_LOCK_SECONDS", 15 * 60)
 # Rows of stored chunks each web process keeps for the viewers it streams them to (gridweb/runs/consumers.py)
-GRIDWEB_CHUNK_CACHE_MB = int(os.environ.get("GRIDWEB_CHUNK_CACHE_MB", 256))
+GRIDWEB_CHUNK_CACHE_MB = env_int("GRIDWEB_CHUNK_CACHE_MB", 256)
 # How often an open stream asks whether its run has ended, in case the announcement was lost
 GRIDWEB_STREAM_END_CHECK_SECONDS = env_seconds("GRIDWEB_STREAM_END_CHECK_SECONDS", 5.0)
-GRIDWEB_MAX_ACTIVE_RUNS = int(os.environ.get("GRIDWEB_MAX_ACTIVE_RUNS", 300))  # per user (a sweep's points count)
-GRIDWEB_RUN_WALL_SECONDS = float(os.environ.get("GRIDWEB_RUN_WALL_SECONDS", 6 * 3600))
+GRIDWEB_MAX_ACTIVE_RUNS = env_int("GRIDWEB_MAX_ACTIVE_RUNS", 300)  # per user (a sweep's points count)
+GRIDWEB_RUN_WALL_SECONDS = env_seconds("GRIDWEB_RUN_WALL_SECONDS", 6 * 3600)
 # Embedded mode runs simulations in a background thread of the web process instead of Celery.
 GRIDWEB_EMBEDDED_WORKER = GRIDWEB_MODE == "embedded"
 # The embedded worker starts with the first request the server serves, to pick up runs a stopped
