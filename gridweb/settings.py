@@ -268,7 +268,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PARSER_CLASSES": ["gridweb.api.parsers.SafeJSONParser", "rest_framework.parsers.FormParser",
                                "rest_framework.parsers.MultiPartParser"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "DEFAULT_PAGINATION_CLASS": "gridweb.api.pagination.LimitOffsetPages",  # limit: whole, at most 1000
     "PAGE_SIZE": 50,
     # Bad input answers {"errors": {"dotted.field.path": [messages]}} with status 400.
     "EXCEPTION_HANDLER": "gridweb.api.errors.exception_handler",
