@@ -9,7 +9,9 @@ form parameters, by :class:`RejectNulMiddleware`.
 from __future__ import annotations
 
 import json
+import math
 import re
+import sys
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
@@ -18,8 +20,12 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 
 #: a scenario document nests about ten levels; deeper than this is refused before parsing
 MAX_DEPTH = 64
-_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _BAD_CHARACTER = re.compile("[\x00\ud800-\udfff]")
+#: bytes the depth check reads at a time: its temporaries are a few times this, whatever the body
+DEPTH_CHUNK = 1 << 16
+_QUOTE, _BACKSLASH = ord('"'), ord("\\")
+_STEP = np.zeros(256, np.int8)  # what each byte does to the nesting level outside strings
+_STEP[[ord("["), ord("{")]], _STEP[[ord("]"), ord("}")]] = 1, -1
 
 
 class BadJson(ValueError):
@@ -30,44 +36,129 @@ class BadJson(ValueError):
         self.path, self.reason = path, reason
 
 
-def depth(text: str) -> int:
-    """The deepest nesting of arrays and objects in JSON ``text`` (brackets inside strings do not count)."""
-    skeleton = _STRINGS.sub("", text).encode("latin-1", "replace")
-    codes = np.frombuffer(skeleton, np.uint8)
-    step = (np.isin(codes, (ord("["), ord("{"))).astype(np.int32)
-            - np.isin(codes, (ord("]"), ord("}"))).astype(np.int32))
-    return int(np.cumsum(step).max(initial=0))
+def depth(text: str | bytes, chunk: int = DEPTH_CHUNK) -> int:
+    """The deepest nesting of arrays and objects in JSON ``text`` (brackets inside strings do not count).
+
+    One pass over the text, ``chunk`` bytes at a time, carrying between chunks whether a string is
+    open, whether the next character is escaped, and the level: time linear in the text and
+    memory bounded by the chunk. A backslash escapes the next character wherever it stands (outside
+    a string it is not JSON: the parser refuses it there, and this count agrees with the parser's
+    nesting up to that point).
+    """
+    inside = escape_next = False
+    level = deepest = 0
+    view = memoryview(text) if isinstance(text, bytes | bytearray) else None
+    for start in range(0, len(text), chunk):
+        if view is not None:
+            codes = np.frombuffer(view[start:start + chunk], np.uint8)
+        else:  # (surrogates are refused later, naming their path)
+            codes = np.frombuffer(text[start:start + chunk].encode("utf-8", "surrogatepass"), np.uint8)
+        backslash = codes == _BACKSLASH
+        escaped = np.zeros(len(codes), bool)
+        escaped[0] = escape_next
+        if backslash.any():  # (most bodies have none or few: skip the run lengths)
+            index = np.arange(len(codes), dtype=np.int32)
+            # the last character before each position that is not a backslash (-1: the run began earlier)
+            before = np.maximum.accumulate(np.where(backslash, np.int32(-1), index))
+            run = index - before + (before < 0) * np.int32(escape_next)
+            escaper = backslash & (run % 2 == 1)  # a backslash that escapes the next character
+            escaped[1:] = escaper[:-1]
+            escape_next = bool(escaper[-1])
+        else:
+            escape_next = False
+        quotes = (codes == _QUOTE) & ~escaped
+        in_string = (np.cumsum(quotes, dtype=np.int32) + int(inside)) % 2 == 1  # (after each character)
+        inside = bool(in_string[-1])
+        step = _STEP[codes] * ~(in_string | escaped)
+        levels = np.cumsum(step, dtype=np.int64) + level
+        deepest = max(deepest, int(levels.max()))
+        level = int(levels[-1])
+    return deepest
+
+
+class _LongInteger:
+    """An integer the parser was not let convert (more digits than Python's limit): refused by path."""
+
+    def __init__(self, digits: int):
+        self.digits = digits
+
+
+def parse_integer(text: str) -> int | _LongInteger:
+    """json.loads's parse_int that leaves an integer too long to convert for check_values to refuse by path."""
+    digits = len(text) - text.startswith("-")
+    limit = sys.get_int_max_str_digits()
+    return _LongInteger(digits) if limit and digits > limit else int(text)
 
 
 def loads(data: bytes | str) -> Any:
-    """Parse a JSON body; BadJson when it is not UTF-8 JSON, nests deeper than MAX_DEPTH, or holds
-    a string with a NUL character or an unpaired surrogate (named by its dotted path)."""
+    """Parse a JSON body; BadJson when it is not UTF-8 JSON, nests deeper than MAX_DEPTH, holds
+    a string with a NUL character or an unpaired surrogate, an integer of more digits than Python
+    converts or a number that is not finite (1e400, NaN, Infinity) -- named by its dotted path."""
     try:
         text = data.decode("utf-8") if isinstance(data, bytes | bytearray | memoryview) else data
     except UnicodeDecodeError as exc:
         raise BadJson("", f"not UTF-8 ({exc.reason} at byte {exc.start})") from None
-    if depth(text) > MAX_DEPTH:
+    if depth(data if isinstance(data, bytes | bytearray) else text) > MAX_DEPTH:
         raise BadJson("", f"nested more than {MAX_DEPTH} levels deep")
     try:
         value = json.loads(text or "null")
     except json.JSONDecodeError as exc:
         raise BadJson("", f"not JSON: {exc}") from None
-    check_strings(value)
+    except ValueError:  # an integer past sys.get_int_max_str_digits(): parsed again to find which
+        value = json.loads(text, parse_int=parse_integer)
+    check_values(value)
     return value
 
 
-def check_strings(value: Any, path: str = "") -> None:
-    """BadJson for the first string (key or value) with a NUL character or an unpaired surrogate."""
+def check_values(value: Any, path: str = "") -> None:
+    """BadJson for the first string (key or value) with a NUL character or an unpaired surrogate, or
+    the first number that is not finite or was too long to convert."""
+    try:
+        _check(value)
+    except _Refused as refused:
+        inner = ".".join(str(part) for part in reversed(refused.path))
+        raise BadJson(f"{path}.{inner}" if path and inner else path or inner, refused.reason) from None
+
+
+check_strings = check_values  # (its older name)
+
+
+class _Refused(Exception):
+    def __init__(self, reason: str):
+        self.reason, self.path = reason, []
+
+
+def _check(value: Any) -> None:
+    # (the path is built only for a refusal, on the way out: most values are fine)
     if isinstance(value, str):
-        _check_text(value, path)
+        reason = text_error(value)
+        if reason is not None:
+            raise _Refused(reason)
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            raise _Refused("is not a finite number (" + ("beyond ±1.8e308" if math.isinf(value) else "NaN") + ")")
     elif isinstance(value, dict):
         for key, item in value.items():
-            inner = f"{path}.{key}" if path else str(key)
-            _check_text(key, inner)
-            check_strings(item, inner)
+            try:
+                reason = text_error(key)
+                if reason is not None:
+                    raise _Refused(reason)
+                _check(item)
+            except _Refused as refused:
+                refused.path.append(key)
+                raise
     elif isinstance(value, list):
         for index, item in enumerate(value):
-            check_strings(item, f"{path}.{index}" if path else str(index))
+            if isinstance(item, int):
+                continue
+            try:
+                _check(item)
+            except _Refused as refused:
+                refused.path.append(index)
+                raise
+    elif isinstance(value, _LongInteger):
+        limit = sys.get_int_max_str_digits()
+        raise _Refused(f"an integer of {value.digits:,} digits (more than {limit:,})")
 
 
 def text_error(text: str) -> str | None:
@@ -93,12 +184,6 @@ def undecodable(raw: bytes) -> tuple[str, str] | None:
                     reason = None
                 return name.decode("utf-8", "replace"), reason or "contains bytes that are not UTF-8"
     return None
-
-
-def _check_text(text: str, path: str) -> None:
-    reason = text_error(text)
-    if reason is not None:
-        raise BadJson(path, reason)
 
 
 class RejectNulMiddleware:

@@ -113,8 +113,10 @@ class ImportForm(forms.Form):
         except json.JSONDecodeError as exc:
             raise forms.ValidationError(
                 f"{upload.name}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
-        try:  # (no NUL characters or unpaired surrogates: the builder's page and the database hold neither)
-            safe_json.check_strings(data)
+        except ValueError:  # an integer of more digits than Python converts: check_values names it
+            data = json.loads(text, parse_int=safe_json.parse_integer)
+        try:  # (no NUL characters, unpaired surrogates or infinite numbers: the page and the database hold none)
+            safe_json.check_values(data)
         except safe_json.BadJson as exc:
             raise forms.ValidationError(f"{upload.name}: {exc.path}: {exc.reason}") from None
         if isinstance(data, dict) and isinstance(data.get("spec"), dict):
