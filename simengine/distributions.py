@@ -81,6 +81,46 @@ class _Dist(BaseModel):
         s = self.support()
         return s is not None and bool(np.all(s[0] == np.round(s[0])))
 
+    def support_size(self) -> float:
+        """How many values :meth:`support` lists (``inf`` for a continuous distribution), known
+        without listing them (kinds whose support is not the list they were given override this)."""
+        s = self.support()
+        return math.inf if s is None else float(len(s[0]))
+
+    def count_mean(self) -> float:
+        """E[max(1, ceil X)], the mean of :func:`processor_counts` of the draws, in bounded work.
+
+        Up to :data:`EXACT_TERMS` terms it is summed term by term over the support or over
+        ``1 + sum_{k>=1} P(X > k)`` (as it always was, to the last bit); a larger support is
+        summed in closed form (kinds with a large support override :meth:`_large_count_mean`).
+        """
+        size = self.support_size()
+        if size <= EXACT_TERMS:
+            values, probs = self.support()
+            return float(np.dot(np.maximum(np.ceil(values), 1.0), probs))
+        if math.isinf(size) and self.max_value() <= EXACT_TERMS + 1:  # continuous, small
+            k = np.arange(1, max(1, math.ceil(self.max_value())), dtype=np.float64)
+            return float(1.0 + self.sf(k).sum())
+        return self._large_count_mean()
+
+    def _large_count_mean(self) -> float:
+        s = self.support()  # a support listed in the document (choice, empirical): linear in its size
+        if s is None:  # a new kind with a large support gives its sum in closed form (or bounded work)
+            raise NotImplementedError(f"{type(self).__name__}: no bounded count mean for a large support")
+        values, probs = s
+        return float(np.dot(np.maximum(np.ceil(values), 1.0), probs))
+
+
+#: Supports of up to this many whole numbers are summed term by term (microseconds; the values every
+#: existing scenario's arrival rate was solved with); larger ones, up to 10^308, in closed form or a
+#: few thousand terms: a size's parameters must not choose the work of validating it (issue 34).
+EXACT_TERMS = 1 << 16
+
+
+def _inv_expm1(x: float) -> float:
+    """1 / (e^x - 1) for x > 0, 0 where e^x overflows."""
+    return 0.0 if x > 700.0 else 1.0 / math.expm1(x)
+
 
 def _draws(n: int) -> int:
     n = int(n)
@@ -119,6 +159,9 @@ class Exponential(_Dist):
     def sf(self, x):
         x = np.asarray(x, dtype=np.float64)
         return np.where(x < 0, 1.0, np.exp(-np.maximum(x, 0) / self.mean_))
+
+    def _large_count_mean(self) -> float:
+        return 1.0 + _inv_expm1(1.0 / self.mean_)  # 1 + sum_{k>=1} e^(-k/m), geometric
 
 
 class Uniform(_Dist):
@@ -163,11 +206,36 @@ class Uniform(_Dist):
         values = np.arange(int(self.low), int(self.high) + 1, dtype=np.float64)
         return values, np.full(len(values), 1.0 / len(values))
 
+    def support_size(self) -> float:
+        return float(self.high) - float(self.low) + 1.0 if self.integer else math.inf
+
+    def integer_valued(self) -> bool:
+        return self.integer
+
     def sf(self, x):
         if self.integer:
-            return super().sf(x)
+            if self.support_size() <= EXACT_TERMS:
+                return super().sf(x)
+            x = np.asarray(x, dtype=np.float64)  # (whole numbers above x) / (all of them)
+            above = self.high - np.maximum(np.floor(x), self.low - 1.0)
+            return np.clip(above / self.support_size(), 0.0, 1.0)
         x = np.asarray(x, dtype=np.float64)
         return np.clip((self.high - x) / (self.high - self.low), 0.0, 1.0)
+
+    def _large_count_mean(self) -> float:
+        low, high = float(self.low), float(self.high)
+        if self.integer:  # the whole numbers low..high, each counted as max(1, value)
+            if low >= 1.0:
+                return (low + high) / 2.0
+            ones = min(high, 1.0) - low + 1.0  # values <= 1
+            rest = (high - 1.0) * (high + 2.0) / 2.0 if high >= 2.0 else 0.0  # 2 + ... + high
+            return (ones + rest) / self.support_size()
+        # 1 + sum_{k=1}^{m} P(X > k) over k < high: 1 for k <= low, then linear down to high
+        m = float(math.ceil(high) - 1)
+        flat = min(max(math.floor(low), 0.0), m)
+        count = m - flat
+        mid = (flat + 1.0 + m) / 2.0
+        return 1.0 + flat + count / (high - low) * (high - mid)
 
 
 class Constant(_Dist):
@@ -324,6 +392,38 @@ class HyperExponential(_Dist):
         out = np.exp(-np.maximum(x, 0)[..., None] / means) @ p
         return np.where(x < 0, 1.0, out)
 
+    def _large_count_mean(self) -> float:
+        p, means = self._arrays
+        return 1.0 + float(sum(pi * _inv_expm1(1.0 / m) for pi, m in zip(p, means)))
+
+
+#: Terms of a power sum added one by one before Euler-Maclaurin takes over (its error past
+#: k = 4096 is below 1e-15 of the sum for every alpha).
+_POWER_HEAD = 4096
+
+
+def _power_sum(low: float, alpha: float, first: float, last: float) -> float:
+    """sum_{k=first}^{last} (low / k)^alpha over whole k >= 1, in bounded work."""
+    head_end = min(last, first + _POWER_HEAD - 1)
+    k = np.arange(first, head_end + 1.0, dtype=np.float64)
+    total = float(np.sum((low / k) ** alpha))
+    if head_end >= last:
+        return total
+    n, m, a = head_end + 1.0, last, alpha
+
+    def f(x: float) -> float:
+        return (low / x) ** a
+
+    e, t = a - 1.0, math.log(m / n)
+    grow = t if e == 0 else -math.expm1(-e * t) / e  # int_n^m (low/x)^a dx = low (low/n)^e grow
+    integral = low * (low / n) ** e * grow
+    # Euler-Maclaurin: f^(2j-1)(x) = -a(a+1)...(a+2j-2) f(x) / x^(2j-1); B2/2!, B4/4!, B6/6!
+    d1 = [a, a * (a + 1) * (a + 2), a * (a + 1) * (a + 2) * (a + 3) * (a + 4)]
+    corrections = 0.0
+    for coeff, rising, power in zip((1 / 12, -1 / 720, 1 / 30240), d1, (1, 3, 5)):
+        corrections += coeff * rising * (f(n) / n**power - f(m) / m**power)
+    return total + integral + (f(n) + f(m)) / 2.0 + corrections
+
 
 def bounded_pareto_mean(alpha: float, low: float, high: float) -> float:
     """Mean of the bounded Pareto BP(alpha, low, high)."""
@@ -412,6 +512,17 @@ class BoundedPareto(_Dist):
         r = (low / high) ** a
         return ((low / x) ** a - r) / (1.0 - r)
 
+    def _large_count_mean(self) -> float:
+        # 1 + sum_{k=1}^{m} P(X > k): 1 for k <= low, then ((low/k)^a - r) / (1 - r)
+        a, low, high = self.alpha, self.low, self.high
+        m = float(math.ceil(high) - 1)
+        flat = min(max(math.floor(low), 0.0), m)
+        r = (low / high) ** a
+        count = m - flat
+        if count <= 0:
+            return 1.0 + flat
+        return 1.0 + flat + (_power_sum(low, a, flat + 1.0, m) - r * count) / (1.0 - r)
+
 
 class RSD(_Dist):
     """Realistic Synthetic Distribution RSD(low, high, q) of job sizes.
@@ -439,10 +550,44 @@ class RSD(_Dist):
         return i.astype(np.float64), w / w.sum()
 
     def sample(self, rng, n):
+        if self.support_size() > EXACT_TERMS:
+            return self._sample_large(rng, _draws(n))
         values, probs = self._arrays
         return values[rng.choice(len(values), size=_draws(n), p=probs)]
 
+    def _geometric(self) -> tuple[float, float, float, float]:
+        """(n, base, step, lambda): value = base + step * j, weight rho^j, j = 0..n-1, lambda = ln rho
+        <= 0 (counted from the heavier end: low when q <= 1, high when q > 1)."""
+        n = float(self.high - self.low + 1)
+        base, step = (self.low, 1.0) if self.q <= 1.0 else (self.high, -1.0)
+        return n, float(base), step, -abs(math.log(self.q))
+
+    def _powers(self, base: float, step: float, lam: float) -> tuple[np.ndarray, np.ndarray]:
+        """The powers of two in [low, high] and their extra weight (3 x the weight: 2 more)."""
+        p = [2**i for i in range(int(self.high).bit_length()) if self.low <= 2**i <= self.high]
+        values = np.array(p, dtype=np.float64)
+        return values, 2.0 * np.exp(lam * step * (values - base))
+
+    def _sample_large(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        # a mixture: the truncated geometric (inverse CDF) or a power of two's extra weight; no
+        # array of every value (a support of 10^9 needed 16 GB)
+        size, base, step, lam = self._geometric()
+        powers, extra = self._powers(base, step, lam)
+        geometric = size if lam == 0.0 else -math.expm1(size * lam) / -math.expm1(lam)
+        u, v = rng.random(n), rng.random(n)
+        if lam == 0.0:
+            j = np.floor(v * size)
+        else:
+            j = np.floor(np.log1p(v * math.expm1(size * lam)) / lam)
+        out = base + step * np.minimum(j, size - 1.0)
+        atom = u * (geometric + extra.sum()) >= geometric
+        if atom.any():
+            out[atom] = powers[rng.choice(len(powers), size=int(atom.sum()), p=extra / extra.sum())]
+        return out
+
     def mean(self) -> float:
+        if self.support_size() > EXACT_TERMS:
+            return self._large_count_mean()  # (every value is a whole number >= 1)
         values, probs = self._arrays
         return float(np.dot(values, probs))
 
@@ -454,6 +599,28 @@ class RSD(_Dist):
 
     def support(self):
         return self._arrays
+
+    def support_size(self) -> float:
+        return float(self.high - self.low + 1)
+
+    def integer_valued(self) -> bool:
+        return True
+
+    def _large_count_mean(self) -> float:
+        """The mean in closed form: a truncated geometric series plus the powers of two's extra
+        weight. Counted from the heavier end (low when q <= 1, high when q > 1), value = base +
+        step j with weight rho^j, rho <= 1, j = 0..n-1."""
+        n, base, step, lam = self._geometric()
+        if lam == 0.0:
+            total, mean_j = n, (n - 1.0) / 2.0
+        else:
+            total = -math.expm1(n * lam) / -math.expm1(lam)  # sum rho^j
+            if n * -lam < 1e-2:  # (the closed form below cancels; its series)
+                mean_j = (n - 1.0) / 2.0 + (n * n - 1.0) * lam / 12.0 - (n**4 - 1.0) * lam**3 / 720.0
+            else:
+                mean_j = _inv_expm1(-lam) - n * _inv_expm1(-n * lam)
+        powers, extra = self._powers(base, step, lam)
+        return float((total * (base + step * mean_j) + np.dot(extra, powers)) / (total + extra.sum()))
 
 
 class LogNormal(_Dist):
@@ -497,6 +664,22 @@ class LogNormal(_Dist):
             z = (np.log(np.maximum(x, 0.0)) - self.mu) / (self.sigma * math.sqrt(2.0))
         from scipy.special import erfc  # (importing scipy.special costs every run ~0.13 s: only here)
         return np.where(x <= 0, 1.0, 0.5 * erfc(z))
+
+    def _large_count_mean(self) -> float:
+        # 1 + sum_{k>=1} P(X > k): the first EXACT_TERMS terms one by one, the rest as the midpoint
+        # integral E[(X - c)^+] (closed form) with its first Euler-Maclaurin correction
+        k = np.arange(1, EXACT_TERMS + 1, dtype=np.float64)
+        head = float(self.sf(k).sum())
+        c = EXACT_TERMS + 0.5
+        s, mu = self.sigma, self.mu
+        d2 = (mu - math.log(c)) / s
+
+        def phi(d: float) -> float:  # standard normal CDF
+            return 0.5 * math.erfc(-d / math.sqrt(2.0))
+
+        excess = self.mean_ * phi(d2 + s) - c * phi(d2)
+        density = math.exp(-0.5 * d2 * d2) / (c * s * math.sqrt(2.0 * math.pi))
+        return 1.0 + head + max(excess, 0.0) - density / 24.0
 
 
 Distribution = Annotated[
@@ -547,23 +730,8 @@ def processor_count_max(dist: _Dist) -> float:
 def processor_count_mean(dist: _Dist) -> float:
     """Exact mean of :func:`processor_counts` applied to draws of ``dist``: E[max(1, ceil X)].
 
-    Discrete distributions: summed over the support. Continuous ones:
-    ``1 + sum_{k>=1} P(X > k)``, summed until the tail is negligible.
+    Discrete distributions: summed over the support. Continuous ones: ``1 + sum_{k>=1} P(X > k)``.
+    In bounded work whatever the parameters (:meth:`_Dist.count_mean`): term by term up to
+    :data:`EXACT_TERMS` terms, in closed form past them (to about 1e-12).
     """
-    s = dist.support()
-    if s is not None:
-        values, probs = s
-        return float(np.dot(np.maximum(np.ceil(values), 1.0), probs))
-    top = dist.max_value()
-    if not math.isinf(top):
-        k = np.arange(1, max(1, math.ceil(top)), dtype=np.float64)
-        return float(1.0 + dist.sf(k).sum())
-    total, start, chunk = 1.0, 1, 1 << 16
-    while start < 1 << 40:
-        tail = dist.sf(np.arange(start, start + chunk, dtype=np.float64))
-        total += float(tail.sum())
-        if tail[-1] < 1e-15:
-            break
-        start += chunk
-        chunk *= 2
-    return total
+    return dist.count_mean()

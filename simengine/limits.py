@@ -28,6 +28,33 @@ class Limits:
     horizon: float | None = None  # simulated seconds
     stored_rows: int | None = None  # job rows a Result keeps (over the replications it keeps)
     evolving_stages: int | None = None  # stages of evolving applications per replication (planned in O(stages^2))
+    # the shape of the document, checked before the schema reads it (shape_problems)
+    clusters: int | None = None
+    file_sites: int | None = None
+    streams: int | None = None
+    reservations: int | None = None
+
+
+#: (field of Limits, path in the document, what its items are)
+SHAPE = (("clusters", ("platform", "clusters"), "clusters"), ("file_sites", ("platform", "file_sites"), "file sites"),
+         ("streams", ("workload", "streams"), "streams"), ("reservations", ("reservations",), "reservations"))
+
+
+def shape_problems(data: object, limits: Limits) -> list[tuple[str, str]]:
+    """(dotted field path, message) for every list of ``data`` (a scenario document, not yet
+    validated) longer than ``limits`` allows. Checked before the schema: validating takes time
+    and memory growing with these lists (some checks pair every stream with every cluster), so a
+    5 MB body of 100,000 streams is refused in microseconds rather than validated for seconds."""
+    problems = []
+    for name, path, what in SHAPE:
+        most = getattr(limits, name)
+        node = data
+        for key in path:
+            node = node.get(key) if isinstance(node, dict) else None
+        if most is not None and isinstance(node, list) and len(node) > most:
+            problems.append((".".join(path), f"{len(node):,} {what}; this server allows at most {most:,} "
+                                             "per scenario"))
+    return problems
 
 
 def estimated_jobs(scenario: Scenario) -> list[tuple[str, float]]:

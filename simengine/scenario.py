@@ -45,7 +45,7 @@ from simengine.local.schema import RelaxedFrame, Reservation, ReservationJob
 from simengine.presets import PLATFORMS
 from simengine.registry import (DEADLINE_POLICY, GRID_PLACEMENT, LOCAL_SCHEDULERS, PREEMPTION, SITE_ALLOCATION,
                                 WORKFLOW_SCHEDULING, Registry)
-from simengine.schema_base import GRID_TARGET, PROBLEMS as _PROBLEMS, SCENARIO_CHECKS, scenario_check
+from simengine.schema_base import GRID_TARGET, PROBLEMS as _PROBLEMS, SCENARIO_CHECKS, known_list, scenario_check
 from simengine.schema_base import StrictModel as _Model, problems as _problems
 from simengine.site_allocation import is_stateful
 
@@ -217,7 +217,7 @@ class Platform(_Model):
         for i, f in enumerate(self.file_sites):
             if f.cluster is not None and f.cluster not in seen:
                 found.append(
-                    (("file_sites", i, "cluster"), f"unknown cluster '{f.cluster}'; known: {', '.join(seen)}")
+                    (("file_sites", i, "cluster"), f"unknown cluster '{f.cluster}'; known: {known_list(seen)}")
                 )
         if self.bandwidth:
             known = set(seen) | set(sites)
@@ -646,7 +646,7 @@ def _core_problems(s: Scenario, check_policy=None) -> list[tuple[tuple, str]]:
     clusters = s.platform.clusters
     by_name = {c.name: c for c in clusters}
     largest = max(c.processors for c in clusters)
-    known = ", ".join([GRID_TARGET, *by_name])
+    known = known_list([GRID_TARGET, *by_name])
     endless = []
     for i, st in enumerate(s.workload.streams):
         pre = ("workload", "streams", i)
@@ -664,7 +664,7 @@ def _core_problems(s: Scenario, check_policy=None) -> list[tuple[tuple, str]]:
             for site, cname in (st.site_map or {}).items():
                 if cname not in by_name:
                     found.append(
-                        ((*pre, "site_map", site), f"unknown cluster '{cname}'; known: {', '.join(by_name)}")
+                        ((*pre, "site_map", site), f"unknown cluster '{cname}'; known: {known_list(by_name)}")
                     )
             continue
         if st.count is None:
@@ -672,6 +672,7 @@ def _core_problems(s: Scenario, check_policy=None) -> list[tuple[tuple, str]]:
         receivers = clusters if st.target == GRID_TARGET else [by_name[st.target]]
         top = st.max_size()
         top_text = f"{top:.0f}"
+        size_found = len(found)
         if math.isinf(top):
             found.append(
                 (
@@ -697,7 +698,7 @@ def _core_problems(s: Scenario, check_policy=None) -> list[tuple[tuple, str]]:
             )
         lwr = [f"'{c.name}'" for c in receivers if c.scheduler.name == "lwr"]
         if top > 1 and lwr:
-            who = f"cluster {lwr[0]} uses" if len(lwr) == 1 else f"clusters {', '.join(lwr)} use"
+            who = f"cluster {lwr[0]} uses" if len(lwr) == 1 else f"clusters {known_list(lwr)} use"
             found.append(
                 (
                     (*pre, "size"),
@@ -705,7 +706,7 @@ def _core_problems(s: Scenario, check_policy=None) -> list[tuple[tuple, str]]:
                     f"but this stream's jobs can need up to {top_text} processors",
                 )
             )
-        if st.arrival.target_load is not None:
+        if st.arrival.target_load is not None and len(found) == size_found:  # (a size that fits: its mean)
             work = st.mean_size() * st.runtime.mean()
             if not work > 0:
                 found.append(
@@ -719,12 +720,12 @@ def _core_problems(s: Scenario, check_policy=None) -> list[tuple[tuple, str]]:
                 (
                     ("grid", "site_allocation", "name"),
                     f"'{alloc}' reads the sites' remaining work and needs every cluster to use the lwr "
-                    f"scheduler; not lwr: {', '.join(others)}",
+                    f"scheduler; not lwr: {known_list(others)}",
                 )
             )
     stop, warm = s.run.stop, s.run.warmup
     if endless and stop.horizon is None and stop.completions is None:
-        names = ", ".join(f"'{n}'" for n in endless)
+        names = known_list([f"'{n}'" for n in endless])
         found.append(
             (
                 ("run", "stop"),
@@ -750,7 +751,7 @@ def _lublin_problems(st: LublinStream, pre: tuple, clusters, by_name) -> list[tu
                                        f"({room} processors)")]
     lwr = [f"'{c.name}'" for c in receivers if c.scheduler.name == "lwr"]
     if lwr:
-        return [((*pre, "target"), f"{', '.join(lwr)} use the lwr scheduler, which runs one-processor jobs "
+        return [((*pre, "target"), f"{known_list(lwr)} use the lwr scheduler, which runs one-processor jobs "
                                    "only; Lublin-Feitelson jobs are parallel")]
     return []
 
@@ -939,6 +940,37 @@ def _parse_json_or_yaml(text: str, label: str | None, json_first: bool) -> Any:
         raise ScenarioError(f"invalid YAML{where}: {detail}", source=label) from None
 
 
+#: The largest whole number a scenario may hold anywhere: the engine keeps counts, sizes and seeds
+#: as 64-bit integers (a 10^400 count overflowed converting to float after validation: a 500).
+INT_MAX = 2**63 - 1
+
+
+def huge_numbers(data: Any) -> list[FieldError]:
+    """A field error for every whole number in ``data`` (a parsed document) past :data:`INT_MAX`,
+    naming its path; one pass over the document, before the schema converts any of them."""
+    found: list[FieldError] = []
+    stack: list[tuple[Any, tuple]] = [(data, ())]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, list):
+            try:  # a list of numbers (a choice's values): min and max in C, not a Python loop
+                if -INT_MAX <= min(node) and max(node) <= INT_MAX:
+                    continue
+            except (TypeError, ValueError):  # (not all numbers, or empty)
+                pass
+        items = node.items() if isinstance(node, dict) else enumerate(node)
+        for key, value in items:
+            if isinstance(value, (dict, list)):
+                stack.append((value, (*path, key)))
+            elif type(value) is int and not -INT_MAX <= value <= INT_MAX:
+                digits = len(str(abs(value))) if abs(value) < 10**4000 else "thousands of"
+                found.append(FieldError(".".join(map(str, (*path, key))),
+                                        f"too large: a whole number of {digits} digits (at most "
+                                        f"{INT_MAX:,}; a quantity that is not a count can be written 1e20)"))
+    found.sort(key=lambda e: e.path)
+    return found
+
+
 def load_scenario(source: Any, *, base_dir: str | os.PathLike | None = None) -> Scenario:
     """Load and validate a scenario.
 
@@ -982,6 +1014,9 @@ def load_scenario(source: Any, *, base_dir: str | os.PathLike | None = None) -> 
         raise ScenarioError(
             f"a scenario must be a mapping of fields, not {type(data).__name__}", source=label
         )
+    huge = huge_numbers(data)
+    if huge:
+        raise ScenarioError(huge, source=label)
     # n_max: evolving stages are bounded by their target cluster's processors (simengine.evolving.schema)
     context = {"base_dir": str(base_dir) if base_dir is not None else os.getcwd(), "n_max": math.inf}
     try:

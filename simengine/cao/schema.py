@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from simengine.cao.scheduler import RARS_HEFT, SCOJO_PECT
-from simengine.schema_base import Problems, scenario_check
+from simengine.schema_base import Problems, known_list, scenario_check
 
 __all__ = ["cao_problems", "is_cao"]
 
@@ -31,7 +31,7 @@ def cao_problems(s, check_policy=None) -> Problems:
         for k, name in enumerate(wf.params["streams"]):
             if name not in names:
                 found.append((("grid", "workflow_scheduling", "params", "streams", k),
-                              f"unknown stream '{name}'; known: {', '.join(names)}"))
+                              f"unknown stream '{name}'; known: {known_list(names)}"))
     if not cao:
         return found
     ref = clusters[cao[0]]

@@ -34,7 +34,7 @@ from simengine.distributions import (
 import simengine.grid.placement  # noqa: F401  (registers the built-in placement policies)
 import simengine.preemption  # noqa: F401  (registers the preemption policies KOALA names)
 from simengine.registry import DEADLINE_POLICY, GRID_PLACEMENT, PREEMPTION
-from simengine.schema_base import problems as _problems, scenario_check
+from simengine.schema_base import known_list, problems as _problems, scenario_check
 
 __all__ = [
     "StartDeadline",
@@ -443,7 +443,7 @@ def koala_problems(s: Any, check_policy) -> list[tuple[tuple, str]]:
                         if st.request == "fixed":
                             found.append(((*pre, "clusters", k), "a fixed job names every component's cluster"))
                     elif c not in procs:
-                        found.append(((*pre, "clusters", k), f"unknown cluster '{c}'; known: {', '.join(names)}"))
+                        found.append(((*pre, "clusters", k), f"unknown cluster '{c}'; known: {known_list(names)}"))
                     elif size_top > procs[c]:
                         found.append(((*pre, "clusters", k), f"components of up to {size_top:g} processors do not "
                                                              f"fit cluster '{c}' ({procs[c]} processors)"))
@@ -454,7 +454,7 @@ def koala_problems(s: Any, check_policy) -> list[tuple[tuple, str]]:
             chosen = st.file.sites if st.file.sites is not None else sites
             for k, f in enumerate(st.file.sites or []):
                 if f not in sites:
-                    found.append(((*pre, "file", "sites", k), f"unknown file site '{f}'; known: {', '.join(sites)}"))
+                    found.append(((*pre, "file", "sites", k), f"unknown file site '{f}'; known: {known_list(sites)}"))
             if st.file.replicas > len(chosen):
                 found.append(((*pre, "file", "replicas"), f"more replicas than file sites ({len(chosen)})"))
             if st.file.size.min_value() < 0:

@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import Field, model_validator
 
 from simengine.registry import LOCAL_SCHEDULERS
-from simengine.schema_base import GRID_TARGET, Problems, StrictModel, problems, scenario_check
+from simengine.schema_base import GRID_TARGET, Problems, StrictModel, known_list, problems, scenario_check
 
 __all__ = ["RelaxedFrame", "ReservationJob", "Reservation", "reservation_problems", "needs_local"]
 
@@ -91,7 +91,7 @@ def reservation_problems(s, check_policy=None) -> Problems:
             seen[r.name] = i
         cluster = by_name.get(r.cluster)
         if cluster is None:
-            found.append(((*pre, "cluster"), f"unknown cluster '{r.cluster}'; known: {', '.join(by_name)}"))
+            found.append(((*pre, "cluster"), f"unknown cluster '{r.cluster}'; known: {known_list(by_name)}"))
             continue
         if r.processors > cluster.processors:
             found.append(((*pre, "processors"), f"must be at most the {cluster.processors} processors of cluster "
