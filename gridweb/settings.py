@@ -173,7 +173,27 @@ REDIS_URL = os.environ.get("REDIS_URL", "").strip()
 GRIDWEB_MODE = "full" if DATABASE_URL and REDIS_URL else "embedded"
 
 if DATABASE_URL:
-    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=600, conn_health_checks=True)}
+    # A pool per process (psycopg_pool): under ASGI each request's sync code runs in a thread of its
+    # own, and persistent connections left one open per thread (issue 34: 52 per daphne after 50
+    # logins). At most GRIDWEB_DB_POOL_MAX per process; a request that waits GRIDWEB_DB_POOL_TIMEOUT
+    # for one is answered 503 (gridweb/web/errors.py). The budget: docs/deploy.md, section 3.
+    GRIDWEB_DB_POOL_MAX = env_int("GRIDWEB_DB_POOL_MAX", 10)
+    GRIDWEB_DB_POOL_TIMEOUT = env_seconds("GRIDWEB_DB_POOL_TIMEOUT", 10.0)
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=0, conn_health_checks=True)}
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+        "min_size": 0, "max_size": GRIDWEB_DB_POOL_MAX, "timeout": GRIDWEB_DB_POOL_TIMEOUT,
+        "max_idle": 60.0,  # an idle connection is closed after a minute; a crowd's don't linger
+    }
+
+    def _forget_inherited_pools() -> None:
+        """In a forked child (a Celery prefork worker): its parent's pooled connections share
+        their sockets with the parent; the child makes a pool of its own. (psycopg never ends a
+        connection from a process that did not open it, so dropping them is safe.)"""
+        backend = sys.modules.get("django.db.backends.postgresql.base")
+        if backend is not None:
+            backend.DatabaseWrapper._connection_pools.clear()
+
+    os.register_at_fork(after_in_child=_forget_inherited_pools)
 else:
     DATABASES = {
         "default": {

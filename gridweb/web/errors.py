@@ -3,6 +3,8 @@ never a setting or a trace (those are for DEBUG, which is off unless asked for).
 same sentence as JSON (``{"detail": ...}``, as the API's own errors)."""
 from __future__ import annotations
 
+import sys
+
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -40,8 +42,29 @@ def page_not_found(request: HttpRequest, exception: Exception | None = None) -> 
     return _answer(request, 404, "There is nothing here, or nothing you may see.")
 
 
+def _waited_for_a_database_connection() -> bool:
+    """Whether the failure being handled is the connection pool's wait running out (docs/deploy.md,
+    GRIDWEB_DB_POOL_TIMEOUT): the server is busy, nothing is broken."""
+    exc = sys.exc_info()[1]
+    seen = 0
+    while exc is not None and seen < 10:
+        if type(exc).__name__ == "PoolTimeout":
+            return True
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return False
+
+
 def server_error(request: HttpRequest) -> HttpResponse:
     """A page of its own, rendered without context processors: the failure may be the database's."""
+    if _waited_for_a_database_connection():
+        reason = "The server is busy: every database connection is in use. Try again in a few seconds."
+        if request.path.startswith("/api/"):
+            response = JsonResponse({"detail": reason}, status=503)
+        else:
+            response = HttpResponse(f"<!doctype html><title>Busy</title><h1>Server busy</h1><p>{reason}</p>",
+                                    status=503)
+        response["Retry-After"] = "5"
+        return response
     if request.path.startswith("/api/"):
         return JsonResponse({"detail": "The server failed to answer; the failure is logged."}, status=500)
     return HttpResponse(loader.get_template("500.html").render(), status=500)
