@@ -15,8 +15,9 @@ PostgreSQL database on ``GRIDWEB_TEST_DATABASE_URL``'s server, Redis database 12
    throughout, a prober opens a new websocket
    every 0.2 s (the handshake's time: connect until the first message) and asks ``/healthz``
    every 0.5 s. Reported: handshake median and 95th percentile, /healthz answers that were not
-   200 (or took more than 5 s), the replays' completion times, and whether every replayer got
-   exactly the chunks 0..last_seq once each;
+   200 (or took more than 5 s), the replays' completion times, whether every replayer got
+   exactly the chunks 0..last_seq once each, and the most connections the site's database had
+   (pg_stat_activity, sampled with each /healthz; docs/deploy.md, *Database connections*);
 2. **live runs**: ``--runs`` small runs submitted through the REST API at once, each watched by
    ``--viewers / --runs`` clients connected before it starts; every viewer must end with exactly
    the run's chunks 0..last_seq, once each, and its status.
@@ -161,6 +162,17 @@ class Site:
             return json.loads(response.read())["id"]
 
 
+def database_connections(site: Site) -> int:
+    """Connections to the site's database now, from every process (pg_stat_activity): the budget
+    of docs/deploy.md, section 4, *Database connections*."""
+    import psycopg
+
+    url = site.env["DATABASE_URL"]
+    with psycopg.connect(url.rsplit("/", 1)[0] + "/postgres") as conn:
+        return conn.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = %s",
+                            (url.rsplit("/", 1)[1],)).fetchone()[0]
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))] if ordered else float("nan")
@@ -202,7 +214,7 @@ def exact(seqs: list[int], last_seq: int) -> bool:
 
 async def replay_under_load(site: Site, run: dict, replayers: int, rounds: int) -> dict:
     ws = site.url.replace("http", "ws", 1) + f"/ws/runs/{run['id']}/"
-    handshakes, health, stop = [], [], asyncio.Event()
+    handshakes, health, connections, stop = [], [], [], asyncio.Event()
 
     async def probe_handshakes() -> None:
         while not stop.is_set():
@@ -226,6 +238,7 @@ async def replay_under_load(site: Site, run: dict, replayers: int, rounds: int) 
             except Exception as exc:  # noqa: BLE001 - a failed probe is a result
                 code = repr(exc)
             health.append({"code": code, "s": time.monotonic() - t0})
+            connections.append(await asyncio.to_thread(database_connections, site))
             await asyncio.sleep(0.5)
 
     probes = [asyncio.create_task(probe_handshakes()), asyncio.create_task(probe_health())]
@@ -249,6 +262,7 @@ async def replay_under_load(site: Site, run: dict, replayers: int, rounds: int) 
         "healthz_probes": len(health),
         "healthz_bad": sum(1 for h in health if h["code"] != 200 or h["s"] > 5),
         "healthz_max_s": max((h["s"] for h in health), default=None),
+        "db_connections_peak": max(connections, default=None),
     }
 
 
@@ -328,7 +342,8 @@ def main() -> None:
     print(f"replay of {g['segments']:,} segments to {g['replayers']} viewers: handshake median "
           f"{g['handshake_median_s']:.3f} s, p95 {g['handshake_p95_s']:.3f} s (target < "
           f"{TARGETS['handshake_p95_s']} s); /healthz not 200 or > 5 s: {g['healthz_bad']} of "
-          f"{g['healthz_probes']}; exact replays {g['replays_exact']}/{g['replays']}")
+          f"{g['healthz_probes']}; exact replays {g['replays_exact']}/{g['replays']}; database connections "
+          f"at most {g['db_connections_peak']}")
     if "peer" in results:
         p = results["peer"]["replay"]
         print(f"peer ({args.peer}): handshake median {p['handshake_median_s']:.3f} s, p95 {p['handshake_p95_s']:.3f} s;"
