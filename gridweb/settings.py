@@ -382,6 +382,11 @@ GRIDWEB_CHUNK_CACHE_MB = env_int("GRIDWEB_CHUNK_CACHE_MB", 256)
 # How often an open stream asks whether its run has ended, in case the announcement was lost
 GRIDWEB_STREAM_END_CHECK_SECONDS = env_seconds("GRIDWEB_STREAM_END_CHECK_SECONDS", 5.0)
 GRIDWEB_MAX_ACTIVE_RUNS = env_int("GRIDWEB_MAX_ACTIVE_RUNS", 300)  # per user (a sweep's points count)
+# Fair share (gridweb/runs/execution.py): runs of one user handed to the Celery workers (in the broker or
+# running) at once; the rest wait in the database and are handed over round-robin across users
+GRIDWEB_USER_RUNS_IN_FLIGHT = env_int("GRIDWEB_USER_RUNS_IN_FLIGHT", 4)
+# Stored results and uploaded traces one user may keep, in MB; over it a new run is refused
+GRIDWEB_USER_STORAGE_MB = env_int("GRIDWEB_USER_STORAGE_MB", 10240)
 GRIDWEB_RUN_WALL_SECONDS = env_seconds("GRIDWEB_RUN_WALL_SECONDS", 6 * 3600)
 # Embedded mode runs simulations in a background thread of the web process instead of Celery.
 GRIDWEB_EMBEDDED_WORKER = GRIDWEB_MODE == "embedded"

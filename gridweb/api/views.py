@@ -12,7 +12,7 @@ import math
 from typing import Any
 
 from django.contrib.auth import authenticate
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import CharField, Q, QuerySet
 from django.db.models.functions import Cast
 from django.http import HttpResponse
@@ -35,7 +35,7 @@ from gridweb.accounts import throttle
 from gridweb.accounts.models import must_change_password
 from gridweb.runs import exports, frames, jobs_table
 from gridweb.reproductions.models import Reproduction
-from gridweb.runs.models import Comment, Run, RunChunk, Status, Sweep
+from gridweb.runs.models import IDEMPOTENCY_KEY_LENGTH, Comment, Run, RunChunk, Status, Sweep
 from gridweb.runs.views import gantt_frame
 from gridweb.scenarios.models import Scenario, TraceFile
 from gridweb.scenarios.traces import max_trace_bytes, store_trace
@@ -416,18 +416,34 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Update
     @extend_schema(summary="Start a run of a scenario document or of a saved scenario",
                    request=s.RunCreateSerializer, responses={201: s.RunDetailSerializer, 400: ERRORS_RESPONSE})
     def create(self, request: Request) -> Response:
+        key = idempotency_key(request)
         serializer = s.RunCreateSerializer(data=request.data, context=self.get_serializer_context())
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        try:
-            run = _services().create_run(
-                request.user, data["spec"], name=data.get("name"), scenario=data.get("scenario"),
-                visibility=data["visibility"], group=data["group"], tags=data.get("tags", []),
-                description=data.get("description", ""))
-        except SpecInvalid as exc:
-            raise ValidationError(s.spec_errors(exc, "scenario.spec" if data.get("scenario") else "spec")) from exc
-        return Response(s.RunDetailSerializer(run, context=self.get_serializer_context()).data,
-                        status=status.HTTP_201_CREATED)
+        created = None
+        if key:
+            created = Run.objects.filter(owner=request.user, idempotency_key=key).first()
+        if created is None:
+            try:
+                with transaction.atomic():
+                    created = _services().create_run(
+                        request.user, data["spec"], name=data.get("name"), scenario=data.get("scenario"),
+                        visibility=data["visibility"], group=data["group"], tags=data.get("tags", []),
+                        description=data.get("description", ""), idempotency_key=key)
+            except SpecInvalid as exc:
+                raise ValidationError(s.spec_errors(exc, "scenario.spec" if data.get("scenario") else "spec")) from exc
+            except IntegrityError:
+                # a request with the same key was committed meanwhile: it is the answer
+                created = Run.objects.filter(owner=request.user, idempotency_key=key).first()
+                if not key or created is None:
+                    raise
+            else:
+                return Response(s.RunDetailSerializer(created, context=self.get_serializer_context()).data,
+                                status=status.HTTP_201_CREATED)
+        if created.spec != data["spec"]:
+            raise same_key_other_request(key, f"run {created.pk}")
+        return Response(s.RunDetailSerializer(created, context=self.get_serializer_context()).data,
+                        status=status.HTTP_200_OK)
 
     def perform_destroy(self, run: Run) -> None:
         services = _services()
@@ -624,20 +640,60 @@ class SweepViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, SharedViewS
     @extend_schema(summary="Start a parameter sweep: one run per point, fanned out over the workers",
                    request=s.SweepCreateSerializer, responses={201: s.SweepDetailSerializer, 400: ERRORS_RESPONSE})
     def create(self, request: Request) -> Response:
+        key = idempotency_key(request)
         serializer = s.SweepCreateSerializer(data=request.data, context=self.get_serializer_context())
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         spec_field = "scenario.spec" if data.get("scenario") else "spec"
-        try:
-            with transaction.atomic():
-                sweep = _services().create_sweep(
-                    request.user, data["spec"], data["parameters"], name=data.get("name"),
-                    scenario=data.get("scenario"), visibility=data["visibility"], group=data["group"],
-                    tags=data.get("tags", []), description=data.get("description", ""))
-        except SpecInvalid as exc:
-            raise ValidationError(sweep_errors(exc, spec_field)) from exc
+        sweep = Sweep.objects.filter(owner=request.user, idempotency_key=key).first() if key else None
+        if sweep is None:
+            try:
+                with transaction.atomic():
+                    sweep = _services().create_sweep(
+                        request.user, data["spec"], data["parameters"], name=data.get("name"),
+                        scenario=data.get("scenario"), visibility=data["visibility"], group=data["group"],
+                        tags=data.get("tags", []), description=data.get("description", ""), idempotency_key=key)
+            except SpecInvalid as exc:
+                raise ValidationError(sweep_errors(exc, spec_field)) from exc
+            except IntegrityError:
+                # a request with the same key was committed meanwhile: it is the answer
+                sweep = Sweep.objects.filter(owner=request.user, idempotency_key=key).first()
+                if not key or sweep is None:
+                    raise
+            else:
+                return Response(s.SweepDetailSerializer(sweep, context=self.get_serializer_context()).data,
+                                status=status.HTTP_201_CREATED)
+        if (sweep.spec, sweep.parameters) != (data["spec"], data["parameters"]):
+            raise same_key_other_request(key, f"sweep {sweep.pk}")
         return Response(s.SweepDetailSerializer(sweep, context=self.get_serializer_context()).data,
-                        status=status.HTTP_201_CREATED)
+                        status=status.HTTP_200_OK)
+
+
+IDEMPOTENCY_HEADER = "Idempotency-Key"
+
+
+def idempotency_key(request: Request) -> str:
+    """The request's ``Idempotency-Key`` header ("" without one): a client that retries a POST
+    with the same key gets what the first request created (200), not a second one. Refused
+    unless 1-200 visible ASCII characters."""
+    key = request.headers.get(IDEMPOTENCY_HEADER)
+    if key is None:
+        return ""
+    if not 1 <= len(key) <= IDEMPOTENCY_KEY_LENGTH or not all("!" <= c <= "~" for c in key):
+        raise ValidationError({IDEMPOTENCY_HEADER: [
+            f"must be 1 to {IDEMPOTENCY_KEY_LENGTH} visible ASCII characters (no spaces), e.g. a UUID; "
+            f"got {len(key)} characters"]})
+    return key
+
+
+class IdempotencyKeyReused(APIException):
+    status_code = status.HTTP_422_UNPROCESSABLE_ENTITY
+    default_code = "idempotency_key_reused"
+
+
+def same_key_other_request(key: str, what: str) -> APIException:
+    return IdempotencyKeyReused(f"{IDEMPOTENCY_HEADER} {key!r} was already used for {what}, created from a "
+                                "different request body; use a new key for a new request")
 
 
 def sweep_errors(exc: SpecInvalid, spec_field: str) -> dict[str, list[str]]:

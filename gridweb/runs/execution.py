@@ -35,6 +35,12 @@ No run is lost, and none runs twice at once:
 * Embedded: when the worker thread starts (first dispatch, or first request the server
   serves), runs this machine's embedded worker was running in a process that is gone are
   marked failed ("interrupted ..."), and queued runs are queued again, oldest first.
+* Full stack, dispatch: the database is the queue of record. Creating a run only writes its row;
+  :func:`dispatch_waiting` hands queued runs to the broker in fair order (round-robin over users,
+  at most ``GRIDWEB_USER_RUNS_IN_FLIGHT`` of one user handed over or running) after a run is
+  created or ends and in every recovery sweep. A send that fails (broker down) fails at once
+  and leaves the run waiting for the next pass; a message the broker lost (Redis restarted
+  empty) is sent again by the recovery sweep (:func:`resend_lost_messages`).
 """
 
 from __future__ import annotations
@@ -50,14 +56,15 @@ import threading
 import time
 import traceback
 import uuid
+from collections import Counter
 from datetime import timedelta
 from typing import Any, Callable
 
 from asgiref.sync import async_to_sync
 from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.conf import settings
-from django.db import InterfaceError, OperationalError, close_old_connections, transaction
-from django.db.models import Max, Sum
+from django.db import InterfaceError, OperationalError, close_old_connections, connection, transaction
+from django.db.models import Count, Max, Q, Sum
 from django.utils import timezone
 
 import simengine
@@ -420,10 +427,16 @@ def _stream_counts(run_id: int) -> dict[str, int]:
 
 
 def _after_end(run: Run) -> None:
-    """Tell the watchers, and finish the sweep if this was its last point."""
+    """Tell the watchers, finish the sweep if this was its last point, and hand the next waiting
+    run to the workers (its owner's share, or another user's, is free again)."""
     announce_status(run)
     if run.sweep_id is not None:
         finish_sweep(run.sweep_id)
+    if not embedded():
+        try:
+            dispatch_waiting()
+        except Exception:  # noqa: BLE001 - the run has ended either way; the recovery sweep dispatches later
+            log.warning("dispatching waiting runs after run %s ended failed", run.pk, exc_info=True)
 
 
 def end_terminated_run(run_id: int) -> None:
@@ -454,19 +467,130 @@ def embedded() -> bool:
 
 
 def send_task(name: str, args: tuple, task_id: str) -> None:
-    """Queue Celery task ``name`` for the workers (full-stack mode)."""
-    celery_app.send_task(name, args=args, task_id=task_id)
+    """Queue Celery task ``name`` for the workers (full-stack mode). Raises at once when the broker
+    does not answer: no publishing retries, and no subscription to the task's result (nobody reads
+    it; Celery's Redis result backend retried that subscription for 19 s with Redis down). What
+    was to be sent stays in the database, and a later pass sends it."""
+    with celery_app.pool.acquire(block=True) as conn:
+        # once, at once (kombu retries a new connection for seconds before giving up)
+        conn.ensure_connection(max_retries=0)
+        celery_app.send_task(name, args=args, task_id=task_id, ignore_result=True, retry=False, connection=conn)
 
 
 def dispatch(run_id: int) -> None:
-    """Hand a queued run to a worker: a Celery task in full-stack mode (its id stored in
-    ``Run.task_id``), the embedded worker thread otherwise."""
+    """Hand this run to a worker now: a Celery task in full-stack mode (its id stored in
+    ``Run.task_id``), the embedded worker thread otherwise. Raises when the broker does not
+    answer, and the run is then not marked handed over. New runs go through
+    :func:`dispatch_waiting` instead (fair share); this is for redeliveries and by-hand requeues."""
     if embedded():
         embedded_worker().submit_run(run_id)
         return
     task_id = _new_task_id()
-    Run.objects.filter(pk=run_id).update(task_id=task_id, dispatched_at=timezone.now())
-    send_task(EXECUTE_RUN, (run_id,), task_id)
+    with transaction.atomic():  # (the worker's claim waits for this row until it is committed)
+        Run.objects.filter(pk=run_id).update(task_id=task_id, dispatched_at=timezone.now())
+        send_task(EXECUTE_RUN, (run_id,), task_id)
+
+
+def hand_over_new(run_id: int) -> None:
+    """After a new run is committed: the embedded worker queues it; in full-stack mode the fair
+    dispatcher hands it (or an earlier waiting run of another user) to the workers."""
+    if embedded():
+        embedded_worker().submit_run(run_id)
+    else:
+        dispatch_waiting()
+
+
+# An arbitrary number naming the dispatcher's PostgreSQL advisory lock: one pass at a time.
+DISPATCH_LOCK = 0x6772_6964  # "grid"
+
+
+def dispatch_waiting() -> list[int]:
+    """Fair share (full-stack mode): hand queued runs nobody has handed over yet to the workers.
+
+    The database is the queue of record; the broker holds at most
+    ``settings.GRIDWEB_USER_RUNS_IN_FLIGHT`` runs per user (handed over and not started, or
+    running), so one user's backlog waits here and another user's new run goes to the broker
+    behind at most that many of theirs. Runs are taken round-robin over users (each user's
+    oldest first). A send that fails (broker down) leaves the run waiting and ends the pass; the
+    next pass -- after a run is created or ends, and every ``GRIDWEB_RECOVERY_SECONDS`` in each
+    worker's recovery sweep -- sends it. Passes take turns (an advisory lock), and each run is
+    sent only if it is still queued and not handed over, so two passes never send one run twice.
+    Returns the ids sent."""
+    if embedded():
+        return []
+    cap = settings.GRIDWEB_USER_RUNS_IN_FLIGHT
+    sent: list[int] = []
+    with transaction.atomic():
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_xact_lock(%s)", [DISPATCH_LOCK])
+        in_flight = Counter(dict(
+            Run.objects.filter(Q(status=Status.RUNNING) | Q(status=Status.QUEUED, dispatched_at__isnull=False))
+            .order_by().values("owner_id").annotate(n=Count("pk")).values_list("owner_id", "n")))
+        waiting = Run.objects.filter(status=Status.QUEUED, dispatched_at=None).order_by("pk")
+        taken: Counter = Counter()
+        turns = []  # (turn, run id): a user's k-th waiting run goes in turn in_flight + k
+        for run_id, owner_id in waiting.values_list("pk", "owner_id"):
+            turn = in_flight[owner_id] + taken[owner_id]
+            taken[owner_id] += 1
+            if turn < cap:
+                turns.append((turn, run_id))
+        for _, run_id in sorted(turns):
+            task_id = _new_task_id()
+            try:
+                with transaction.atomic():
+                    if not Run.objects.filter(pk=run_id, status=Status.QUEUED, dispatched_at=None).update(
+                            task_id=task_id, dispatched_at=timezone.now()):
+                        continue  # cancelled meanwhile
+                    send_task(EXECUTE_RUN, (run_id,), task_id)
+            except Exception:  # noqa: BLE001 - the broker is away: the run waits for the next pass
+                log.warning("could not hand run %s to the broker; it stays queued until the next dispatch pass",
+                            run_id, exc_info=True)
+                break
+            sent.append(run_id)
+    return sent
+
+
+def _broker_messages() -> str | None:
+    """Every message waiting in the broker's run queue or taken but not acknowledged, as one text
+    (the task ids are in it), or None when that cannot be read (not Redis, or Redis away)."""
+    url = str(celery_app.conf.broker_url or "")
+    if not url.startswith(("redis://", "rediss://", "unix://")):
+        return None
+    import redis  # (full-stack mode only)
+
+    queue_name = celery_app.conf.task_default_queue or "celery"
+    try:
+        client = redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=2)
+        with client.pipeline(transaction=False) as pipe:
+            # kombu's Redis transport: one list per priority step ("celery", "celery\x06\x163", ...)
+            # and a hash of the messages workers have taken and not acknowledged
+            for priority in range(10):
+                pipe.lrange(queue_name if priority == 0 else f"{queue_name}\x06\x16{priority}", 0, -1)
+            pipe.hvals("unacked")
+            replies = pipe.execute()
+    except redis.RedisError:
+        log.warning("could not read the broker's queue to look for lost messages", exc_info=True)
+        return None
+    return "\n".join(item.decode(errors="replace") for reply in replies for item in reply)
+
+
+def resend_lost_messages(now) -> list[int]:
+    """Queued runs handed over more than ``HEARTBEAT_STALE`` ago whose message is in the broker
+    neither waiting nor taken (Redis restarted without its data): sent again. A message that was
+    there after all only makes a second delivery, which the claim makes harmless."""
+    candidates = list(Run.objects.filter(status=Status.QUEUED, dispatched_at__lt=now - HEARTBEAT_STALE)
+                      .order_by("pk").values_list("pk", "task_id"))
+    if not candidates:
+        return []
+    messages = _broker_messages()
+    if messages is None:
+        return []
+    lost = [run_id for run_id, task_id in candidates if not task_id or task_id not in messages]
+    for run_id in lost:
+        log.warning("run %s: its message is no longer in the broker; handing it to the workers again", run_id)
+        dispatch(run_id)
+    return lost
 
 
 def lost_runs(now) -> list[Run]:
@@ -483,37 +607,34 @@ def lost_runs(now) -> list[Run]:
 
 def recover_lost_runs() -> list[int]:
     """Hand every lost run to the workers again (full-stack mode): the delivery restarts it
-    cleanly, or fails it after MAX_ATTEMPTS, and its watchers are told either way. What each
-    Celery worker's recovery thread does every ``GRIDWEB_RECOVERY_SECONDS`` (gridweb.runs.tasks)
-    and ``manage.py gridweb_requeue`` does on demand; two workers doing it at once hand a run
+    cleanly, or fails it after MAX_ATTEMPTS, and its watchers are told either way; then queued
+    runs whose message the broker lost are sent again, and waiting runs are dispatched
+    (:func:`dispatch_waiting`: those a broker outage kept back, too). What each Celery worker's
+    recovery thread does every ``GRIDWEB_RECOVERY_SECONDS`` (gridweb.runs.tasks) and
+    ``manage.py gridweb_requeue`` does on demand; two workers doing it at once hand a lost run
     over twice, which is harmless (the first delivery claims it)."""
-    lost = lost_runs(timezone.now())
+    now = timezone.now()
+    lost = lost_runs(now)
     for run in lost:
         log.warning("run %s: its execution on %s is gone; handing it to the workers again", run.pk,
                     run.worker or "an unknown worker")
         dispatch(run.pk)
-    return [run.pk for run in lost]
+    resent = resend_lost_messages(now)
+    dispatch_waiting()
+    return [run.pk for run in lost] + resent
 
 
 def dispatch_sweep(sweep_id: int) -> None:
-    """Start every point of a sweep: a Celery group (one task per run, spread over all workers)
-    whose chord callback aggregates; in embedded mode the points then the aggregation, in order."""
-    run_ids = list(Run.objects.filter(sweep_id=sweep_id, status=Status.QUEUED).order_by("pk")
-                   .values_list("pk", flat=True))
-    if embedded():
-        worker = embedded_worker()
-        for run_id in run_ids:
-            worker.submit_run(run_id)
-        worker.submit_sweep(sweep_id)
+    """Start every point of a sweep: in full-stack mode through the fair dispatcher like any run
+    (the sweep is aggregated once, by whichever point ends last: ``_after_end``); in embedded
+    mode the points then the aggregation, in order."""
+    if not embedded():
+        dispatch_waiting()
         return
-    from celery import chord, group  # (full-stack mode only: the embedded worker never loads Celery)
-
-    signatures = []
-    for run_id in run_ids:
-        task_id = _new_task_id()
-        Run.objects.filter(pk=run_id).update(task_id=task_id)
-        signatures.append(celery_app.signature(EXECUTE_RUN, args=(run_id,), immutable=True).set(task_id=task_id))
-    chord(group(signatures), celery_app.signature(AGGREGATE_SWEEP, args=(sweep_id,), immutable=True)).apply_async()
+    worker = embedded_worker()
+    for run_id in Run.objects.filter(sweep_id=sweep_id, status=Status.QUEUED).order_by("pk").values_list("pk", flat=True):
+        worker.submit_run(run_id)
+    worker.submit_sweep(sweep_id)
 
 
 def _new_task_id() -> str:

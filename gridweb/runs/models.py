@@ -17,6 +17,7 @@ class Status(models.TextChoices):
 
 
 FINISHED = (Status.DONE, Status.FAILED, Status.CANCELLED)
+IDEMPOTENCY_KEY_LENGTH = 200
 
 
 class Sweep(SharedModel):
@@ -29,9 +30,12 @@ class Sweep(SharedModel):
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
     aggregate = models.JSONField(default=list, blank=True)  # one row per point: values + metric CIs
     finished_at = models.DateTimeField(null=True, blank=True)
+    # the client's Idempotency-Key of the request that created it: a retried request finds this sweep
+    idempotency_key = models.CharField(max_length=IDEMPOTENCY_KEY_LENGTH, blank=True)
 
     class Meta(SharedModel.Meta):
-        pass
+        constraints = [models.UniqueConstraint(fields=["owner", "idempotency_key"], condition=~models.Q(idempotency_key=""),
+                                               name="unique_sweep_idempotency_key")]
 
 
 class Run(SharedModel):
@@ -74,9 +78,12 @@ class Run(SharedModel):
     thumbnail = models.TextField(blank=True)  # small inline SVG of the Gantt
     segments_count = models.PositiveIntegerField(default=0)
     last_seq = models.IntegerField(default=-1)  # highest chunk number stored
+    # the client's Idempotency-Key of the request that created it: a retried request finds this run
+    idempotency_key = models.CharField(max_length=IDEMPOTENCY_KEY_LENGTH, blank=True)
 
     class Meta(SharedModel.Meta):
-        pass
+        constraints = [models.UniqueConstraint(fields=["owner", "idempotency_key"], condition=~models.Q(idempotency_key=""),
+                                               name="unique_run_idempotency_key")]
 
     @property
     def finished(self) -> bool:

@@ -17,6 +17,7 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
+from django.db.models import Sum
 from django.utils import timezone
 
 import simengine
@@ -26,8 +27,8 @@ from gridweb.scenarios.validation import SpecInvalid, UserLimitReached, trace_st
 from gridweb.sharing import Visibility, default_group
 from simengine.errors import ScenarioError
 
-from .models import FINISHED, Run, Status, Sweep
-from gridweb.scenarios.models import Scenario
+from .models import FINISHED, Run, RunResult, Status, Sweep
+from gridweb.scenarios.models import Scenario, TraceFile
 from .sweeps import finish_sweep
 
 #: Largest parameter grid a sweep may have (points = product of the value counts).
@@ -57,21 +58,31 @@ def describe_policy(scenario: simengine.Scenario) -> str:
 def create_run(user, spec: dict[str, Any], *, name: str | None = None, scenario=None,
                visibility: str = Visibility.PRIVATE, group=None, tags: list[str] | None = None,
                description: str = "", sweep=None, sweep_point: dict | None = None,
-               curated: bool = False, dispatch_now: bool = True) -> Run:
-    """Validate ``spec`` (raises ``SpecInvalid``), store a queued Run and dispatch it."""
+               curated: bool = False, dispatch_now: bool = True, idempotency_key: str = "") -> Run:
+    """Validate ``spec`` (raises ``SpecInvalid``), store a queued Run and hand it over once the
+    transaction commits (``execution.hand_over_new``: the fair dispatcher in full-stack mode).
+
+    Only the row is written here, so a broker outage does not fail or slow the request: the run
+    waits in the database until a dispatch pass can send it. ``dispatch_now=False``: the caller
+    hands it over itself (``execution.dispatch``, or the sweep's dispatch for its points); until
+    then no dispatcher sends it."""
     engine_scenario = validate_spec(spec, user)
     if not curated:
         check_active_runs(user)
+        check_storage(user)
+    held = not dispatch_now and sweep is None
     run = Run.objects.create(
         owner=user, group=group if group is not None else default_group(user), visibility=visibility,
         name=name or engine_scenario.name or "run", description=description, tags=list(tags or []),
         scenario=scenario, spec=spec, sweep=sweep, sweep_point=sweep_point or {}, curated=curated,
         seed=engine_scenario.run.seed, scenario_hash=simengine.scenario_hash(engine_scenario),
         engine_version=simengine.__version__, policy=describe_policy(engine_scenario),
-        platform=describe_platform(engine_scenario),
+        platform=describe_platform(engine_scenario), idempotency_key=idempotency_key,
+        # (held: counted as handed over, so the fair dispatcher leaves it to the caller)
+        dispatched_at=timezone.now() if held else None,
     )
     if dispatch_now:
-        transaction.on_commit(lambda: dispatch(run.pk))
+        transaction.on_commit(lambda: _hand_over_new(run.pk))
     return run
 
 
@@ -86,6 +97,32 @@ def check_active_runs(user, adding: int = 1) -> None:
         raise UserLimitReached({"": [f"you have {active:,} runs queued or running and this server lets one user "
                                 f"have {cap:,} at once, so {what} more cannot start: wait for some to end, or "
                                 "cancel some"]})
+
+
+def storage_used(user) -> int:
+    """Bytes ``user`` keeps on this server: stored results of their runs and their uploaded traces
+    (the sizes recorded when each was stored)."""
+    results = RunResult.objects.filter(run__owner=user).aggregate(total=Sum("size"))["total"] or 0
+    traces = TraceFile.objects.filter(owner=user).aggregate(total=Sum("size"))["total"] or 0
+    return int(results) + int(traces)
+
+
+def check_storage(user) -> None:
+    """Raise ``UserLimitReached`` when ``user`` already keeps as much as this server lets one user
+    store (``settings.GRIDWEB_USER_STORAGE_MB``): a new run would only add to it."""
+    quota = settings.GRIDWEB_USER_STORAGE_MB * 1024 * 1024
+    used = storage_used(user)
+    if used >= quota:
+        raise UserLimitReached({"": [
+            f"you store {used / 2**20:,.1f} MB of run results and traces and this server's quota per user is "
+            f"{settings.GRIDWEB_USER_STORAGE_MB:,} MB (GRIDWEB_USER_STORAGE_MB), so a new run cannot start: "
+            "delete some runs or traces you no longer need"]})
+
+
+def _hand_over_new(run_id: int) -> None:
+    from .execution import hand_over_new  # (the execution machinery imports Celery and the channel layer: loaded when a run is dispatched)
+
+    hand_over_new(run_id)
 
 
 def dispatch(run_id: int) -> None:
@@ -171,6 +208,7 @@ def _after_cancel(run: Run, task_id: str, was_queued: bool) -> None:
         execution.announce_status(run)
         if run.sweep_id is not None:
             finish_sweep(run.sweep_id)
+        execution.dispatch_waiting()  # its place among its owner's runs handed over is free
 
 
 # --- Sweeps ---------------------------------------------------------------------------------------
@@ -232,7 +270,7 @@ def _sweep_errors(exc: ScenarioError, parameters: dict[str, list]) -> dict[str, 
 
 def create_sweep(user, spec: dict[str, Any], parameters: dict[str, list], *, name: str | None = None,
                  visibility: str = Visibility.PRIVATE, group=None, tags: list[str] | None = None,
-                 description: str = "", scenario=None) -> Sweep:
+                 description: str = "", scenario=None, idempotency_key: str = "") -> Sweep:
     """Validate every point of the grid, then store a Sweep and one queued Run per point, and
     fan them out once the transaction commits (see ``execution.dispatch_sweep``).
 
@@ -248,12 +286,13 @@ def create_sweep(user, spec: dict[str, Any], parameters: dict[str, list], *, nam
     except ScenarioError as exc:
         raise SpecInvalid(_sweep_errors(exc, parameters)) from exc
     check_active_runs(user, len(points))
+    check_storage(user)
     sweep_name = name or base.name or "sweep"
     with transaction.atomic():
         sweep = Sweep.objects.create(
             owner=user, group=group if group is not None else default_group(user), visibility=visibility,
             name=sweep_name, description=description, tags=list(tags or []), scenario=scenario, spec=spec,
-            parameters=parameters,
+            parameters=parameters, idempotency_key=idempotency_key,
         )
         for point, point_scenario in points:
             label = ", ".join(f"{k}={v}" for k, v in point.items())

@@ -7,7 +7,8 @@ cleanly or, if another execution may still be alive, the task looks again a minu
 A worker killed whole (its main process too) leaves its message unacknowledged until Redis's
 visibility timeout (hours): every worker's main process therefore runs a recovery thread that
 hands lost runs to the workers again every ``GRIDWEB_RECOVERY_SECONDS``
-(``execution.recover_lost_runs``).
+(``execution.recover_lost_runs``), sends again queued runs whose message the broker lost, and
+hands waiting runs over (fair share: ``execution.dispatch_waiting``), e.g. after a broker outage.
 """
 
 from __future__ import annotations
@@ -49,7 +50,8 @@ def execute_run_task(self, run_id: int) -> str:
 
 @shared_task(name=execution.AGGREGATE_SWEEP)
 def aggregate_sweep_task(sweep_id: int) -> bool:
-    """The chord callback of a sweep: tabulate its points once they have all ended."""
+    """Tabulate a sweep's points once they have all ended: the chord callback of sweeps sent by
+    earlier versions (a sweep is now aggregated when its last point ends, execution._after_end)."""
     return finish_sweep(sweep_id)
 
 

@@ -2,7 +2,8 @@
 
 For a full-stack site after an incident (a worker machine lost power, Redis lost its data):
 
-* queued runs are dispatched again;
+* queued runs handed over before are dispatched again, and waiting ones as their owners' fair
+  share allows (``execution.dispatch_waiting``);
 * running runs whose execution is gone (no heartbeat for ``HEARTBEAT_STALE``, or a process of
   this machine that no longer exists) are dispatched again and restart cleanly -- what every
   Celery worker also does by itself every ``GRIDWEB_RECOVERY_SECONDS`` (gridweb.runs.tasks);
@@ -34,10 +35,15 @@ class Command(BaseCommand):
         queued = list(Run.objects.filter(status=Status.QUEUED).order_by("pk"))
         lost = execution.lost_runs(timezone.now())
         for run in queued + lost:
+            # never handed over: waiting for its owner's fair share, which the dispatch pass below gives
+            waiting = run.status == Status.QUEUED and run.dispatched_at is None
             self.stdout.write(f"run {run.pk} ({run.status}{', was on ' + run.worker if run.worker else ''}): "
-                              f"{'would dispatch' if dry_run else 'dispatched'}")
-            if not dry_run:
+                              + ("waits for its turn (fair share)" if waiting
+                                 else "would dispatch" if dry_run else "dispatched"))
+            if not dry_run and not waiting:
                 execution.dispatch(run.pk)
+        if not dry_run:
+            execution.dispatch_waiting()
         finished = 0
         for sweep in Sweep.objects.exclude(status__in=FINISHED):
             if not dry_run and finish_sweep(sweep.pk):
