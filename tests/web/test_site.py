@@ -105,6 +105,47 @@ def test_healthz_is_503_when_the_channel_layer_does_not_answer(client, settings)
     assert "ConnectionError" in report["channel_layer"]["error"]
 
 
+@pytest.mark.django_db
+def test_healthz_is_ready_but_busy_not_503_when_the_channel_layer_answers_slowly(client, settings, test_redis_url):
+    # Redis takes the message at once but it comes back after the check's 2 s: a loaded server
+    settings.CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "tests.web.slow_channel_layer.SlowReceiveRedisChannelLayer",
+            "CONFIG": {"hosts": [test_redis_url], "prefix": f"healthz-test-{uuid.uuid4().hex}"},
+        }
+    }
+
+    for path in ("/healthz", "/healthz/ready"):
+        response = client.get(path)
+
+        assert response.status_code == 200, response.json()
+        report = response.json()
+        assert report["status"] == "busy"
+        assert report["database"]["ok"] is True
+        assert report["channel_layer"]["ok"] is True and report["channel_layer"]["busy"] is True
+        assert "within 2 s" in report["channel_layer"]["detail"]
+
+
+@pytest.mark.django_db
+def test_healthz_ready_is_503_and_live_is_200_when_the_channel_layer_is_down(client, settings):
+    settings.CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": ["redis://127.0.0.1:1/0"]},
+        }
+    }
+
+    ready = client.get("/healthz/ready")
+    live = client.get("/healthz/live")
+
+    assert ready.status_code == 503 and ready.json()["channel_layer"]["ok"] is False
+    # the process answers: a liveness probe must not get it restarted for a Redis outage
+    assert live.status_code == 200
+    assert live.json() == {"status": "ok", "mode": "embedded", "engine": getattr(simengine, "__version__", "dev")}
+    assert "no-cache" in live["Cache-Control"]
+    assert client.post("/healthz/live").status_code == 405
+
+
 # --- ASGI and Celery in embedded mode ------------------------------------------------------------
 
 
