@@ -61,6 +61,12 @@ ERRORS_RESPONSE = OpenApiResponse(
 )
 
 
+IDEMPOTENCY_PARAMETER = OpenApiParameter(
+    "Idempotency-Key", str, OpenApiParameter.HEADER, required=False,
+    description="1-200 visible ASCII characters (e.g. a UUID). A retried request with the same key answers what "
+                "the first created (200) instead of creating it again; the same key with another body is refused (422).")
+
+
 def _services():
     """gridweb.runs.services, imported when needed (it imports the execution machinery)."""
     from gridweb.runs import services  # (see the docstring)
@@ -414,7 +420,8 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Update
         return queryset
 
     @extend_schema(summary="Start a run of a scenario document or of a saved scenario",
-                   request=s.RunCreateSerializer, responses={201: s.RunDetailSerializer, 400: ERRORS_RESPONSE})
+                   request=s.RunCreateSerializer, parameters=[IDEMPOTENCY_PARAMETER],
+                   responses={201: s.RunDetailSerializer, 200: s.RunDetailSerializer, 400: ERRORS_RESPONSE})
     def create(self, request: Request) -> Response:
         key = idempotency_key(request)
         serializer = s.RunCreateSerializer(data=request.data, context=self.get_serializer_context())
@@ -638,7 +645,8 @@ class SweepViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, SharedViewS
         return self.filter_shared(queryset) if self.action == "list" else queryset
 
     @extend_schema(summary="Start a parameter sweep: one run per point, fanned out over the workers",
-                   request=s.SweepCreateSerializer, responses={201: s.SweepDetailSerializer, 400: ERRORS_RESPONSE})
+                   request=s.SweepCreateSerializer, parameters=[IDEMPOTENCY_PARAMETER],
+                   responses={201: s.SweepDetailSerializer, 200: s.SweepDetailSerializer, 400: ERRORS_RESPONSE})
     def create(self, request: Request) -> Response:
         key = idempotency_key(request)
         serializer = s.SweepCreateSerializer(data=request.data, context=self.get_serializer_context())
