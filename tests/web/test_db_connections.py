@@ -148,6 +148,39 @@ def test_a_request_that_cannot_get_a_connection_in_time_gets_a_503_not_a_hang(si
     assert [request(site, "/api/runs/")[0] for _ in range(POOL_MAX * 3)] == [200] * (POOL_MAX * 3)
 
 
+TOKEN = """
+import json
+from django.contrib.auth.models import User
+from rest_framework.authtoken.models import Token
+print(json.dumps(Token.objects.get_or_create(user=User.objects.get_or_create(username="pooled")[0])[0].key))
+"""
+
+
+def test_runs_go_through_the_workers_with_their_pools(site):
+    # the prefork children (forked after the main process's recovery thread used its pool) run them
+    from tests.web.test_run_execution import small_spec
+
+    token = site.python_json(TOKEN)
+    ids = []
+    for seed in (1, 2, 3):
+        req = urllib.request.Request(f"{site.base_url}/api/runs/", method="POST",
+                                     data=json.dumps({"spec": small_spec(seed=seed)}).encode(),
+                                     headers={"Content-Type": "application/json", "Authorization": f"Token {token}"})
+        with urllib.request.urlopen(req, timeout=30) as response:
+            ids.append(json.loads(response.read())["id"])
+    deadline = time.monotonic() + 180
+    while True:
+        with psycopg.connect(site.env["DATABASE_URL"]) as conn:
+            states = conn.execute("SELECT status, error FROM runs_run WHERE id = ANY(%s)", (ids,)).fetchall()
+        if all(status in ("done", "failed", "cancelled") for status, _ in states):
+            break
+        assert time.monotonic() < deadline, states
+        time.sleep(0.5)
+    assert [status for status, _ in states] == ["done"] * 3, states
+    for name in ("worker1", "worker2"):
+        assert "too many clients" not in site.log(name) and "Traceback" not in site.log(name), site.log(name)[-3000:]
+
+
 FORKED_CHILD = """
 import json, os
 import django
