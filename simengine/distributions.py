@@ -97,7 +97,7 @@ class _Dist(BaseModel):
         size = self.support_size()
         if size <= EXACT_TERMS:
             values, probs = self.support()
-            return float(np.dot(np.maximum(np.ceil(values), 1.0), probs))
+            return _dot(np.maximum(np.ceil(values), 1.0), probs)
         if math.isinf(size) and self.max_value() <= EXACT_TERMS + 1:  # continuous, small
             k = np.arange(1, max(1, math.ceil(self.max_value())), dtype=np.float64)
             return float(1.0 + self.sf(k).sum())
@@ -108,13 +108,19 @@ class _Dist(BaseModel):
         if s is None:  # a new kind with a large support gives its sum in closed form (or bounded work)
             raise NotImplementedError(f"{type(self).__name__}: no bounded count mean for a large support")
         values, probs = s
-        return float(np.dot(np.maximum(np.ceil(values), 1.0), probs))
+        return _dot(np.maximum(np.ceil(values), 1.0), probs)
 
 
 #: Supports of up to this many whole numbers are summed term by term (microseconds; the values every
 #: existing scenario's arrival rate was solved with); larger ones, up to 10^308, in closed form or a
 #: few thousand terms: a size's parameters must not choose the work of validating it (issue 34).
 EXACT_TERMS = 1 << 16
+
+
+def _dot(a: np.ndarray, b: np.ndarray) -> float:
+    """a . b: BLAS for short vectors (the bits every existing scenario had); past 4,096 numpy's own
+    sum -- a threaded BLAS dot took 9 ms for 15,000 values on 2 busy cores (measured 2026-12-06)."""
+    return float(np.dot(a, b)) if len(a) <= 4096 else float(np.sum(a * b))
 
 
 def _inv_expm1(x: float) -> float:

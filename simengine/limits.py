@@ -33,6 +33,7 @@ class Limits:
     file_sites: int | None = None
     streams: int | None = None
     reservations: int | None = None
+    list_items: int | None = None  # items in any one list of the document (a choice's values, ...)
 
 
 #: (field of Limits, path in the document, what its items are)
@@ -54,7 +55,26 @@ def shape_problems(data: object, limits: Limits) -> list[tuple[str, str]]:
         if most is not None and isinstance(node, list) and len(node) > most:
             problems.append((".".join(path), f"{len(node):,} {what}; this server allows at most {most:,} "
                                              "per scenario"))
+    if limits.list_items is not None:
+        problems += long_lists(data, limits.list_items)
     return problems
+
+
+def long_lists(data: object, most: int, report: int = 10) -> list[tuple[str, str]]:
+    """(path, message) for the first ``report`` lists in ``data`` longer than ``most`` items."""
+    found = []
+    stack: list[tuple[object, tuple]] = [(data, ())]
+    while stack and len(found) < report:
+        node, path = stack.pop()
+        if isinstance(node, list) and len(node) > most:
+            found.append((".".join(map(str, path)), f"{len(node):,} items; this server allows at most {most:,} "
+                                                    "in one list (a longer sample belongs in an uploaded trace)"))
+            continue
+        if isinstance(node, list) and not {dict, list} & set(map(type, node)):
+            continue  # (a list of numbers: its types are taken in C, not item by item in Python)
+        items = node.items() if isinstance(node, dict) else enumerate(node)
+        stack.extend((value, (*path, key)) for key, value in items if isinstance(value, (dict, list)))
+    return sorted(found)
 
 
 def estimated_jobs(scenario: Scenario) -> list[tuple[str, float]]:

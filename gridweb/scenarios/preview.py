@@ -45,6 +45,7 @@ from simengine.distributions import processor_counts
 from simengine.errors import ScenarioError, SimEngineError
 from simengine.generate import generate_stream
 from simengine.grid.koala_run import build_koala_workload
+from simengine.limits import shape_problems
 from simengine.registry import SITE_ALLOCATION
 from simengine.workload_build import load_trace_stream
 from simengine.scenario import (
@@ -59,15 +60,21 @@ from simengine.scenario import (
     SyntheticStream,
     TraceStream,
     field_errors,
+    huge_numbers,
     load_scenario,
 )
 from simengine.site_allocation import is_stateful
 from simengine.workload import JobTable
 
-from .validation import materialize_traces, trace_dir
+from .validation import materialize_traces, site_limits, trace_dir
 
 #: Jobs drawn per synthetic stream: enough for smooth histograms, fast enough to redraw while typing.
 PREVIEW_JOBS = 4000
+#: Jobs drawn over all streams: past 8 streams each draws fewer (never fewer than PREVIEW_MIN_JOBS).
+#: With the limits' streams (GRIDWEB_MAX_STREAMS, 64) and clusters (1,000) a worst 5 MB document
+#: validates and previews in under a second and 100 MB (measured, tests/web/test_hostile_scenarios.py).
+PREVIEW_BUDGET = 32_000
+PREVIEW_MIN_JOBS = 250
 HISTOGRAM_BINS = 30
 #: What the preview of a KOALA stream leaves to the simulation.
 KOALA_NOTE = ("KOALA streams: every component counts (component size x runtime); KOALA places the components "
@@ -128,14 +135,15 @@ def _prefixed(exc: ScenarioError, index: int) -> dict[str, list[str]]:
     return errors
 
 
-def _one_stream_scenario(spec: dict[str, Any], raw: Any) -> Scenario:
-    """A scenario of the document's platform and this one stream (raises ``ScenarioError``).
+def _one_stream_scenario(platform: Platform, raw: Any) -> Scenario:
+    """A scenario of the document's platform (validated once, not once per stream) and this one
+    stream (raises ``ScenarioError``).
 
     The grid policy and run control are left out (they are previewed separately or not at
     all); a stop rule is given so an endless stream still validates.
     """
     return load_scenario(
-        {"name": "preview", "platform": spec.get("platform"), "workload": {"streams": [raw]},
+        {"name": "preview", "platform": platform, "workload": {"streams": [raw]},
          "run": {"stop": {"horizon": 1.0}}},
         base_dir=str(trace_dir()),
     )
@@ -191,6 +199,15 @@ def preview(spec: Any, user=None, *, jobs_per_stream: int = PREVIEW_JOBS) -> dic
     streams = (spec.get("workload") or {}).get("streams") if isinstance(spec.get("workload"), dict) else None
     if not isinstance(streams, list):
         return result
+    jobs_per_stream = min(jobs_per_stream, max(PREVIEW_MIN_JOBS, PREVIEW_BUDGET // max(1, len(streams))))
+    result["jobs_per_stream"] = jobs_per_stream
+    # numbers and lists past what the engine may be asked to work through: said before any work
+    for error in huge_numbers(spec):
+        result["errors"].setdefault(error.path, []).append(error.message)
+    for path, message in shape_problems(spec, site_limits()):
+        result["errors"].setdefault(path, []).append(message)
+    if result["errors"]:
+        return result
     result["errors"].update(materialize_traces(spec, user))
 
     try:
@@ -208,7 +225,7 @@ def preview(spec: Any, user=None, *, jobs_per_stream: int = PREVIEW_JOBS) -> dic
         if path + ".path" in result["errors"]:
             continue
         try:
-            scenario = _one_stream_scenario(spec, raw)
+            scenario = _one_stream_scenario(platform, raw)
         except ScenarioError as exc:
             for key, messages in _prefixed(exc, index).items():
                 bucket = result["errors"].setdefault(key, [])
@@ -218,7 +235,7 @@ def preview(spec: Any, user=None, *, jobs_per_stream: int = PREVIEW_JOBS) -> dic
         rng = np.random.default_rng([seed, index])
         if isinstance(stream, KoalaStream):
             try:
-                entry = _koala_preview(spec, raw, stream, platform, seed, jobs_per_stream, work)
+                entry = _koala_preview(raw, stream, platform, seed, jobs_per_stream, work)
             except (ValueError, SimEngineError) as exc:
                 result["errors"].setdefault(path, []).append(f"cannot sample this stream: {exc}")
                 continue
@@ -389,7 +406,7 @@ def _coallocated_preview(stream, platform, jobs: JobTable, window: float, rng, w
     return entry
 
 
-def _koala_preview(spec: dict[str, Any], raw: dict[str, Any], stream, platform, seed: int, jobs_per_stream: int,
+def _koala_preview(raw: dict[str, Any], stream, platform, seed: int, jobs_per_stream: int,
                    work: np.ndarray) -> dict[str, Any]:
     """A KOALA stream: ``jobs_per_stream`` jobs drawn by the engine's KOALA workload builder.
 
@@ -400,7 +417,7 @@ def _koala_preview(spec: dict[str, Any], raw: dict[str, Any], stream, platform, 
     # The stream alone with a job count and no horizon: the builder draws the whole sample
     # (the one-stream scenario's 1 s stop rule would cut it to the first second).
     sample = load_scenario(
-        {"name": "preview", "platform": spec.get("platform"),
+        {"name": "preview", "platform": platform,
          "workload": {"streams": [{**raw, "count": jobs_per_stream}]}, "run": {"seed": seed}},
         base_dir=str(trace_dir()),
     )

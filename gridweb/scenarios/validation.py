@@ -17,7 +17,7 @@ from django.conf import settings
 
 import simengine
 from simengine.errors import ScenarioError
-from simengine.limits import Limits, limit_problems
+from simengine.limits import Limits, limit_problems, shape_problems
 
 from .models import TraceFile
 
@@ -81,7 +81,10 @@ def validate_spec(spec: Any, user=None) -> simengine.Scenario:
     """The engine's ``Scenario`` for ``spec``, or :class:`SpecInvalid` naming every bad field."""
     if not isinstance(spec, dict):
         raise SpecInvalid({"": ["a scenario must be a JSON object"]})
-    errors = materialize_traces(spec, user)
+    errors: dict[str, list[str]] = {}
+    for path, message in shape_problems(spec, site_limits()):  # before the schema's work, which grows with them
+        errors.setdefault(path, []).append(message)
+    errors = errors or materialize_traces(spec, user)
     if errors:
         raise SpecInvalid(errors)
     try:
