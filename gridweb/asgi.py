@@ -14,13 +14,14 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from gridweb.routing import websocket_urlpatterns  # noqa: E402
 from gridweb.web.origin import SameOriginValidator  # noqa: E402
-from gridweb.web.upload_guard import UploadGuard, install_in_daphne  # noqa: E402
+from gridweb.web.upload_guard import BodyLimit, install_in_daphne  # noqa: E402
 
-install_in_daphne()  # (under daphne: refused bodies dropped as they come, no form parsing by Twisted)
+install_in_daphne()  # (under daphne: refused bodies dropped as they come, chunked ones capped, no form parsing)
 
 application = ProtocolTypeRouter(
     {
-        "http": UploadGuard(django_asgi_app),  # an oversize or chunked upload: refused before it is read
+        # a body past its path's limit (an upload's or DATA_UPLOAD_MAX_MEMORY_SIZE): 413 before Django reads it
+        "http": BodyLimit(django_asgi_app),
         # a page of another site may not open a socket with this site's cookie (gridweb/web/origin.py)
         "websocket": SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }

@@ -11,8 +11,9 @@ import pytest
 from asgiref.sync import async_to_sync
 
 
-def post(path: str, headers: list[tuple[bytes, bytes]]) -> tuple[int, dict, int]:
-    """POST through the site's ASGI application; (status, JSON body, body messages the app read)."""
+def post(path: str, headers: list[tuple[bytes, bytes]], body: list[bytes] = (b"x" * 1024,)) -> tuple[int, dict, int]:
+    """POST ``body`` (its messages) through the site's ASGI application; (status, JSON body, body
+    messages read)."""
     from gridweb.asgi import application
 
     read = []
@@ -20,8 +21,8 @@ def post(path: str, headers: list[tuple[bytes, bytes]]) -> tuple[int, dict, int]
 
     async def receive():
         read.append(1)
-        if len(read) == 1:
-            return {"type": "http.request", "body": b"x" * 1024, "more_body": False}
+        if len(read) <= len(body):
+            return {"type": "http.request", "body": body[len(read) - 1], "more_body": len(read) < len(body)}
         await asyncio.Future()  # the client stays connected until the answer is sent
 
     async def send(message):
@@ -56,3 +57,32 @@ def test_an_upload_within_the_limit_goes_on_to_the_view():
     status, _, read = post("/api/traces/", [(b"content-length", b"1024"),
                                             (b"content-type", b"multipart/form-data; boundary=x")])
     assert read > 0 and status in (400, 401, 403)  # the view read it (and wants a login and a file)
+
+
+@pytest.mark.parametrize("path", ["/accounts/login/", "/api/token/", "/api/scenarios/", "/scenarios/preview/"])
+def test_any_other_body_past_the_json_limit_is_refused_by_its_length_unread(path, settings):
+    """(issue 34: only the upload paths were guarded; DATA_UPLOAD_MAX_MEMORY_SIZE is Django's check
+    of a Content-Length header after the server has read the body)"""
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 100_000
+    status, body, read = post(path, [(b"content-length", b"300000000"),
+                                     (b"content-type", b"application/x-www-form-urlencoded")])
+    assert (status, read) == (413, 0), body
+    assert body["errors"] == {"": ["the request body is 300,000,000 bytes, larger than the limit of 100,000 bytes"]}
+
+
+@pytest.mark.parametrize("path", ["/accounts/login/", "/api/token/"])
+def test_a_chunked_body_is_refused_once_past_the_limit_before_django_reads_it(path, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 100_000
+    messages = [b"username=" + b"a" * 65536, *[b"a" * 65536] * 50]
+    status, body, read = post(path, [(b"transfer-encoding", b"chunked"),
+                                     (b"content-type", b"application/x-www-form-urlencoded")], messages)
+    assert (status, read) == (413, 3), body  # (100,000 bytes and the room for a form's framing: 3 messages)
+    assert body["errors"] == {"": ["the request body is larger than the limit of 100,000 bytes"]}
+
+
+@pytest.mark.django_db
+def test_a_chunked_body_within_the_limit_goes_on_to_django_whole():
+    messages = [b"password=", b"x" * 60_000, b"&username=a%00b"]  # (its end read: a NUL character, refused)
+    status, body, read = post("/accounts/login/", [(b"transfer-encoding", b"chunked"),
+                                                   (b"content-type", b"application/x-www-form-urlencoded")], messages)
+    assert read >= 3 and (status, body) == (400, {"errors": {"username": ["contains a NUL character"]}})
