@@ -80,6 +80,29 @@ def test_the_depth_of_texts_cut_anywhere_matches_a_character_by_character_readin
         assert safe_json.depth(text.encode("utf-8", "surrogatepass"), chunk=chunk) == expected, text
 
 
+def test_the_depth_of_json_documents_is_their_nesting():
+    rng = random.Random(5)
+    tricky = ['[', '"]', "\\", '\\"', "{}", "é", "\ud83d\ude00", ""]
+
+    def document(level: int):
+        if level == 0 or rng.random() < 0.2:
+            return rng.choice([*tricky, 1, 2.5, None, True])
+        if rng.random() < 0.5:
+            return [document(level - 1) for _ in range(rng.randrange(0, 4))]
+        return {rng.choice(tricky) + str(i): document(level - 1) for i in range(rng.randrange(0, 4))}
+
+    def nesting(value) -> int:
+        if isinstance(value, list | dict):
+            items = value.values() if isinstance(value, dict) else value
+            return 1 + max(map(nesting, items), default=0)
+        return 0
+
+    for _ in range(300):
+        value = document(rng.randrange(1, 12))
+        text = json.dumps(value, ensure_ascii=rng.random() < 0.5)
+        assert safe_json.depth(text, chunk=rng.choice([1, 5, 64])) == nesting(value), text
+
+
 def test_integers_longer_than_python_converts_are_refused_naming_their_path():
     huge = "1" + "0" * 5000
     for text, path in ((f'{{"run": {{"seed": {huge}}}}}', "run.seed"), (f"[1, 2, -{huge}]", "2"), (huge, "")):
