@@ -64,8 +64,9 @@ def create_run(user, spec: dict[str, Any], *, name: str | None = None, scenario=
 
     Only the row is written here, so a broker outage does not fail or slow the request: the run
     waits in the database until a dispatch pass can send it. ``dispatch_now=False``: the caller
-    hands it over itself (``execution.dispatch``, or the sweep's dispatch for its points); until
-    then no dispatcher sends it."""
+    hands it over itself (``execution.dispatch``, or the sweep's dispatch for its points); the
+    fair dispatcher leaves it alone, and only a recovery sweep sends it, if it is still queued
+    ``GRIDWEB_HEARTBEAT_STALE_SECONDS`` later (``execution.resend_lost_messages``)."""
     engine_scenario = validate_spec(spec, user)
     if not curated:
         check_active_runs(user)
