@@ -94,6 +94,12 @@ class _Dist(BaseModel):
         ``1 + sum_{k>=1} P(X > k)`` (as it always was, to the last bit); a larger support is
         summed in closed form (kinds with a large support override :meth:`_large_count_mean`).
         """
+        try:
+            return self._count_mean()
+        except ArithmeticError:  # (parameters at the floats' ends: the mean cannot be told; never a 500)
+            return math.nan
+
+    def _count_mean(self) -> float:
         size = self.support_size()
         if size <= EXACT_TERMS:
             values, probs = self.support()
@@ -434,11 +440,32 @@ def _power_sum(low: float, alpha: float, first: float, last: float) -> float:
 def bounded_pareto_mean(alpha: float, low: float, high: float) -> float:
     """Mean of the bounded Pareto BP(alpha, low, high)."""
     r = low / high
-    if abs(alpha - 1.0) < 1e-12:
-        return low * math.log(high / low) / (1.0 - r)
-    return (
-        alpha * low**alpha / (1.0 - r**alpha) * (low ** (1.0 - alpha) - high ** (1.0 - alpha)) / (alpha - 1.0)
-    )
+    try:
+        if abs(alpha - 1.0) < 1e-12:
+            return low * math.log(high / low) / (1.0 - r)
+        return (
+            alpha * low**alpha / (1.0 - r**alpha) * (low ** (1.0 - alpha) - high ** (1.0 - alpha)) / (alpha - 1.0)
+        )
+    except ArithmeticError:  # (alpha 1e-300, low 1e-300, ...: powers past the floats; never a 500)
+        return _bounded_pareto_mean_logs(alpha, low, high)
+
+
+def _bounded_pareto_mean_logs(alpha: float, low: float, high: float) -> float:
+    """The same mean, low * alpha / (1 - rho^alpha) * (1 - rho^(alpha-1)) / (alpha - 1) with rho =
+    low / high, in logarithms: finite wherever the mean is (nan where it cannot be told)."""
+    try:
+        ell = math.log(low) - math.log(high)  # ln rho < 0
+        x = alpha * ell
+        a = -1.0 / ell if x == 0.0 else alpha / -math.expm1(x)  # alpha / (1 - rho^alpha)
+        y = (alpha - 1.0) * ell
+        if y == 0.0:
+            return low * a * -ell
+        if y < 700.0:
+            return low * a * -math.expm1(y) / (alpha - 1.0)
+        # alpha < 1 far from 1: low rho^(alpha-1) = low^alpha high^(1-alpha), the -low negligible
+        return a * math.exp(alpha * math.log(low) + (1.0 - alpha) * math.log(high)) / (1.0 - alpha)
+    except (ArithmeticError, ValueError):
+        return math.nan
 
 
 class BoundedPareto(_Dist):

@@ -255,3 +255,22 @@ def test_a_large_rsd_is_drawn_without_an_array_of_its_values(dist):
         n = dist.high - dist.low + 1
         expected = len(x) * 3 * len(powers) / (n + 2 * len(powers))
         assert abs(np.isin(x, powers).sum() - expected) < 5 * math.sqrt(expected)
+
+
+@pytest.mark.parametrize("role, dist, processors", [
+    ("runtime", {"kind": "bounded_pareto", "alpha": 5e-324, "low": 5e-324, "high": 1e-300}, 64),  # 1 - r^a == 0
+    ("runtime", {"kind": "bounded_pareto", "alpha": 3, "low": 5e-324, "high": 1e-300}, 64),  # low^a underflows
+    ("runtime", {"kind": "bounded_pareto", "alpha": 0.5, "high": 1e300, "mean": 1e-300}, 64),  # low solved
+    ("size", {"kind": "bounded_pareto", "alpha": 1e-300, "low": 5e-324, "high": 1e6}, 2**62),
+])
+def test_parameters_at_the_ends_of_the_floats_are_an_answer_not_a_crash(role, dist, processors):
+    # (ZeroDivisionError and OverflowError escaped the schema: a 500 from the API)
+    spec = scenario({"kind": "constant", "value": 1}, processors=processors)
+    spec["workload"]["streams"][0][role] = dist
+    try:
+        loaded = simengine.load_scenario(spec)
+    except ScenarioError:
+        return
+    from simengine.limits import limit_problems
+
+    assert isinstance(limit_problems(loaded, Limits(jobs=10**6, horizon=1e9)), list)
