@@ -178,6 +178,7 @@ class Credentials:
 
 CREDENTIALS = """
 import json, secrets
+from django.conf import settings
 from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
 from django.contrib.auth.models import User
 from django.contrib.sessions.backends.db import SessionStore
@@ -185,7 +186,7 @@ from rest_framework.authtoken.models import Token
 user, _ = User.objects.get_or_create(username="hostile")
 session = SessionStore()
 session[SESSION_KEY] = str(user.pk)
-session[BACKEND_SESSION_KEY] = "gridweb.accounts.backends.InviteAwareModelBackend"
+session[BACKEND_SESSION_KEY] = settings.AUTHENTICATION_BACKENDS[0]
 session[HASH_SESSION_KEY] = user.get_session_auth_hash()
 session.create()
 print(json.dumps({"token": Token.objects.get_or_create(user=user)[0].key, "session": session.session_key,

@@ -183,6 +183,9 @@ if DATABASE_URL:
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
         "min_size": 0, "max_size": GRIDWEB_DB_POOL_MAX, "timeout": GRIDWEB_DB_POOL_TIMEOUT,
         "max_idle": 60.0,  # an idle connection is closed after a minute; a crowd's don't linger
+        # one thread opens connections: each thread reserves ~72 MB of address space (stack and
+        # malloc arena), which counts under a limit such as prlimit --as
+        "num_workers": 1,
     }
 
     def _forget_inherited_pools() -> None:
