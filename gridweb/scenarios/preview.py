@@ -98,7 +98,7 @@ def histogram(values: np.ndarray, *, discrete: bool = False, bins: int = HISTOGR
     scale = "linear"
     if discrete and high - low + 1 <= DISCRETE_BARS:
         edges = np.arange(low, high + 2) - 0.5  # one bar centred on each whole number
-    elif low >= 0 and high > 0 and high / values[values > 0].min() > LOG_RATIO:
+    elif low >= 0 and high > 0 and high / values[values > 0].min() > LOG_RATIO and _log_bins_exist(values, high, bins):
         # heavy tails, as real traces' run times: log bins over the positive values, and the zeros
         # (jobs that failed at once) in a first bar of their own -- a linear axis drew one bar
         scale = "log"
@@ -122,6 +122,13 @@ def histogram(values: np.ndarray, *, discrete: bool = False, bins: int = HISTOGR
         "max": high,
         "mean": float(values.mean()),
     }
+
+
+def _log_bins_exist(values: np.ndarray, high: float, bins: int) -> bool:
+    """Log-spaced edges from the smallest positive value to ``high`` increase (not among denormals)."""
+    with np.errstate(all="ignore"):
+        edges = np.geomspace(float(values[values > 0].min()), high, bins + 1)
+    return bool(np.all(np.isfinite(edges)) and np.all(np.diff(edges) > 0))
 
 
 def _prefixed(exc: ScenarioError, index: int) -> dict[str, list[str]]:
@@ -236,7 +243,7 @@ def preview(spec: Any, user=None, *, jobs_per_stream: int = PREVIEW_JOBS) -> dic
         if isinstance(stream, KoalaStream):
             try:
                 entry = _koala_preview(raw, stream, platform, seed, jobs_per_stream, work)
-            except (ValueError, SimEngineError) as exc:
+            except (ValueError, ArithmeticError, SimEngineError) as exc:  # (parameters at the floats' ends)
                 result["errors"].setdefault(path, []).append(f"cannot sample this stream: {exc}")
                 continue
             entry["index"] = index
@@ -266,11 +273,15 @@ def preview(spec: Any, user=None, *, jobs_per_stream: int = PREVIEW_JOBS) -> dic
                 result["notes"].extend(notes)
                 window = float(jobs.submit[-1] - jobs.submit[0]) if len(jobs) > 1 else 0.0
                 finite_jobs += len(jobs)
-        except (ValueError, SimEngineError) as exc:  # e.g. a trace whose sites the site map does not cover
-            result["errors"].setdefault(path, []).append(f"cannot sample this stream: {exc}")
+        except (ValueError, ArithmeticError, SimEngineError) as exc:  # e.g. a trace whose sites the site map
+            result["errors"].setdefault(path, []).append(f"cannot sample this stream: {exc}")  # does not cover
             continue
-        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):  # extremes become None below
-            entry = _stream_preview(stream, platform, jobs, window, policy, rng, work)
+        try:
+            with np.errstate(over="ignore", divide="ignore", invalid="ignore"):  # extremes become None below
+                entry = _stream_preview(stream, platform, jobs, window, policy, rng, work)
+        except (ValueError, ArithmeticError) as exc:  # (draws at the floats' ends: 5e-324 has no log bins)
+            result["errors"].setdefault(path, []).append(f"cannot preview this stream: {exc}")
+            continue
         entry["index"] = index
         result["streams"].append(entry)
 

@@ -170,3 +170,21 @@ def test_a_refused_shape_is_refused_before_the_schema_reads_it(user):
         validate_spec(spec, user)
     assert time.perf_counter() - t < 0.2
     assert list(caught.value.errors) == ["workload.streams"]
+
+
+@pytest.mark.parametrize("kind, runtime", [
+    ("synthetic", {"kind": "bounded_pareto", "alpha": 0.5, "low": 5e-324, "high": 0.5}),  # no log bins
+    ("koala", {"kind": "lognormal", "mean": 5e-324, "sigma": 1e300}),  # sigma^2 overflows
+    ("koala", {"kind": "bounded_pareto", "alpha": 1e12, "low": 1e300, "high": 1.7e308}),
+])
+def test_the_preview_of_draws_at_the_ends_of_the_floats_is_an_answer(browser, kind, runtime):
+    # (a ValueError from the histogram's bins, an OverflowError or ZeroDivisionError from the draws: 500s)
+    spec = copy.deepcopy(BASE)
+    stream = spec["workload"]["streams"][0]
+    stream.update(kind=kind, runtime=runtime, count=5)  # (five draws: the smallest is a denormal)
+    if kind == "koala":
+        stream.update(target="grid", arrival={"rate": 0.1})
+        spec["run"] = {"stop": {"horizon": 100}}
+    status, answer, _ = post(browser, "/scenarios/preview/", {"spec": spec})
+    assert status == 200, answer
+    assert answer["streams"] or "workload.streams.0" in answer["errors"], answer
