@@ -1,6 +1,8 @@
-"""Request bodies and parameters that cannot crash a view: JSON parsed with a bounded nesting depth,
-and strings without NUL characters or unpaired surrogates (which PostgreSQL text and UTF-8 cannot
-hold), each refusal naming where and why.
+"""Request bodies and parameters that cannot crash a view: JSON parsed with a bounded nesting depth
+(checked in one pass, in time linear in the body and memory bounded whatever it holds), strings
+without NUL characters or unpaired surrogates (which PostgreSQL text and UTF-8 cannot hold), and
+numbers Python and the database can hold (integers Python converts, finite floats), each refusal
+naming where and why.
 
 Used by every JSON body GridWeb reads (the API's parser, the builder's views) and, for query and
 form parameters, by :class:`RejectNulMiddleware`.
