@@ -22,6 +22,8 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 
 #: a scenario document nests about ten levels; deeper than this is refused before parsing
 MAX_DEPTH = 64
+#: keys of one object: a scenario's objects have a dozen; 100k unknown keys took seconds to list as errors
+MAX_KEYS = 1000
 _BAD_CHARACTER = re.compile("[\x00\ud800-\udfff]")
 #: bytes the depth check reads at a time: its temporaries are a few times this, whatever the body
 DEPTH_CHUNK = 1 << 16
@@ -93,9 +95,10 @@ def parse_integer(text: str) -> int | _LongInteger:
 
 
 def loads(data: bytes | str) -> Any:
-    """Parse a JSON body; BadJson when it is not UTF-8 JSON, nests deeper than MAX_DEPTH, holds
-    a string with a NUL character or an unpaired surrogate, an integer of more digits than Python
-    converts or a number that is not finite (1e400, NaN, Infinity) -- named by its dotted path."""
+    """Parse a JSON body; BadJson when it is not UTF-8 JSON, nests deeper than MAX_DEPTH, holds an
+    object of more than MAX_KEYS keys, a string with a NUL character or an unpaired surrogate, an
+    integer of more digits than Python converts or a number that is not finite (1e400, NaN,
+    Infinity) -- named by its dotted path."""
     try:
         text = data.decode("utf-8") if isinstance(data, bytes | bytearray | memoryview) else data
     except UnicodeDecodeError as exc:
@@ -113,8 +116,8 @@ def loads(data: bytes | str) -> Any:
 
 
 def check_values(value: Any, path: str = "") -> None:
-    """BadJson for the first string (key or value) with a NUL character or an unpaired surrogate, or
-    the first number that is not finite or was too long to convert."""
+    """BadJson for the first string (key or value) with a NUL character or an unpaired surrogate,
+    object of more than MAX_KEYS keys, or number that is not finite or was too long to convert."""
     try:
         _check(value)
     except _Refused as refused:
@@ -140,6 +143,8 @@ def _check(value: Any) -> None:
         if not math.isfinite(value):
             raise _Refused("is not a finite number (" + ("beyond ±1.8e308" if math.isinf(value) else "NaN") + ")")
     elif isinstance(value, dict):
+        if len(value) > MAX_KEYS:
+            raise _Refused(f"an object of {len(value):,} keys (more than {MAX_KEYS:,})")
         for key, item in value.items():
             try:
                 reason = text_error(key)
