@@ -876,18 +876,33 @@ def _reword(err: dict, tp: Any, disc: str | None, parent: type[BaseModel] | None
     return msg
 
 
+#: Problems a ScenarioError lists; past them one more says how many were left out (a body of 100,000
+#: unknown keys made 100,000 messages, each with a did-you-mean search: 10 s and a 10 MB answer).
+MAX_ERRORS = 100
+
+
 def _error_items(exc: ValidationError, root: type[BaseModel]) -> list[tuple[tuple, str]]:
-    """Every problem in ``exc`` as (path elements, message), tags dropped, messages reworded."""
+    """Every problem in ``exc`` (the first :data:`MAX_ERRORS`) as (path elements, message), tags
+    dropped, messages reworded."""
     out: list[tuple[tuple, str]] = []
+    left_out = 0
     for err in exc.errors(include_url=False):
         loc = tuple(err["loc"])
         if err["type"] == _PROBLEMS:
             for sub, message in err["ctx"]["problems"]:
+                if len(out) >= MAX_ERRORS:
+                    left_out += 1
+                    continue
                 path, *_ = _walk(root, loc + tuple(sub))
                 out.append((tuple(path), message))
             continue
+        if len(out) >= MAX_ERRORS:
+            left_out += 1
+            continue
         path, tp, disc, parent = _walk(root, loc)
         out.append((tuple(path), _reword(err, tp, disc, parent)))
+    if left_out:
+        out.append(((), f"and {left_out:,} more problems (the first {MAX_ERRORS} are listed)"))
     seen: set = set()
     unique = []
     for item in out:
