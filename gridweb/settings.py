@@ -222,8 +222,10 @@ if REDIS_URL:
     CELERY_RESULT_BACKEND = REDIS_URL
     CELERY_TASK_ALWAYS_EAGER = False
     # one cache for every web process (the login throttle's counters, gridweb/accounts/throttle.py)
+    # Short socket timeouts: with Redis away a login answers 503 at once instead of hanging.
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
-                          "KEY_PREFIX": "gridweb"}}
+                          "KEY_PREFIX": "gridweb",
+                          "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1}}}
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
     # No broker: tasks run in the calling process and their errors propagate.
@@ -380,12 +382,19 @@ EMAIL_HOST_PASSWORD = os.environ.get("DJANGO_EMAIL_HOST_PASSWORD", "")
 EMAIL_USE_TLS = env_bool("DJANGO_EMAIL_USE_TLS", False)
 DEFAULT_FROM_EMAIL = os.environ.get("DJANGO_DEFAULT_FROM_EMAIL", "gridweb@localhost")
 
-# Login throttling (gridweb/accounts/throttle.py): after this many failed logins of one username, or
-# from one address, within the lock time, logins of that username (or from that address) are refused
-# until the lock time has passed since the last failure -- the right password included.
+# Login throttling (gridweb/accounts/throttle.py, docs/deploy.md): each attempt reserves a place in
+# its budgets before its password is checked -- a browser's own (its device cookie), else its
+# username's and its address's: this many failures per window, the rest refused unchecked.
 GRIDWEB_LOGIN_FAILURES_PER_USER = env_int("GRIDWEB_LOGIN_FAILURES_PER_USER", 5)
 GRIDWEB_LOGIN_FAILURES_PER_ADDRESS = env_int("GRIDWEB_LOGIN_FAILURES_PER_ADDRESS", 20)
 GRIDWEB_LOGIN_LOCK_SECONDS = env_seconds("GRIDWEB_LOGIN_LOCK_SECONDS", 15 * 60)
+# A username's first lock; each used-up window doubles the next, up to GRIDWEB_LOGIN_LOCK_SECONDS
+GRIDWEB_LOGIN_BACKOFF_SECONDS = env_seconds("GRIDWEB_LOGIN_BACKOFF_SECONDS", 60)
+# Proxies in front of the server that append to X-Forwarded-For (0: the client's address is REMOTE_ADDR)
+GRIDWEB_TRUSTED_PROXY_HOPS = env_int("GRIDWEB_TRUSTED_PROXY_HOPS", 0, minimum=0)
+# An invite's one-time password logs in once, within this many days (gridweb/accounts/backends.py)
+GRIDWEB_INVITE_PASSWORD_DAYS = env_int("GRIDWEB_INVITE_PASSWORD_DAYS", 7)
+AUTHENTICATION_BACKENDS = ["gridweb.accounts.backends.InviteAwareModelBackend"]
 # Rows of stored chunks each web process keeps for the viewers it streams them to (gridweb/runs/consumers.py)
 GRIDWEB_CHUNK_CACHE_MB = env_int("GRIDWEB_CHUNK_CACHE_MB", 256)
 # How often an open stream asks whether its run has ended, in case the announcement was lost

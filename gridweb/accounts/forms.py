@@ -10,14 +10,24 @@ from . import throttle
 
 
 class ThrottledLogin:
-    """A login form that refuses a locked username (or address) before checking its password
-    (gridweb/accounts/throttle.py)."""
+    """A login form that reserves the attempt in the throttle's budgets before its password is
+    checked, and refuses it unchecked when a budget is used up (gridweb/accounts/throttle.py). A
+    cache that cannot count raises ``throttle.Unavailable`` (answered 503 by the middleware)."""
 
     def clean(self):
-        waiting = throttle.seconds_locked(self.request, self.data.get("username") or "")
-        if waiting > 0:
-            raise forms.ValidationError(throttle.locked_message(waiting), code="throttled")
+        username, password = self.cleaned_data.get("username"), self.cleaned_data.get("password")
+        if username is not None and password:  # (what AuthenticationForm checks; nothing else is)
+            reservation = throttle.reserve(self.request, username)
+            if reservation.wait > 0:
+                raise forms.ValidationError(throttle.locked_message(reservation.wait), code="throttled")
         return super().clean()
+
+    def get_invalid_login_error(self):
+        # the right password of an invite that is spent or expired says so (gridweb/accounts/backends.py)
+        refusal = getattr(self.request, "gridweb_login_refusal", None)
+        if refusal:
+            return forms.ValidationError(refusal, code="invite_spent")
+        return super().get_invalid_login_error()
 
 
 class AdminLoginForm(ThrottledLogin, AdminAuthenticationForm):

@@ -9,7 +9,7 @@ from .forms import LoginForm
 app_name = "accounts"
 
 urlpatterns = [
-    path("login/", auth_views.LoginView.as_view(template_name="accounts/login.html",
+    path("login/", views.LoginView.as_view(template_name="accounts/login.html",
                                                 authentication_form=LoginForm,
                                                 redirect_authenticated_user=True), name="login"),
     # Django's LogoutView answers POST only (a GET link could log people out from another site).

@@ -11,8 +11,19 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 from rest_framework.authtoken.models import Token
 
+from . import throttle
 from .middleware import SESSION_KEY
 from .models import password_chosen
+
+
+class LoginView(auth_views.LoginView):
+    """Django's login; a successful one gives the browser its device cookie for the username
+    (gridweb/accounts/throttle.py: its attempts then have a budget nobody else can spend)."""
+
+    def form_valid(self, form):
+        response = super().form_valid(form)
+        throttle.set_device_cookie(self.request, response)
+        return response
 
 
 class PasswordChangeView(auth_views.PasswordChangeView):

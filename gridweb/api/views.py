@@ -98,20 +98,27 @@ class TokenView(APIView):
                   (("username", username), ("password", password)) if not value}
         if errors:
             return bad_input(errors)
-        waiting = throttle.seconds_locked(request._request, str(username))
-        if waiting > 0:
-            return Response({"errors": {"": [throttle.locked_message(waiting)]}},
-                            status=status.HTTP_429_TOO_MANY_REQUESTS, headers={"Retry-After": str(math.ceil(waiting))})
+        # reserved before the password is checked (a cache that cannot count: 503, gridweb/accounts/middleware.py)
+        reservation = throttle.reserve(request._request, str(username))
+        if reservation.wait > 0:
+            return Response({"errors": {"": [throttle.locked_message(reservation.wait)]}},
+                            status=status.HTTP_429_TOO_MANY_REQUESTS,
+                            headers={"Retry-After": str(math.ceil(reservation.wait))})
         user = authenticate(request._request, username=str(username), password=str(password))
+        refusal = getattr(request._request, "gridweb_login_refusal", None)
+        if user is None and refusal:  # the right password of a spent or expired invite
+            return Response({"errors": {"": [refusal]}}, status=status.HTTP_403_FORBIDDEN)
         if user is None or not user.is_active:
             return bad_input({"": ["unable to log in with this username and password"]})
-        throttle.clear(user.get_username())
+        throttle.succeeded(request._request, user.get_username())
         if must_change_password(user):
             return Response({"errors": {"": ["log in on the site first and choose a password of your own: the "
                                              "one-time password you were given gives no API token"]}},
                             status=status.HTTP_403_FORBIDDEN)
         token, _ = Token.objects.get_or_create(user=user)
-        return Response({"token": token.key})
+        response = Response({"token": token.key})
+        throttle.set_device_cookie(request._request, response)
+        return response
 
 
 class MeView(APIView):

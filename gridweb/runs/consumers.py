@@ -22,7 +22,8 @@ frames only (it would take rows in only to switch to tiles at the limit).
 Refusals are sent after accepting the handshake, so that browsers see the close code:
 4404 when the run does not exist *or* the user may not view it (the same answer, as the API's
 404: a closed stream does not tell whether a hidden run exists), 4400 when ``after`` or
-``attempt`` is not an integer.
+``attempt`` is not an integer, 4403 when the session was opened with an invite's one-time password
+that is not yet replaced (gridweb/accounts/models.py).
 """
 
 from __future__ import annotations
@@ -39,11 +40,14 @@ from django.conf import settings
 from django.db.models import BooleanField, Case, TextField, Value, When
 from django.db.models.functions import Cast
 
+from gridweb.accounts.models import must_change_password
+
 from .execution import group_name, register_stream_loop
 from .frames import summary_frame
 from .models import FINISHED, Run, RunChunk
 
 CLOSE_BAD_REQUEST, CLOSE_NOT_FOUND = 4400, 4404
+CLOSE_CHANGE_PASSWORD = 4403  # the session must choose its own password first
 
 
 def in_pool(read):
@@ -277,8 +281,11 @@ class RunStreamConsumer(AsyncWebsocketConsumer):
     @database_sync_to_async  # (not in_pool: a handshake never waits behind a crowd's replay)
     def _access(self) -> tuple[int | None, dict[str, Any]]:
         """(close code or None, the run's attempt, status, error and end): hidden answers as missing does."""
+        user = self.scope.get("user")
+        if user is not None and must_change_password(user):  # a one-time password's session: the password page only
+            return CLOSE_CHANGE_PASSWORD, {}
         run = Run.objects.filter(pk=self.run_id).first()
-        if run is None or not run.can_view(self.scope.get("user")):
+        if run is None or not run.can_view(user):
             return CLOSE_NOT_FOUND, {}
         return None, {"attempt": run.attempt, "status": run.status, "error": run.error,
                       "finished_at": run.finished_at}

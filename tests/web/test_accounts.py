@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 from io import StringIO
 
 import pytest
@@ -12,7 +13,10 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 from rest_framework.authtoken.models import Token
+
+from gridweb.accounts.models import PasswordChangeRequired
 
 pytestmark = pytest.mark.django_db
 
@@ -279,3 +283,65 @@ def test_list_shows_groups_and_members(alice):
 def test_command_line_needs_an_action():
     with pytest.raises(CommandError):
         gridweb_group()
+
+
+# --- Issue 34: invite passwords expire, work once, open no websocket and no API --------------------
+
+
+def invite(username: str) -> str:
+    if not Group.objects.filter(name="pds").exists():
+        gridweb_group("create", "pds")
+    out = gridweb_group("invite", "pds", username, "--email", f"{username}@example.org")
+    return re.search(r"One-time password.*: (\S+)", out).group(1)
+
+
+def test_an_invite_password_works_for_one_login_only():
+    one_time = invite("fay")
+    first = Client()
+    assert first.post(reverse("accounts:login"), {"username": "fay", "password": one_time}).status_code == 302
+    second = Client().post(reverse("accounts:login"), {"username": "fay", "password": one_time})
+    assert second.status_code == 200 and "_auth_user_id" not in second.wsgi_request.session
+    assert "one-time password has already been used" in second.content.decode()
+    api = Client().post(reverse("api:token"), {"username": "fay", "password": one_time}, content_type="application/json")
+    assert api.status_code == 403 and "already been used" in api.json()["errors"][""][0]
+    # the session it opened may still choose the user's own password
+    response = first.post(reverse("accounts:password_change"), {
+        "old_password": one_time, "new_password1": "Fays-Own-Pass-77", "new_password2": "Fays-Own-Pass-77"})
+    assert response.status_code == 302
+    assert Client().login(username="fay", password="Fays-Own-Pass-77")
+
+
+def test_an_invite_password_expires_after_the_configured_days(settings):
+    settings.GRIDWEB_INVITE_PASSWORD_DAYS = 7
+    one_time = invite("gil")
+    PasswordChangeRequired.objects.filter(user__username="gil").update(created=timezone.now() - timedelta(days=7, minutes=1))
+    page = Client().post(reverse("accounts:login"), {"username": "gil", "password": one_time})
+    assert page.status_code == 200 and "_auth_user_id" not in page.wsgi_request.session
+    assert "one-time password has expired" in page.content.decode()
+    PasswordChangeRequired.objects.filter(user__username="gil").update(created=timezone.now() - timedelta(days=6))
+    assert Client().post(reverse("accounts:login"), {"username": "gil", "password": one_time}).status_code == 302
+
+
+def test_inviting_again_gives_a_fresh_one_time_password_when_the_first_was_not_replaced():
+    first = invite("hal")
+    assert Client().login(username="hal", password=first)
+    out = gridweb_group("invite", "pds", "hal")
+    second = re.search(r"One-time password.*: (\S+)", out).group(1)
+    assert second != first and not Client().login(username="hal", password=first)
+    assert Client().post(reverse("accounts:login"), {"username": "hal", "password": second}).status_code == 302
+
+
+def test_a_session_that_must_change_its_password_gets_no_api():
+    one_time = invite("ida")
+    ida = Client()
+    assert ida.post(reverse("accounts:login"), {"username": "ida", "password": one_time}).status_code == 302
+    response = ida.get("/api/me/")
+    assert response.status_code == 403 and "choose a password of your own" in response.json()["errors"][""][0]
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "7.5", "seven"])
+def test_the_invite_password_days_setting_is_checked_at_start(value):
+    from tests.conftest import project_env, run_python
+
+    result = run_python("import django; django.setup()", env=project_env(GRIDWEB_INVITE_PASSWORD_DAYS=value))
+    assert result.returncode != 0 and "GRIDWEB_INVITE_PASSWORD_DAYS" in result.stderr

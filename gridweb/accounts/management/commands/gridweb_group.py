@@ -5,14 +5,17 @@
     python manage.py gridweb_group list
 
 ``invite`` creates the user when needed, with a random one-time password printed once
-(unless ``--password`` is given), and adds them to the group. A one-time password must be
-changed at the first login (gridweb/accounts/middleware.py) before anything else works.
+(unless ``--password`` is given), and adds them to the group. A one-time password logs in once,
+within ``GRIDWEB_INVITE_PASSWORD_DAYS`` days, and must be changed at that login
+(gridweb/accounts/middleware.py) before anything else works. Inviting a user who has not chosen
+a password of their own yet gives them a fresh one-time password.
 """
 
 from __future__ import annotations
 
 import secrets
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.contrib.auth.password_validation import validate_password
@@ -70,12 +73,24 @@ class Command(BaseCommand):
                                    f"password (use manage.py changepassword {username})")
             if email and user.email and user.email.lower() != email.lower():
                 raise CommandError(f"user {username!r} already exists with the e-mail {user.email}, not {email}")
+            # still on an invite's one-time password (unused, used or expired): a fresh one, so that
+            # inviting again is how an administrator lets in someone whose password ran out
+            renew = PasswordChangeRequired.objects.filter(user=user).exists()
+            fresh = secrets.token_urlsafe(12)
             with transaction.atomic():
                 if email and not user.email:
                     user.email = email
                     user.save(update_fields=["email"])
                 user.groups.add(group)
+                if renew:
+                    user.set_password(fresh)
+                    user.save(update_fields=["password"])
+                    PasswordChangeRequired.objects.filter(user=user).delete()
+                    PasswordChangeRequired.objects.create(user=user)
             self.stdout.write(f"Added existing user {username!r} to {group.name!r}.")
+            if renew:
+                self.stdout.write(f"One-time password, a new one (they had not chosen their own yet; shown only "
+                                  f"now; valid {settings.GRIDWEB_INVITE_PASSWORD_DAYS} days, for one login): {fresh}")
             return
 
         if not email:
@@ -104,8 +119,8 @@ class Command(BaseCommand):
                 PasswordChangeRequired.objects.create(user=user)
         self.stdout.write(f"Created user {username!r} <{email}> in {group.name!r}.")
         if generated:
-            self.stdout.write(f"One-time password (shown only now; they choose their own at the first login): "
-                              f"{password}")
+            self.stdout.write(f"One-time password (shown only now; valid {settings.GRIDWEB_INVITE_PASSWORD_DAYS} "
+                              f"days, for one login, where they choose their own): {password}")
 
     def list(self) -> None:
         groups = Group.objects.order_by("name").prefetch_related("user_set")
