@@ -168,6 +168,8 @@ def test_one_users_backlog_does_not_starve_another_users_run(site, tokens):
 
     state = {run["id"]: run for run in wait_finished(site, [*backlog, body["id"]], 300)}
     assert all(run["status"] == "done" for run in state.values()), state
+    # the web process and both workers dispatch at once, and no run was executed twice
+    assert all(run["attempt"] == 1 for run in state.values()), state
     bob_started = state[body["id"]]["started_at"]
     alice_after_bob = [i for i in backlog if state[i]["started_at"] > bob_started]
     first, last = min(state[i]["started_at"] for i in backlog), max(state[i]["finished_at"] for i in backlog)

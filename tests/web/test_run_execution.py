@@ -14,6 +14,7 @@ import numpy as np
 import psycopg
 import pytest
 from django.core.exceptions import PermissionDenied
+from django.db import transaction
 from django.utils import timezone
 
 import simengine
@@ -348,6 +349,35 @@ def test_the_recovery_sweep_hands_lost_runs_over_once_and_again_only_when_that_w
         execution._active_runs.discard(alive_here.pk)
     assert alive_elsewhere.pk not in delivered and alive_here.pk not in delivered
     assert Run.objects.get(pk=dead_here.pk).status == Status.RUNNING  # the delivery decides, not the sweep
+
+
+def test_the_dispatcher_hands_runs_over_round_robin_with_a_share_per_user(alice, bob, django_user_model,
+                                                                         monkeypatch, settings):
+    carol = django_user_model.objects.create_user("carol")
+    settings.GRIDWEB_USER_RUNS_IN_FLIGHT = 2
+    sent = []
+    monkeypatch.setattr(execution, "embedded", lambda: False)  # as in full-stack mode: Celery tasks
+    monkeypatch.setattr(execution, "send_task", lambda name, args, task_id: sent.append(args[0]))
+    with transaction.atomic():  # one dispatch pass when it commits
+        a = [create_run(alice, small_spec(seed=i)).pk for i in range(4)]
+        b = [create_run(bob, small_spec(seed=i)).pk for i in range(2)]
+        c = [create_run(carol, small_spec(seed=0)).pk]
+
+    # each user's first run, then each user's second: alice's other two wait in the database
+    assert sent == [a[0], b[0], c[0], a[1], b[1]]
+    assert set(Run.objects.filter(dispatched_at=None).values_list("pk", flat=True)) == {a[2], a[3]}
+    assert execution.dispatch_waiting() == []  # her share is taken
+
+    Run.objects.filter(pk=a[0]).update(status=Status.DONE)  # one of hers ends: the next goes
+    assert execution.dispatch_waiting() == [a[2]]
+
+    def broker_down(name, args, task_id):
+        raise OSError("Connection refused")
+
+    monkeypatch.setattr(execution, "send_task", broker_down)
+    Run.objects.filter(pk=a[1]).update(status=Status.DONE)
+    assert execution.dispatch_waiting() == []  # the send failed: the run is not marked handed over
+    assert Run.objects.get(pk=a[3]).dispatched_at is None and Run.objects.get(pk=a[3]).task_id == ""
 
 
 def test_a_restarted_embedded_worker_fails_interrupted_runs_and_requeues_queued_ones(alice):
