@@ -364,14 +364,14 @@ GRIDWEB_LIMITS = {
     "stored_rows": env_int("GRIDWEB_MAX_STORED_ROWS", 20_000_000),  # job rows of a Result
     # evolving applications' stages per replication (their plan takes time growing with its square)
     "evolving_stages": env_int("GRIDWEB_MAX_EVOLVING_STAGES", 200_000),
-}
-# Password reset by e-mail (/accounts/password/reset/): printed to the console in embedded mode; a
     # the document's lists, checked before the schema reads them (validation grows with them)
     "clusters": env_int("GRIDWEB_MAX_CLUSTERS", 1000),
     "file_sites": env_int("GRIDWEB_MAX_FILE_SITES", 1000),
     "streams": env_int("GRIDWEB_MAX_STREAMS", 64),
     "reservations": env_int("GRIDWEB_MAX_RESERVATIONS", 10_000),
     "list_items": env_int("GRIDWEB_MAX_LIST_ITEMS", 100_000),  # e.g. an empirical distribution's values
+}
+# Password reset by e-mail (/accounts/password/reset/): printed to the console in embedded mode; a
 # group's server names its SMTP relay (DJANGO_EMAIL_HOST, ...; Django's own settings otherwise).
 EMAIL_BACKEND = os.environ.get("DJANGO_EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend"
                                if os.environ.get("DJANGO_EMAIL_HOST") else "django.core.mail.backends.console.EmailBackend")
