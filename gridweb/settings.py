@@ -172,13 +172,14 @@ DATABASE_URL = os.environ.get("DATABASE_URL", "").strip()
 REDIS_URL = os.environ.get("REDIS_URL", "").strip()
 GRIDWEB_MODE = "full" if DATABASE_URL and REDIS_URL else "embedded"
 
+# A pool per process (psycopg_pool): under ASGI each request's sync code runs in a thread of its
+# own, and persistent connections left one open per thread (issue 34: 52 per daphne after 50
+# logins). At most GRIDWEB_DB_POOL_MAX per process; a request that waits GRIDWEB_DB_POOL_TIMEOUT
+# for one is answered 503 (gridweb/web/errors.py). The budget: docs/deploy.md, section 3.
+# (Read in either mode, so a bad value is refused before it matters.)
+GRIDWEB_DB_POOL_MAX = env_int("GRIDWEB_DB_POOL_MAX", 10)
+GRIDWEB_DB_POOL_TIMEOUT = env_seconds("GRIDWEB_DB_POOL_TIMEOUT", 10.0)
 if DATABASE_URL:
-    # A pool per process (psycopg_pool): under ASGI each request's sync code runs in a thread of its
-    # own, and persistent connections left one open per thread (issue 34: 52 per daphne after 50
-    # logins). At most GRIDWEB_DB_POOL_MAX per process; a request that waits GRIDWEB_DB_POOL_TIMEOUT
-    # for one is answered 503 (gridweb/web/errors.py). The budget: docs/deploy.md, section 3.
-    GRIDWEB_DB_POOL_MAX = env_int("GRIDWEB_DB_POOL_MAX", 10)
-    GRIDWEB_DB_POOL_TIMEOUT = env_seconds("GRIDWEB_DB_POOL_TIMEOUT", 10.0)
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=0, conn_health_checks=True)}
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
         "min_size": 0, "max_size": GRIDWEB_DB_POOL_MAX, "timeout": GRIDWEB_DB_POOL_TIMEOUT,
