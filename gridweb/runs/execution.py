@@ -477,6 +477,28 @@ def send_task(name: str, args: tuple, task_id: str) -> None:
         celery_app.send_task(name, args=args, task_id=task_id, ignore_result=True, retry=False, connection=conn)
 
 
+def revoke(task_id: str, terminate: bool = False) -> bool:
+    """Revoke a run's Celery task (full-stack mode), with ``terminate`` killing the process running
+    it (SIGKILL, not Celery's default SIGTERM: the worker process handles SIGTERM in Python, which
+    waits until the engine's compiled kernel returns). Best effort, and at once: with the broker
+    away it only logs and returns False -- a cancelled run's claim or its progress checks stop it."""
+    if not _broker_answers():
+        log.warning("could not revoke task %s (the broker does not answer); the worker's checks stop its run", task_id)
+        return False
+    try:
+        with celery_app.connection_for_write() as conn:
+            conn.ensure_connection(max_retries=0)  # once (kombu retries a new connection for seconds)
+            if terminate:
+                celery_app.control.revoke(task_id, terminate=True, signal="SIGKILL", connection=conn)
+            else:
+                celery_app.control.revoke(task_id, connection=conn)
+    except Exception:  # noqa: BLE001 - the cancel is recorded in the database either way
+        log.warning("could not revoke task %s (the broker does not answer); the worker's checks stop its run",
+                    task_id, exc_info=True)
+        return False
+    return True
+
+
 def dispatch(run_id: int) -> None:
     """Hand this run to a worker now: a Celery task in full-stack mode (its id stored in
     ``Run.task_id``), the embedded worker thread otherwise. Raises when the broker does not
@@ -549,6 +571,20 @@ def dispatch_waiting() -> list[int]:
                 break
             sent.append(run_id)
     return sent
+
+
+def _broker_answers() -> bool:
+    """Whether the broker (Redis) answers a ping within a second: Celery's remote control retries a
+    lost connection for seconds, or for good, before it gives up."""
+    url = str(celery_app.conf.broker_url or "")
+    if not url.startswith(("redis://", "rediss://", "unix://")):
+        return True
+    import redis  # (full-stack mode only)
+
+    try:
+        return bool(redis.Redis.from_url(url, socket_timeout=1, socket_connect_timeout=1).ping())
+    except redis.RedisError:
+        return False
 
 
 def _broker_messages() -> str | None:

@@ -196,15 +196,8 @@ def _after_cancel(run: Run, task_id: str, was_queued: bool) -> None:
     from . import execution  # (the execution machinery imports Celery and the channel layer: loaded when a run is dispatched)
 
     if task_id and not execution.embedded():
-        from gridweb.celery import app  # (full-stack mode only: Celery is not loaded in the embedded one)
-
-        # Queued: the worker drops the message. Running: the process running it is killed. SIGKILL,
-        # not Celery's default SIGTERM: the worker process handles SIGTERM in Python, which waits
-        # until the engine's compiled kernel returns (minutes, for a big replication).
-        if was_queued:
-            app.control.revoke(task_id)
-        else:
-            app.control.revoke(task_id, terminate=True, signal="SIGKILL")
+        # Queued: the worker drops the message. Running: the process running it is killed.
+        execution.revoke(task_id, terminate=not was_queued)
     if was_queued:
         execution.announce_status(run)
         if run.sweep_id is not None:

@@ -178,3 +178,27 @@ def test_one_users_backlog_does_not_starve_another_users_run(site, tokens):
     # first come, first served would start bob's run after all eight; fair share starts it after
     # at most the two alice has handed to the workers
     assert len(alice_after_bob) >= len(backlog) - 3, [(i, state[i]["started_at"]) for i in backlog] + [bob_started]
+
+
+def test_a_running_run_is_cancelled_at_once_while_redis_is_down(site, tokens, own_redis):
+    from tests.web.test_run_execution import SEVERAL_REPLICATIONS
+
+    status, _, body, _ = post(site, "/api/runs/", tokens["alice"], {"spec": SEVERAL_REPLICATIONS})
+    assert status == 201, body
+    deadline = time.monotonic() + 120
+    while runs(site, f"r.id = {body['id']}")[0]["status"] != "running":
+        assert time.monotonic() < deadline, "the run did not start"
+        time.sleep(0.1)
+
+    own_redis.stop()
+    try:
+        # the task cannot be revoked through the broker; the worker's progress checks stop the run
+        status, _, cancelled, took = post(site, f"/api/runs/{body['id']}/cancel/", tokens["alice"], {})
+        print(f"cancel with Redis down: {status} in {took:.2f} s")
+        assert took < 2, f"cancel took {took:.1f} s with the broker down"
+        assert status == 200, cancelled
+        assert cancelled["status"] in ("running", "cancelled")
+        (ended,) = wait_finished(site, [body["id"]], 120)
+    finally:
+        own_redis.start()
+    assert ended["status"] == "cancelled", ended
