@@ -181,13 +181,15 @@ GRIDWEB_DB_POOL_MAX = env_int("GRIDWEB_DB_POOL_MAX", 10)
 GRIDWEB_DB_POOL_TIMEOUT = env_seconds("GRIDWEB_DB_POOL_TIMEOUT", 10.0)
 if DATABASE_URL:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=0, conn_health_checks=True)}
-    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
-        "min_size": 0, "max_size": GRIDWEB_DB_POOL_MAX, "timeout": GRIDWEB_DB_POOL_TIMEOUT,
-        "max_idle": 60.0,  # an idle connection is closed after a minute; a crowd's don't linger
-        # one thread opens connections: each thread reserves ~72 MB of address space (stack and
-        # malloc arena), which counts under a limit such as prlimit --as
-        "num_workers": 1,
-    }
+    # (the pool is PostgreSQL's: a DATABASE_URL may name an SQLite file, as a test's embedded site does)
+    if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+        DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+            "min_size": 0, "max_size": GRIDWEB_DB_POOL_MAX, "timeout": GRIDWEB_DB_POOL_TIMEOUT,
+            "max_idle": 60.0,  # an idle connection is closed after a minute; a crowd's don't linger
+            # one thread opens connections: each thread reserves ~72 MB of address space (stack and
+            # malloc arena), which counts under a limit such as prlimit --as
+            "num_workers": 1,
+        }
 
     def _forget_inherited_pools() -> None:
         """In a forked child (a Celery prefork worker): its parent's pooled connections share
