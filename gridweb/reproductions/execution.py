@@ -95,14 +95,30 @@ def create_reproduction(user, recipe: str, *, quick: bool, visibility: str = Vis
     return rep
 
 
-def dispatch(pk: int) -> None:
-    """Hand a queued reproduction to a worker (as gridweb.runs.execution.dispatch does a run)."""
+def dispatch(pk: int) -> bool:
+    """Hand a queued reproduction to a worker (as gridweb.runs.execution.dispatch does a run).
+    False when the broker did not take it: the reproduction stays queued without a task, and each
+    worker's recovery sweep sends it (:func:`send_waiting`) once the broker answers again."""
     if embedded():
         embedded_worker().submit("reproduction", pk)
-        return
+        return True
     task_id = secrets.token_hex(16)
-    Reproduction.objects.filter(pk=pk).update(task_id=task_id)
-    send_task(EXECUTE_REPRODUCTION, (pk,), task_id)
+    if not Reproduction.objects.filter(pk=pk, status=Status.QUEUED, task_id="").update(task_id=task_id):
+        return False  # sent already (by another sweep), or no longer queued
+    try:
+        send_task(EXECUTE_REPRODUCTION, (pk,), task_id)
+    except Exception:  # noqa: BLE001 - the broker is away: the request must not fail for it
+        Reproduction.objects.filter(pk=pk, task_id=task_id).update(task_id="")
+        log.warning("could not hand reproduction %s to the broker; the recovery sweep sends it", pk, exc_info=True)
+        return False
+    return True
+
+
+def send_waiting() -> list[int]:
+    """Send the queued reproductions no task was sent for (the broker was down when they were
+    created); what each Celery worker's recovery sweep does (gridweb.runs.execution)."""
+    waiting = Reproduction.objects.filter(status=Status.QUEUED, task_id="").order_by("pk").values_list("pk", flat=True)
+    return [pk for pk in waiting if dispatch(pk)]
 
 
 def recover() -> list[int]:

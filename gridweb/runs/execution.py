@@ -657,7 +657,22 @@ def recover_lost_runs() -> list[int]:
         dispatch(run.pk)
     resent = resend_lost_messages(now)
     dispatch_waiting()
+    for kind, resend in _RECOVERY_SENDS.items():
+        try:
+            resend()
+        except Exception:  # noqa: BLE001 - one kind's failure must not stop the others' recovery
+            log.warning("recovery sweep: sending the waiting %s items failed", kind, exc_info=True)
     return [run.pk for run in lost] + resent
+
+
+#: other kinds of work the recovery sweep hands to the broker when a send failed (e.g. reproductions
+#: created while Redis was down), by kind; registered by their apps
+_RECOVERY_SENDS: dict[str, Callable[[], Any]] = {}
+
+
+def register_recovery_send(kind: str, resend: Callable[[], Any]) -> None:
+    """Let each worker's recovery sweep call ``resend`` (send what a broker outage kept back)."""
+    _RECOVERY_SENDS[kind] = resend
 
 
 def dispatch_sweep(sweep_id: int) -> None:

@@ -63,3 +63,34 @@ def test_rerun_a_paper(carol, lab, monkeypatch):
     bad = api(carol).post("/api/reproductions/", {"recipe": "nope", "quick": "maybe"}, format="json")
     assert bad.status_code == 400 and set(bad.json()["errors"]) == {"recipe", "quick"}
     assert Reproduction.objects.count() == 1
+
+
+def test_a_reproduction_asked_for_while_the_broker_is_down_is_answered_and_sent_by_the_recovery_sweep(
+        alice, monkeypatch):
+    from gridweb.runs import execution as run_execution
+
+    def broker_down(name, args, task_id):
+        raise OSError("Connection refused")
+
+    # full-stack mode (Celery tasks), with Redis away
+    for module in (execution, run_execution):
+        monkeypatch.setattr(module, "embedded", lambda: False)
+        monkeypatch.setattr(module, "send_task", broker_down)
+    recipe = sorted(recipes.RECIPES)[0]
+
+    response = api(alice).post("/api/reproductions/", {"recipe": recipe, "quick": True}, format="json")
+
+    assert response.status_code == 201, response.content  # (was a 500, the row left queued and never sent)
+    rep = Reproduction.objects.get(pk=response.json()["id"])
+    assert rep.status == Status.QUEUED and rep.task_id == ""
+    assert run_execution.recover_lost_runs() == []  # still down: it keeps waiting
+    assert Reproduction.objects.get(pk=rep.pk).task_id == ""
+
+    sent = []
+    for module in (execution, run_execution):
+        monkeypatch.setattr(module, "send_task", lambda name, args, task_id: sent.append((name, args[0], task_id)))
+    run_execution.recover_lost_runs()  # Redis is back: the next sweep sends it, once
+    run_execution.recover_lost_runs()
+
+    rep.refresh_from_db()
+    assert sent == [(execution.EXECUTE_REPRODUCTION, rep.pk, rep.task_id)] and rep.task_id
