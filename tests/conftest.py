@@ -108,12 +108,13 @@ def project_env(**overrides: str) -> dict[str, str]:
 
 
 def run_python(
-    code: str, env: dict[str, str] | None = None, timeout: float = 120
+    code: str, env: dict[str, str] | None = None, timeout: float = 120, root: Path = ROOT
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``code`` with this interpreter in the repository root (embedded mode unless ``env`` says)."""
+    """Run ``code`` with this interpreter in the repository root (embedded mode unless ``env`` says;
+    ``root``: another checkout's, a benchmark's peer)."""
     return subprocess.run(
         [sys.executable, "-c", code],
-        cwd=ROOT,
+        cwd=root,
         env=env if env is not None else project_env(),
         capture_output=True,
         text=True,
@@ -121,9 +122,9 @@ def run_python(
     )
 
 
-def run_python_json(code: str, env: dict[str, str] | None = None, timeout: float = 120) -> Any:
+def run_python_json(code: str, env: dict[str, str] | None = None, timeout: float = 120, root: Path = ROOT) -> Any:
     """Run ``code`` (which prints one JSON document last) and return the parsed document."""
-    result = run_python(code, env=env, timeout=timeout)
+    result = run_python(code, env=env, timeout=timeout, root=root)
     assert result.returncode == 0, (
         f"exit {result.returncode}\nstdout:\n{result.stdout}\nstderr:\n{result.stderr}"
     )
@@ -197,8 +198,8 @@ def _free_port() -> int:
 class FullStackSite:
     """A GridWeb server and its Celery workers running as separate processes in full-stack mode."""
 
-    def __init__(self, env: dict[str, str], base_url: str, logs: Path):
-        self.env, self.base_url, self.logs = env, base_url, logs
+    def __init__(self, env: dict[str, str], base_url: str, logs: Path, root: Path = ROOT):
+        self.env, self.base_url, self.logs, self.root = env, base_url, logs, root
         self.processes: dict[str, subprocess.Popen] = {}
         self.argv: dict[str, list[str]] = {}
 
@@ -208,18 +209,18 @@ class FullStackSite:
 
     def manage(self, *args: str, timeout: float = 120) -> str:
         """Run ``manage.py ARGS`` against this site's database; return stdout (fails the test on error)."""
-        result = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=self.env,
+        result = subprocess.run([sys.executable, "manage.py", *args], cwd=self.root, env=self.env,
                                 capture_output=True, text=True, timeout=timeout)
         assert result.returncode == 0, f"manage.py {' '.join(args)}: exit {result.returncode}\n{result.stderr}"
         return result.stdout
 
     def python_json(self, code: str, timeout: float = 120) -> Any:
         """Run ``code`` with Django set up against this site (it prints one JSON document last)."""
-        return run_python_json("import django; django.setup()\n" + code, env=self.env, timeout=timeout)
+        return run_python_json("import django; django.setup()\n" + code, env=self.env, timeout=timeout, root=self.root)
 
     def start(self, name: str, argv: list[str]) -> subprocess.Popen:
         log = open(self.logs / f"{name}.log", "w")  # noqa: SIM115 - closed with the process
-        process = subprocess.Popen(argv, cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(argv, cwd=self.root, env=self.env, stdout=log, stderr=subprocess.STDOUT)
         self.processes[name], self.argv[name] = process, argv
         return process
 
@@ -278,12 +279,13 @@ def _wait_until(check, timeout: float, what: str, site: FullStackSite) -> None:
 
 @contextmanager
 def full_stack(test_database_url: str, redis_url: str, tmp_path_factory, name: str = E2E_DATABASE,
-               **settings_env: str) -> Iterator[FullStackSite]:
+               root: Path = ROOT, **settings_env: str) -> Iterator[FullStackSite]:
     """A GridWeb site in full-stack mode: a fresh PostgreSQL database (``name`` and this process's
     id), the Redis database ``redis_url`` (flushed), ``E2E_WORKERS`` Celery worker processes and
     the ASGI server (HTTP + websockets) on a free port. Logs of every process are in the site's
     ``logs`` folder (printed when a process dies). ``settings_env``: more environment variables
-    for every process (settings, e.g. ``GRIDWEB_WORKER_MAX_MEMORY_MB``)."""
+    for every process (settings, e.g. ``GRIDWEB_WORKER_MAX_MEMORY_MB``). ``root``: the checkout whose
+    code the site runs (another one: a benchmark's ``--peer``, benchmarks/worktree.py)."""
     import urllib.request
 
     import redis
@@ -298,7 +300,7 @@ def full_stack(test_database_url: str, redis_url: str, tmp_path_factory, name: s
     env = project_env(DATABASE_URL=database_url, REDIS_URL=redis_url, GRIDWEB_DATA_DIR=str(data_dir),
                       GRIDWEB_RECOVERY_SECONDS="3", **settings_env)
     port = _free_port()
-    site = FullStackSite(env, f"http://127.0.0.1:{port}", logs)
+    site = FullStackSite(env, f"http://127.0.0.1:{port}", logs, root)
     site.manage("migrate", "--noinput", timeout=300)
     try:
         for i in range(1, E2E_WORKERS + 1):

@@ -1,10 +1,17 @@
-"""People for the web tests: a research group "lab" with alice and carol, and bob, an outsider."""
+"""People for the web tests: a research group "lab" with alice and carol, and bob, an outsider; and a
+Redis server a test module can stop and start (``own_redis``)."""
 
 from __future__ import annotations
+
+import shutil
+import subprocess
+import time
 
 import pytest
 from django.contrib.auth.models import Group
 from django.test import Client
+
+from tests.conftest import _free_port
 
 
 @pytest.fixture(autouse=True)
@@ -69,3 +76,49 @@ def builder(live_server, page, user):
     page.set_default_timeout(BROWSER_TIMEOUT_MS)
     page.set_viewport_size({"width": 1400, "height": 1000})
     return page
+
+
+# --- A Redis of a test module's own (to stop and start: outages) ---------------------------------
+
+
+class RedisServer:
+    """A redis-server process on a free port that keeps nothing on disk."""
+
+    def __init__(self, directory):
+        self.port, self.directory = _free_port(), directory
+        self.process: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        import redis
+
+        self.process = subprocess.Popen(
+            [shutil.which("redis-server") or "redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
+             "--save", "", "--appendonly", "no", "--dir", str(self.directory)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                if redis.Redis.from_url(self.url, socket_timeout=1).ping():
+                    return
+            except redis.exceptions.ConnectionError:
+                assert time.monotonic() < deadline, "redis-server did not start"
+                time.sleep(0.1)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()  # as a crash or a power cut: no shutdown, nothing saved
+            self.process.wait(timeout=20)
+
+
+@pytest.fixture(scope="module")
+def own_redis(tmp_path_factory):
+    if shutil.which("redis-server") is None:
+        pytest.skip("redis-server is not installed")  # (CI and this machine have it)
+    server = RedisServer(tmp_path_factory.mktemp("redis"))
+    server.start()
+    yield server
+    server.stop()

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import threading
 import time
 import urllib.error
@@ -24,22 +23,11 @@ import psycopg
 import pytest
 
 from tests.conftest import E2E_WORKERS, full_stack, project_env, run_python, run_python_json
-from tests.web.test_service_restarts import RedisServer
 
 pytestmark = pytest.mark.slow
 
 POOL_MAX = 4
 POOL_TIMEOUT = 2
-
-
-@pytest.fixture(scope="module")
-def own_redis(tmp_path_factory):
-    if shutil.which("redis-server") is None:
-        pytest.skip("redis-server is not installed")  # (CI and this machine have it)
-    server = RedisServer(tmp_path_factory.mktemp("redis"))
-    server.start()
-    yield server
-    server.stop()
 
 
 @pytest.fixture(scope="module")

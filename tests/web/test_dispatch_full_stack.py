@@ -9,7 +9,6 @@ looked for after ``GRIDWEB_HEARTBEAT_STALE_SECONDS`` (30 here, the least allowed
 from __future__ import annotations
 
 import json
-import shutil
 import time
 import urllib.error
 import urllib.request
@@ -19,7 +18,6 @@ import pytest
 
 from tests.conftest import _wait_until, full_stack
 from tests.web.test_run_execution import small_spec
-from tests.web.test_service_restarts import RedisServer
 
 pytestmark = pytest.mark.slow
 
@@ -30,16 +28,6 @@ from rest_framework.authtoken.models import Token
 print(json.dumps({name: Token.objects.get_or_create(user=User.objects.get_or_create(username=name)[0])[0].key
                   for name in ("alice", "bob")}))
 """
-
-
-@pytest.fixture(scope="module")
-def own_redis(tmp_path_factory):
-    if shutil.which("redis-server") is None:
-        pytest.skip("redis-server is not installed")  # (CI and this machine have it)
-    server = RedisServer(tmp_path_factory.mktemp("redis"))
-    server.start()
-    yield server
-    server.stop()
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,6 @@ limited again) so that the items after it are still judged on their own.
 """
 from __future__ import annotations
 
-import shutil
 import time
 import urllib.request
 
@@ -28,22 +27,11 @@ from benchmarks.hostile import (
     server_memory,
 )
 from tests.conftest import full_stack
-from tests.web.test_service_restarts import RedisServer
 
 pytestmark = pytest.mark.slow
 
 # The server's resident peak may grow by at most this over the whole battery (measured: docs/deploy.md)
 MAX_PEAK_GROWTH_MB = 400
-
-
-@pytest.fixture(scope="module")
-def own_redis(tmp_path_factory):
-    if shutil.which("redis-server") is None:
-        pytest.skip("redis-server is not installed")  # (CI and this machine have it)
-    server = RedisServer(tmp_path_factory.mktemp("redis"))
-    server.start()
-    yield server
-    server.stop()
 
 
 class LimitedServer:

@@ -13,7 +13,7 @@ from django.test import Client
 from django.urls import reverse
 
 from tests.conftest import project_env, run_python
-from tests.web.test_service_restarts import RedisServer
+from tests.web.conftest import RedisServer
 
 PASSWORD = "pw-tess-123"
 

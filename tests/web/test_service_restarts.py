@@ -9,62 +9,17 @@ so restarting it disturbs no other test.
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 import threading
 import time
 
 import psycopg
 import pytest
 
-from tests.conftest import _free_port, full_stack
+from tests.conftest import full_stack
 from tests.web.stream_messages import decode_received
 from tests.web.test_run_stream import CREATE_RUN, DISPATCH, LONG_SPEC, SETUP_PEOPLE
 
 pytestmark = pytest.mark.slow
-
-
-class RedisServer:
-    """A redis-server process on a free port that keeps nothing on disk."""
-
-    def __init__(self, directory):
-        self.port, self.directory = _free_port(), directory
-        self.process: subprocess.Popen | None = None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> None:
-        import redis
-
-        self.process = subprocess.Popen(
-            [shutil.which("redis-server") or "redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
-             "--save", "", "--appendonly", "no", "--dir", str(self.directory)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                if redis.Redis.from_url(self.url, socket_timeout=1).ping():
-                    return
-            except redis.exceptions.ConnectionError:
-                assert time.monotonic() < deadline, "redis-server did not start"
-                time.sleep(0.1)
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.kill()  # as a crash or a power cut: no shutdown, nothing saved
-            self.process.wait(timeout=20)
-
-
-@pytest.fixture(scope="module")
-def own_redis(tmp_path_factory):
-    if shutil.which("redis-server") is None:
-        pytest.skip("redis-server is not installed")  # (CI and this machine have it)
-    server = RedisServer(tmp_path_factory.mktemp("redis"))
-    server.start()
-    yield server
-    server.stop()
 
 
 @pytest.fixture(scope="module")
