@@ -1,6 +1,6 @@
 """The hostile input battery of issue 34, against a running full-stack site.
 
-    .venv/bin/python benchmarks/hostile.py [--as-limit-mb 2048] [--only TEXT]
+    .venv/bin/python benchmarks/hostile.py [--as-limit-mb 2048] [--only TEXT] [--peer REV]
 
 Starts a full-stack site of its own (``tests.conftest.full_stack``: a fresh PostgreSQL database on
 ``GRIDWEB_TEST_DATABASE_URL``'s server, Redis database 13 of ``GRIDWEB_TEST_REDIS_URL``'s, two
@@ -329,26 +329,25 @@ class _TempFactory:
         return Path(tempfile.mkdtemp(prefix=f"{name}-", dir=self.base))
 
 
-def main() -> int:
+def measure(label: str, root: Path, args: argparse.Namespace, items: list[Item]) -> dict:
+    """The battery against a site running the code of ``root`` (this checkout, or the peer's worktree)."""
     import tempfile
 
-    from tests.conftest import DEFAULT_TEST_DATABASE_URL, DEFAULT_TEST_REDIS_URL, full_stack
+    from tests.conftest import DEFAULT_TEST_DATABASE_URL, DEFAULT_TEST_REDIS_URL, full_stack, run_python
 
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--as-limit-mb", type=int, default=AS_LIMIT // 1024**2,
-                        help="the web server's address-space limit (0: none)")
-    parser.add_argument("--only", default="", help="send only the items whose name contains this")
-    args = parser.parse_args()
+    # the engine's compiled parts, once (a fresh worktree compiles them for about 2 minutes, longer
+    # than the site waits for its workers to be ready)
+    warmed = run_python("from simengine.models import warm_up; warm_up()", timeout=1200, root=root)
+    assert warmed.returncode == 0, warmed.stderr
     database = os.environ.get("GRIDWEB_TEST_DATABASE_URL", DEFAULT_TEST_DATABASE_URL)
     redis_url = os.environ.get("GRIDWEB_TEST_REDIS_URL", DEFAULT_TEST_REDIS_URL).rsplit("/", 1)[0] + f"/{REDIS_DB}"
-    items = [item for item in BATTERY if args.only in item.name]
     with tempfile.TemporaryDirectory() as base, \
-            full_stack(database, redis_url, _TempFactory(Path(base)), name="gridweb_hostile") as site:
+            full_stack(database, redis_url, _TempFactory(Path(base)), name="gridweb_hostile", root=root) as site:
         pid = site.processes["server"].pid
         at_rest = server_memory(pid)
         if args.as_limit_mb:
             limit_address_space(pid, args.as_limit_mb * 1024**2)
-        print(f"server pid {pid} at rest: {at_rest} MB; address space limit "
+        print(f"{label}: server pid {pid} at rest: {at_rest} MB; address space limit "
               f"{args.as_limit_mb or 'none'} MB", flush=True)
         results = run_battery(site.base_url, pid, credentials(site), items, report=_print)
         alive = _alive(pid) and answers(site.base_url)
@@ -359,11 +358,42 @@ def main() -> int:
     summary = {"at_rest_mb": at_rest, "end_mb": end, "as_limit_mb": args.as_limit_mb, "server_alive": alive,
                "peak_growth_mb": (end.get("VmHWM", 0) - at_rest["VmHWM"]) if end else None,
                "slowest_s": max(r["seconds"] for r in results), "failed": failed, "results": results}
+    print(f"{label}: {len(results) - len(failed)}/{len(results)} refused within {SECONDS} s; server alive: {alive}; "
+          f"peak grew {summary['peak_growth_mb']} MB; slowest {summary['slowest_s']:.2f} s", flush=True)
+    return summary
+
+
+def main() -> int:
+    import tempfile
+
+    from worktree import checkout  # (benchmarks/: this script's folder)
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--as-limit-mb", type=int, default=AS_LIMIT // 1024**2,
+                        help="the web server's address-space limit (0: none)")
+    parser.add_argument("--only", default="", help="send only the items whose name contains this")
+    parser.add_argument("--peer", default="",
+                        help="also send the battery to a site running this revision (e.g. the commit before "
+                             "issue 34's fixes, d71782d), side by side")
+    args = parser.parse_args()
+    items = [item for item in BATTERY if args.only in item.name]
+    summary = {"gridweb": measure("GridWeb", ROOT, args, items)}
+    if args.peer:
+        with checkout(args.peer, Path(tempfile.mkdtemp(prefix="gridweb-hostile-peer-")) / "peer") as peer:
+            summary["peer"] = {"rev": args.peer, **measure(f"peer {args.peer}", peer, args, items)}
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(summary, indent=1))
-    print(f"{len(results) - len(failed)}/{len(results)} refused within {SECONDS} s; server alive: {alive}; "
-          f"peak grew {summary['peak_growth_mb']} MB; slowest {summary['slowest_s']:.2f} s; -> {RESULTS}")
-    return 0 if not failed and alive else 1
+    mine = summary["gridweb"]
+    if "peer" in summary:
+        theirs = summary["peer"]
+        print(f"side by side: refused within {SECONDS} s {len(items) - len(mine['failed'])}/{len(items)} vs "
+              f"peer {len(items) - len(theirs['failed'])}/{len(items)}; 5xx or no answer "
+              f"{sum(r['status'] is None or r['status'] >= 500 for r in mine['results'])} vs "
+              f"{sum(r['status'] is None or r['status'] >= 500 for r in theirs['results'])}; peak growth "
+              f"{mine['peak_growth_mb']} vs {theirs['peak_growth_mb']} MB; slowest {mine['slowest_s']:.2f} vs "
+              f"{theirs['slowest_s']:.2f} s")
+    print(f"-> {RESULTS}")
+    return 0 if not mine["failed"] and mine["server_alive"] else 1
 
 
 if __name__ == "__main__":
