@@ -28,7 +28,7 @@ def whole_number(request, name: str, default: int, minimum: int) -> int:
     if text.isascii() and text.isdigit():  # (not int(): it takes " 5", "5_000" and other scripts' digits)
         value = int(text) if _DIGITS.fullmatch(text) else _HUGE
     elif text.startswith("-") and text[1:].isascii() and text[1:].isdigit():
-        value = -1
+        value = -int(text[1:]) if _DIGITS.fullmatch(text[1:]) else -_HUGE
     else:
         shown = text if len(text) <= 40 else text[:40] + "..."
         raise ValidationError({name: [f"{shown!r} is not a whole number"]})

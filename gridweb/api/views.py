@@ -46,6 +46,7 @@ from simengine.reproductions import RECIPES
 from simengine.workload import STATUS_NAMES
 
 from . import serializers as s
+from .pagination import whole_number
 from .parsers import SafeJSONParser
 from .errors import bad_input
 from .permissions import OwnerEditsViewersRead
@@ -585,16 +586,14 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Update
 
 def _int_param(request: Request, name: str, default: int, low: int, high: int | None,
                errors: dict[str, list[str]]) -> int:
-    raw = request.query_params.get(name)
-    if raw is None or raw == "":
-        return default
+    # read as the list pages read limit and offset (one reading: no " 5", no echo of 5,000 digits)
     try:
-        value = int(raw)
-    except ValueError:
-        errors[name] = [f"{raw!r} is not a whole number"]
+        value = whole_number(request, name, default, low)
+    except ValidationError as exc:
+        errors.update(exc.detail)
         return default
-    if value < low or (high is not None and value > high):
-        errors[name] = [f"must be at least {low}" + (f" and at most {high}" if high is not None else "")]
+    if high is not None and value > high:
+        errors[name] = [f"must be at least {low} and at most {high}"]
     return value
 
 

@@ -68,3 +68,24 @@ def test_a_limit_above_the_maximum_gives_the_maximum(api, django_user_model):
     assert f"limit={MAX_LIMIT}" in page["next"]
     assert len(api.get("/api/scenarios/?limit=3&offset=2").json()["results"]) == 3
     assert api.get("/api/scenarios/").json()["results"].__len__() == 50  # the default page is unchanged
+
+
+@pytest.mark.parametrize(("query", "status", "parameter", "words"), [
+    ("after=" + "9" * 5000, 200, None, None),  # past every chunk: an empty page, not a 500
+    ("after=" + "9" * 5000 + "x", 400, "after", "is not a whole number"),
+    ("after=-2", 400, "after", "must be at least -1"),
+    ("limit=%205", 400, "limit", "' 5' is not a whole number"),
+    ("limit=" + "9" * 30, 400, "limit", "at most 1000"),
+], ids=["after-5000-digits", "after-5000-digits-not-a-number", "after-below", "limit-space", "limit-huge"])
+def test_a_runs_chunk_pages_read_after_and_limit_as_the_lists_do(api, query, status, parameter, words):
+    user = Token.objects.get().user
+    run = Run.objects.create(owner=user, name="r", spec=SPEC)
+
+    response = api.get(f"/api/runs/{run.pk}/chunks/?{query}")
+
+    assert response.status_code == status, response.content
+    if parameter is None:
+        assert response.json()["chunks"] == []
+    else:
+        (message,) = response.json()["errors"][parameter]
+        assert words in message and len(message) < 200  # the value is not echoed whole
