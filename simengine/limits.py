@@ -13,6 +13,7 @@ import math
 import os
 from dataclasses import dataclass
 
+from simengine.distributions import processor_count_mean
 from simengine.errors import TraceError
 from simengine.scenario import EvolvingStream, Scenario, SyntheticStream, TraceStream
 from simengine.workload_build import DRAW_MARGIN, load_trace_stream
@@ -124,6 +125,36 @@ def evolving_problems(scenario: Scenario, most: int) -> list[tuple[str, str]]:
     return out
 
 
+def components_per_job(stream) -> tuple[float, str] | None:
+    """(mean components per job, the field that sets them) of a stream whose jobs have components
+    (co-allocated, KOALA), each a job row of its own; None for other streams."""
+    components, shapes = getattr(stream, "components", None), getattr(stream, "shapes", None)
+    if shapes:
+        weight = sum(shape.weight for shape in shapes)
+        return sum(shape.weight * shape.components for shape in shapes) / weight, "shapes"
+    if components is not None and getattr(stream, "request", None) != "flexible":
+        return processor_count_mean(components), "components"
+    return None
+
+
+def component_problems(scenario: Scenario, counts: list[tuple[str, float]], most: int) -> list[tuple[str, str]]:
+    """Streams whose jobs' components (a row and a placement each) come to more than ``most`` per
+    replication: the job estimate counts jobs, and a job may ask for a billion components."""
+    jobs = [n for _, n in counts]
+    rows = 0.0
+    worst = None
+    for i, stream in enumerate(scenario.workload.streams):
+        found = components_per_job(stream) if i < len(jobs) else None
+        here = jobs[i] * (found[0] if found else 1.0) if i < len(jobs) else 0.0
+        rows += here
+        if found and (worst is None or here > worst[1]):
+            worst = (f"workload.streams.{i}.{found[1]}", here, found[0])
+    if worst is None or not rows > most:  # (also NaN)
+        return []
+    return [(worst[0], f"about {rows:,.0f} job components per replication (about {worst[2]:,.3g} per job here); "
+                       f"this server runs at most {most:,} (fewer components per job, or fewer jobs)")]
+
+
 def limit_problems(scenario: Scenario, limits: Limits) -> list[tuple[str, str]]:
     """(dotted field path, message) for every limit ``scenario`` goes past; empty when it fits."""
     problems = []
@@ -164,6 +195,8 @@ def limit_problems(scenario: Scenario, limits: Limits) -> list[tuple[str, str]]:
         field = max(counts, key=lambda c: c[1])[0]
         problems.append((field, f"about {jobs:,.0f} jobs per replication; this server runs at most "
                                 f"{limits.jobs:,} (lower the count, the completions or the horizon)"))
+    elif limits.jobs is not None:
+        problems += component_problems(scenario, counts, limits.jobs)
     kept = run.replications if run.keep_jobs == "all" else 1
     if limits.stored_rows is not None and kept > 1 and jobs * kept > limits.stored_rows:
         problems.append(("run.keep_jobs", f"about {jobs * kept:,.0f} job rows to store; this server stores at "

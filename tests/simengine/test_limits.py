@@ -105,3 +105,29 @@ def test_evolving_applications_count_as_jobs_and_their_stages_are_bounded():
     assert limit_problems(scenario, Limits(evolving_stages=400_000)) == []
     found = dict(limit_problems(scenario, Limits(jobs=10_000)))
     assert "about 20,000 jobs" in found["workload.streams.0.generate.applications"]
+
+
+def _coallocated(components: dict, rate: float, horizon: float = 3600.0) -> simengine.Scenario:
+    return simengine.load_scenario({
+        "platform": {"clusters": [{"name": f"c{i}", "processors": 32} for i in range(4)]},
+        "workload": {"streams": [{"kind": "coallocated", "name": "global", "arrival": {"rate": rate},
+                                  "components": components, "size": {"kind": "constant", "value": 1},
+                                  "runtime": {"kind": "exponential", "mean": 100},
+                                  "deadline": {"min": 1, "max": 100}}]},
+        "grid": {"placement": {"name": "worst-fit"}},
+        "run": {"seed": 1, "stop": {"horizon": horizon}}})
+
+
+def test_a_co_allocated_jobs_components_count_against_the_job_limit():
+    # about 3,600 jobs of half a billion components each: 1.8 x 10^12 rows a run would draw
+    huge = _coallocated({"kind": "uniform", "low": 2, "high": 1e9, "integer": True}, rate=1.0)
+    found = dict(limit_problems(huge, Limits(jobs=5_000_000)))
+    assert list(found) == ["workload.streams.0.components"]
+    assert "job components per replication" in found["workload.streams.0.components"]
+    # the same jobs with the paper's 2..4 components are far inside the limit
+    assert limit_problems(_coallocated({"kind": "uniform", "low": 2, "high": 4, "integer": True}, rate=1.0),
+                          Limits(jobs=5_000_000)) == []
+    # and the count is jobs x mean components: 3,600 x 3 = 10,800 is past a limit of 10,000
+    assert list(dict(limit_problems(
+        _coallocated({"kind": "uniform", "low": 2, "high": 4, "integer": True}, rate=1.0),
+        Limits(jobs=10_000)))) == ["workload.streams.0.components"]
