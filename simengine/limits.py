@@ -79,7 +79,8 @@ def long_lists(data: object, most: int, report: int = 10) -> list[tuple[str, str
 
 
 def estimated_jobs(scenario: Scenario) -> list[tuple[str, float]]:
-    """Per workload stream: (the field that sets how many jobs it has, about how many per replication)."""
+    """Per workload stream, in order: (the field that sets how many jobs it has, about how many per
+    replication; 0 when nothing estimates it)."""
     run, platform = scenario.run, scenario.platform
     streams = scenario.workload.streams
     rates = [s.arrival_rate(platform) if isinstance(s, SyntheticStream) and s.count is None else 0.0
@@ -103,6 +104,8 @@ def estimated_jobs(scenario: Scenario) -> list[tuple[str, float]]:
             out.append(("run.stop.completions", run.stop.completions * DRAW_MARGIN * share))
         elif run.stop.horizon is not None:
             out.append(("run.stop.horizon", rates[i] * run.stop.horizon))
+        else:
+            out.append((here, 0.0))  # (one item per stream: component_problems reads them by index)
     return out
 
 
@@ -140,12 +143,11 @@ def components_per_job(stream) -> tuple[float, str] | None:
 def component_problems(scenario: Scenario, counts: list[tuple[str, float]], most: int) -> list[tuple[str, str]]:
     """Streams whose jobs' components (a row and a placement each) come to more than ``most`` per
     replication: the job estimate counts jobs, and a job may ask for a billion components."""
-    jobs = [n for _, n in counts]
     rows = 0.0
     worst = None
-    for i, stream in enumerate(scenario.workload.streams):
-        found = components_per_job(stream) if i < len(jobs) else None
-        here = jobs[i] * (found[0] if found else 1.0) if i < len(jobs) else 0.0
+    for i, (stream, (_, jobs)) in enumerate(zip(scenario.workload.streams, counts, strict=True)):
+        found = components_per_job(stream)
+        here = jobs * (found[0] if found else 1.0)
         rows += here
         if found and (worst is None or here > worst[1]):
             worst = (f"workload.streams.{i}.{found[1]}", here, found[0])

@@ -172,7 +172,7 @@ def test_unbounded_sizes_have_their_mean_in_bounded_work(dist):
     want = 1.0 + math.fsum(dist.sf(k))
     t = time.perf_counter()
     got = processor_count_mean(dist)
-    assert time.perf_counter() - t < 1.0  # (milliseconds; the lognormal's first call imports scipy.special)
+    assert time.perf_counter() - t < 2.0  # (milliseconds; the old sum took minutes; the lognormal's first call imports scipy.special)
     assert got == pytest.approx(want, rel=1e-9)
 
 
@@ -247,7 +247,7 @@ def test_many_unknown_targets_do_not_list_every_cluster_each_time():
 def test_a_large_rsd_is_drawn_without_an_array_of_its_values(dist):
     t = time.perf_counter()
     x = dist.sample(np.random.default_rng(3), 400_000)
-    assert time.perf_counter() - t < 0.5
+    assert time.perf_counter() - t < 2.0  # (tens of milliseconds; the old array of high values: minutes and gigabytes)
     assert x.min() >= dist.low and x.max() <= dist.high and np.all(x == np.round(x))
     se = x.std(ddof=1) / math.sqrt(len(x))
     assert abs(x.mean() - dist.mean()) < 5 * se + 1e-9
