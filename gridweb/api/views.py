@@ -435,30 +435,16 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Update
         serializer = s.RunCreateSerializer(data=request.data, context=self.get_serializer_context())
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        created = None
-        if key:
-            created = Run.objects.filter(owner=request.user, idempotency_key=key).first()
-        if created is None:
-            try:
-                with transaction.atomic():
-                    created = _services().create_run(
-                        request.user, data["spec"], name=data.get("name"), scenario=data.get("scenario"),
-                        visibility=data["visibility"], group=data["group"], tags=data.get("tags", []),
-                        description=data.get("description", ""), idempotency_key=key)
-            except SpecInvalid as exc:
-                raise ValidationError(s.spec_errors(exc, "scenario.spec" if data.get("scenario") else "spec")) from exc
-            except IntegrityError:
-                # a request with the same key was committed meanwhile: it is the answer
-                created = Run.objects.filter(owner=request.user, idempotency_key=key).first()
-                if not key or created is None:
-                    raise
-            else:
-                return Response(s.RunDetailSerializer(created, context=self.get_serializer_context()).data,
-                                status=status.HTTP_201_CREATED)
-        if created.spec != data["spec"]:
-            raise same_key_other_request(key, f"run {created.pk}")
-        return Response(s.RunDetailSerializer(created, context=self.get_serializer_context()).data,
-                        status=status.HTTP_200_OK)
+        try:
+            run, created = create_once(Run, request, key, lambda: _services().create_run(
+                request.user, data["spec"], name=data.get("name"), scenario=data.get("scenario"),
+                visibility=data["visibility"], group=data["group"], tags=data.get("tags", []),
+                description=data.get("description", ""), idempotency_key=key),
+                same_request=lambda found: found.spec == data["spec"])
+        except SpecInvalid as exc:
+            raise ValidationError(s.spec_errors(exc, "scenario.spec" if data.get("scenario") else "spec")) from exc
+        return Response(s.RunDetailSerializer(run, context=self.get_serializer_context()).data,
+                        status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
     def perform_destroy(self, run: Run) -> None:
         services = _services()
@@ -659,28 +645,34 @@ class SweepViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, SharedViewS
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         spec_field = "scenario.spec" if data.get("scenario") else "spec"
-        sweep = Sweep.objects.filter(owner=request.user, idempotency_key=key).first() if key else None
-        if sweep is None:
-            try:
-                with transaction.atomic():
-                    sweep = _services().create_sweep(
-                        request.user, data["spec"], data["parameters"], name=data.get("name"),
-                        scenario=data.get("scenario"), visibility=data["visibility"], group=data["group"],
-                        tags=data.get("tags", []), description=data.get("description", ""), idempotency_key=key)
-            except SpecInvalid as exc:
-                raise ValidationError(sweep_errors(exc, spec_field)) from exc
-            except IntegrityError:
-                # a request with the same key was committed meanwhile: it is the answer
-                sweep = Sweep.objects.filter(owner=request.user, idempotency_key=key).first()
-                if not key or sweep is None:
-                    raise
-            else:
-                return Response(s.SweepDetailSerializer(sweep, context=self.get_serializer_context()).data,
-                                status=status.HTTP_201_CREATED)
-        if (sweep.spec, sweep.parameters) != (data["spec"], data["parameters"]):
-            raise same_key_other_request(key, f"sweep {sweep.pk}")
+        try:
+            sweep, created = create_once(Sweep, request, key, lambda: _services().create_sweep(
+                request.user, data["spec"], data["parameters"], name=data.get("name"),
+                scenario=data.get("scenario"), visibility=data["visibility"], group=data["group"],
+                tags=data.get("tags", []), description=data.get("description", ""), idempotency_key=key),
+                same_request=lambda found: (found.spec, found.parameters) == (data["spec"], data["parameters"]))
+        except SpecInvalid as exc:
+            raise ValidationError(sweep_errors(exc, spec_field)) from exc
         return Response(s.SweepDetailSerializer(sweep, context=self.get_serializer_context()).data,
-                        status=status.HTTP_200_OK)
+                        status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+
+
+def create_once(model, request: Request, key: str, create, same_request) -> tuple[Any, bool]:
+    """(what ``create()`` made, True), or (what an earlier request with the same Idempotency-Key
+    made, False) -- refused (422) when ``same_request(it)`` says that request had another body."""
+    found = model.objects.filter(owner=request.user, idempotency_key=key).first() if key else None
+    if found is None:
+        try:
+            with transaction.atomic():
+                return create(), True
+        except IntegrityError:
+            # a request with the same key was committed meanwhile: it is the answer
+            found = model.objects.filter(owner=request.user, idempotency_key=key).first() if key else None
+            if found is None:
+                raise
+    if not same_request(found):
+        raise same_key_other_request(key, f"{model.__name__.lower()} {found.pk}")
+    return found, False
 
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
