@@ -44,7 +44,7 @@ from simengine.errors import SimEngineError
 from simengine.registry import GRID_PLACEMENT, LOCAL_SCHEDULERS, SITE_ALLOCATION, NoParams
 from simengine.schedulers.base import ClusterSchedule, ClusterSteps, check_inputs
 
-__all__ = ["Job", "LocalScheduler", "GridJob", "Grid", "PlacementPolicy", "SiteAllocationPolicy", "PolicyError",
+__all__ = ["PolicyKind", "Job", "LocalScheduler", "GridJob", "Grid", "PlacementPolicy", "SiteAllocationPolicy", "PolicyError",
            "policy_raised", "register", "load_entry_points", "ENTRY_POINT_GROUP"]
 
 #: the entry point group installed packages register their policies under
@@ -64,6 +64,41 @@ def policy_raised(name: str, call: str, exc: Exception) -> PolicyError:
     where = (f" ({'/'.join(Path(frames[-1].filename).parts[-2:])}, line {frames[-1].lineno}, in {frames[-1].name})"
              if frames else "")
     return PolicyError(f"{name}: {call} raised {type(exc).__name__}: {exc}{where}")
+
+
+class PolicyKind:
+    """The base of every kind of policy a researcher writes. A kind (a direct subclass, e.g.
+    :class:`LocalScheduler`) sets ``kind_registry`` (where :func:`register` files its policies)
+    and ``kind_methods`` (a policy must define at least one of them); a policy sets ``name``,
+    ``Params`` (a pydantic model; the builder's form is made from it) and ``summary``."""
+
+    name: ClassVar[str] = ""
+    Params: ClassVar[type[BaseModel]] = NoParams
+    summary: ClassVar[str] = ""
+    kind_registry: ClassVar = None
+    kind_methods: ClassVar[tuple[str, ...]] = ()
+    #: registry capabilities (registry.CAPABILITIES) the policy declares
+    capabilities: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def implementation_of(cls, policy: type) -> object:
+        """What the registry holds for ``policy`` (the class itself unless the kind wraps it)."""
+        return policy
+
+    @classmethod
+    def capabilities_of(cls, policy: type) -> tuple[str, ...]:
+        return tuple(policy.capabilities)
+
+    @staticmethod
+    def kinds() -> list[type]:
+        """Every kind of policy defined so far (those of the model packages once imported)."""
+        out, todo = [], [PolicyKind]
+        while todo:
+            for sub in todo.pop().__subclasses__():
+                if "kind_registry" in vars(sub) and sub.kind_registry is not None:
+                    out.append(sub)
+                todo.append(sub)
+        return out
 
 
 class Job:
@@ -86,14 +121,17 @@ class Job:
         return f"Job(id={self.id}, submit={self.submit}, size={self.size}, estimate={self.estimate})"
 
 
-class LocalScheduler:
+class LocalScheduler(PolicyKind):
     """Subclass this, set ``name`` (and ``Params``, a pydantic model, when the policy takes
     parameters; ``summary`` for the listings) and write :meth:`schedule`. One instance
     schedules one cluster of one replication: it may keep state between calls."""
 
-    name: ClassVar[str] = ""
-    Params: ClassVar[type[BaseModel]] = NoParams
-    summary: ClassVar[str] = ""
+    kind_registry = LOCAL_SCHEDULERS
+    kind_methods = ("schedule",)
+
+    @classmethod
+    def implementation_of(cls, policy: type) -> object:
+        return PythonScheduler(policy)
 
     def __init__(self, params: BaseModel, processors: int):
         self.params, self.processors = params, processors
@@ -156,16 +194,14 @@ class Grid:
         self.processors, self.files = processors, files
 
 
-class PlacementPolicy:
+class PlacementPolicy(PolicyKind):
     """Subclass this, set ``name`` (``Params``, ``summary`` as for a LocalScheduler) and write
     :meth:`place`. One instance places the jobs of one simulation: it may keep state (e.g.
-    Close-to-Files' history table)."""
+    Close-to-Files' history table). ``capabilities``: "compiled" only with a ``code`` of the
+    co-allocation kernel."""
 
-    name: ClassVar[str] = ""
-    Params: ClassVar[type[BaseModel]] = NoParams
-    summary: ClassVar[str] = ""
-    #: registry capabilities; "compiled" only with a ``code`` of the co-allocation kernel
-    capabilities: ClassVar[tuple[str, ...]] = ()
+    kind_registry = GRID_PLACEMENT
+    kind_methods = ("place",)
 
     def __init__(self, params: BaseModel, grid: Grid):
         self.params, self.grid = params, grid
@@ -179,16 +215,19 @@ class PlacementPolicy:
         raise NotImplementedError
 
 
-class SiteAllocationPolicy:
+class SiteAllocationPolicy(PolicyKind):
     """Subclass this, set ``name`` (``Params``, ``summary``) and write :meth:`choose`: the
     cluster each grid-target job (``target: grid``) goes to, from the job alone -- a static
     policy, decided when the job is generated, before the simulation (state-aware policies,
     like Deferred, are compiled with the sites, simengine.grid_lwr). ``rng`` is the run's
     generator for this stream: draw from it, never from a global one, so runs reproduce."""
 
-    name: ClassVar[str] = ""
-    Params: ClassVar[type[BaseModel]] = NoParams
-    summary: ClassVar[str] = ""
+    kind_registry = SITE_ALLOCATION
+    kind_methods = ("choose",)
+
+    @classmethod
+    def implementation_of(cls, policy: type) -> object:
+        return PythonSiteAllocation(policy)
 
     def __init__(self, params: BaseModel, processors: np.ndarray, rng: np.random.Generator):
         self.params, self.processors, self.rng = params, processors, rng
@@ -229,25 +268,22 @@ class PythonSiteAllocation:
 
 
 def register(policy: type) -> type:
-    """Class decorator: put ``policy`` into its registry under its ``name`` (LOCAL_SCHEDULERS for
-    a LocalScheduler, GRID_PLACEMENT for a PlacementPolicy, SITE_ALLOCATION for a
-    SiteAllocationPolicy)."""
-    kinds = {LocalScheduler: "schedule", PlacementPolicy: "place", SiteAllocationPolicy: "choose"}
-    base = next((b for b in kinds if isinstance(policy, type) and issubclass(policy, b)), None)
-    if base is None:
-        raise TypeError(f"{policy!r} is not a LocalScheduler, PlacementPolicy or SiteAllocationPolicy subclass")
+    """Class decorator: put ``policy`` into the registry of its kind under its ``name``. A kind is
+    a base class that says where its policies go (:class:`PolicyKind`): LocalScheduler ->
+    LOCAL_SCHEDULERS, PlacementPolicy -> GRID_PLACEMENT, SiteAllocationPolicy -> SITE_ALLOCATION,
+    and the kinds the model packages declare (docs/write-a-policy.md lists them all)."""
+    kind = next((b for b in getattr(policy, "__mro__", ()) if "kind_registry" in vars(b)), None)
+    if kind is None or kind.kind_registry is None:
+        known = ", ".join(k.__name__ for k in PolicyKind.kinds())
+        raise TypeError(f"{policy!r} is not a subclass of a policy kind ({known})")
     if not policy.name:
         raise ValueError(f"{policy.__name__} has no name")
-    method = kinds[base]
-    if getattr(policy, method) is getattr(base, method):
-        raise TypeError(f"{policy.__name__} does not define {method}()")
+    methods = kind.kind_methods
+    if all(getattr(policy, m) is getattr(kind, m) for m in methods):
+        raise TypeError(f"{policy.__name__} does not define {' or '.join(m + '()' for m in methods)}")
     summary = policy.summary or (policy.__doc__ or "").strip().split("\n")[0]
-    if base is LocalScheduler:
-        LOCAL_SCHEDULERS.register(policy.name, policy.Params, summary)(PythonScheduler(policy))
-    elif base is PlacementPolicy:
-        GRID_PLACEMENT.register(policy.name, policy.Params, summary, policy.capabilities)(policy)
-    else:
-        SITE_ALLOCATION.register(policy.name, policy.Params, summary)(PythonSiteAllocation(policy))
+    kind.kind_registry.register(policy.name, policy.Params, summary, kind.capabilities_of(policy))(
+        kind.implementation_of(policy))
     return policy
 
 
