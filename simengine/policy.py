@@ -357,3 +357,17 @@ def load_entry_points() -> list[str]:
             continue
         loaded.append(ep.name)
     return loaded
+
+
+#: the kinds of policy (and what their policies see) declared in the model packages, importable
+#: from here as well: ``from simengine.policy import <name>`` (loaded on first use, so this module
+#: imports no model package). One line per name: name -> module.
+ELSEWHERE: dict[str, str] = {
+}
+
+
+def __getattr__(name: str):
+    if name in ELSEWHERE:
+        from importlib import import_module
+        return getattr(import_module(ELSEWHERE[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
