@@ -86,6 +86,18 @@ class Preemption(Protocol):
     def __call__(self, params): ...
 
 
+@runtime_checkable
+class ReservationAdmission(Protocol):
+    """What RESERVATION_ADMISSION holds: a class (simengine.cao.admission.ReservationAdmission)
+    instantiated as ``(params, knobs, clusters, processors)`` once per simulation, whose
+    ``admit(now, request, offers)`` grants a workflow task its reservation (a cluster and a frame).
+    A ``compiled`` one is what Cao's compiled core does by itself (its fast path)."""
+
+    def __call__(self, params, knobs, clusters, processors): ...
+
+    admit: Callable[..., Any]
+
+
 def _members(protocol: type) -> list[str]:
     """What ``protocol`` requires: its methods (a call included) and annotated attributes."""
     own = vars(protocol)
@@ -160,6 +172,10 @@ PREEMPTION = Registry("preemption policy", Preemption)
 #: How workflow grid jobs are made and placed with reservations: none, rars-heft (Cao's
 #: relaxed reservations, simengine.cao.scheduler, docs/cao.md).
 WORKFLOW_SCHEDULING = Registry("workflow scheduling policy")
+#: Which cluster and which relaxed frame [EST, LFT] each workflow task's reservation gets
+#: (rars-heft's ``admission``; simengine.cao.admission, docs/policies/reservation-admission.md).
+RESERVATION_ADMISSION = Registry("reservation admission policy", ReservationAdmission)
 
 #: every registry, in the order `python -m simengine schedulers` lists them
-REGISTRIES = (LOCAL_SCHEDULERS, SITE_ALLOCATION, GRID_PLACEMENT, DEADLINE_POLICY, PREEMPTION, WORKFLOW_SCHEDULING)
+REGISTRIES = (LOCAL_SCHEDULERS, SITE_ALLOCATION, GRID_PLACEMENT, DEADLINE_POLICY, PREEMPTION, WORKFLOW_SCHEDULING,
+              RESERVATION_ADMISSION)
