@@ -98,6 +98,17 @@ class ReservationAdmission(Protocol):
     admit: Callable[..., Any]
 
 
+@runtime_checkable
+class Claiming(Protocol):
+    """What CLAIMING holds: a class (simengine.grid.claiming.ClaimingPolicy) instantiated as
+    ``(params, koala)`` once per KOALA simulation, whose ``claim(now, job, grid)`` claims a placed
+    job's processors at each claiming try and says what follows a try that did not claim them all."""
+
+    def __call__(self, params, koala): ...
+
+    claim: Callable[..., Any]
+
+
 def _members(protocol: type) -> list[str]:
     """What ``protocol`` requires: its methods (a call included) and annotated attributes."""
     own = vars(protocol)
@@ -179,3 +190,7 @@ RESERVATION_ADMISSION = Registry("reservation admission policy", ReservationAdmi
 #: every registry, in the order `python -m simengine schedulers` lists them
 REGISTRIES = (LOCAL_SCHEDULERS, SITE_ALLOCATION, GRID_PLACEMENT, DEADLINE_POLICY, PREEMPTION, WORKFLOW_SCHEDULING,
               RESERVATION_ADMISSION)
+#: KOALA: how a placed job's processors are claimed before its start time (simengine.grid.claiming,
+#: docs/policies/claiming.md)
+CLAIMING = Registry("claiming policy", Claiming)
+REGISTRIES += (CLAIMING,)
