@@ -16,7 +16,7 @@ import numpy as np
 
 from simengine.driver import Model, Place, Replication
 from simengine.gantt import KIND_RUN, SEGMENT_COLUMNS, assign_processors, ordered_segments
-from simengine.grid_lwr import grid_lwr_advance, grid_lwr_kernel, grid_lwr_state, lwr_sites
+from simengine.grid_lwr import grid_lwr_kernel, lwr_sites
 from simengine.kernel_feed import feed_live, feed_placed_live
 from simengine.registry import LOCAL_SCHEDULERS, SITE_ALLOCATION
 from simengine.results import (empty_job_rows, finish_rows, kth_smallest_end, measured_rows, time_series,
@@ -196,23 +196,22 @@ def stateful_policy(scenario: Scenario):
     return entry.implementation if "stateful" in entry.capabilities else None
 
 
-def _stateful_one(scenario: Scenario, r: int, counts: list[int] | None, live: LiveGantt | None = None) -> Simulated:
+def _stateful_one(scenario: Scenario, r: int, counts: list[int] | None, live: LiveGantt | None = None,
+                  on_step=None) -> Simulated:
     """One replication of a model with a stateful site-allocation policy over LWR sites
-    (validated: every cluster is LWR): grid scheduler and sites in one compiled pass
-    (simengine.grid_lwr). ``submit`` stays the arrival at the grid, so wait and response
-    include the time spent in the grid scheduler's queue."""
+    (validated: every cluster is LWR): grid scheduler and sites in one pass, the policy's
+    ``stepper`` -- compiled (simengine.grid_lwr) or a Python policy's (simengine.site_state).
+    ``submit`` stays the arrival at the grid, so wait and response include the time spent in
+    the grid scheduler's queue. ``on_step``: a Python policy's pass runs in slices, reporting
+    between them (it holds the interpreter; the compiled one is quick)."""
     impl = stateful_policy(scenario)
     clusters = scenario.platform.clusters
     processors = np.asarray(scenario.platform.processors, np.int64)
     speed = np.array([c.speed for c in clusters], np.float64)
-    args = impl.kernel_args(scenario.grid.site_allocation.params, processors)
-    w = np.asarray(args["weights"], np.float64)
-    cumw = np.cumsum(w / w.sum())
     horizon = scenario.run.stop.horizon
     rngs = replication_rngs(scenario, r)
     jobs, notes = build_workload(scenario, rngs[:-1], horizon, counts)
     n = len(jobs)
-    u = rngs[-1].random(n)
     fixed = jobs.cluster.astype(np.int64)
     bad = jobs.processors > 1  # LWR sites run one-processor jobs only
     if bad.any():
@@ -228,17 +227,22 @@ def _stateful_one(scenario: Scenario, r: int, counts: list[int] | None, live: Li
     proc = np.full(n, -1, np.int64)
     dispatch = np.full(n, np.nan)
     start = np.full(n, np.nan)
-    state = grid_lwr_state(processors, n)
-
-    def advance(until: float) -> bool:
-        grid_lwr_advance(jobs.submit, work, fixed, args["policy"], float(args["interval"]), float(args["sdt"]), u,
-                         cumw, processors, speed, site, proc, dispatch, start, *state, until)
-        return bool(state[2][2])
+    advance = impl.stepper(scenario.grid.site_allocation.params, processors, speed, [c.name for c in clusters],
+                           jobs, work, fixed, rngs[-1], site, proc, dispatch, start)
 
     if live is not None:
         feed_placed_live(live, advance, jobs, start, site, proc, lambda j: work[j] / speed[site[j]], fixed == -2,
                          scenario.platform.processors, scenario.run.stop.completions, stop_horizon(scenario),
                          drawn_until(scenario, jobs))
+    elif on_step is not None and n and "compiled" not in SITE_ALLOCATION.get(scenario.grid.site_allocation.name
+                                                                               ).capabilities:
+        begin, end = float(jobs.submit[0]), min(float(jobs.submit[-1]), stop_horizon(scenario))
+
+        def report(T: float) -> bool:
+            on_step((T - begin) / (end - begin) if end > begin else 0.0, min(T, end))
+            return False
+
+        run_in_slices(begin, end, advance, report)
     advance(math.inf)
     runtime = work / np.append(speed, 1.0)[site]
     return Simulated(jobs, site, runtime, killed, start, proc, notes)
@@ -299,7 +303,7 @@ def replicate_lwr_grid(scenario: Scenario, replication: int, with_segments: bool
             return replicate(scenario, replication, with_segments, on_step, live, place)
         sim = _until_enough(scenario, lambda counts: _dispatch_one(scenario, replication, counts))
     else:
-        sim = _until_enough(scenario, lambda counts: _stateful_one(scenario, replication, counts, live))
+        sim = _until_enough(scenario, lambda counts: _stateful_one(scenario, replication, counts, live, on_step))
     return finish_replication(scenario, sim, replication, with_segments, place)
 
 

@@ -8,7 +8,9 @@ cluster index for every job of ``jobs`` at once, independently of the system sta
 A *stateful* policy (``deferred``, ``sb_deferred``) looks at the sites' remaining work,
 so it cannot route jobs up front: its entry has the ``stateful`` capability, its
 implementation is a :class:`StatefulPolicy` and the runner simulates the grid scheduler and the LWR sites
-together in one compiled pass (:mod:`simengine.grid_lwr`).
+together in one compiled pass (:mod:`simengine.grid_lwr`). One written in plain Python subclasses
+simengine.site_state.StatefulSiteAllocation and runs with the same sites, event by event; both
+offer the runner a ``stepper``.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from simengine.grid_lwr import POLICY_DEFERRED, POLICY_SB_DEFERRED
+from simengine.grid_lwr import POLICY_DEFERRED, POLICY_SB_DEFERRED, grid_lwr_advance, grid_lwr_state
 from simengine.jit import njit
 
 from simengine.registry import SITE_ALLOCATION
@@ -152,6 +154,27 @@ class StatefulPolicy:
         weights = procs if getattr(params, "weights", "processors") == "processors" else np.ones(len(procs))
         return {"policy": self.code, "interval": params.allocation_interval,
                 "sdt": getattr(params, "sdt", 0.0), "weights": weights}
+
+    def stepper(self, params, processors, speed, names, jobs, work, fixed, rng, site, proc, dispatch, start):
+        """``advance(until)``: the compiled pass (grid_lwr_advance) up to ``until``, True once it is
+        over; it fills ``site``, ``proc``, ``dispatch`` and ``start``. The random part's uniforms
+        are drawn here, one per job of the replication, from ``rng``. (The same interface as a
+        Python stateful policy's, simengine.site_state.)"""
+        args = self.kernel_args(params, processors)
+        w = np.asarray(args["weights"], np.float64)
+        cumw = np.cumsum(w / w.sum())
+        n = len(jobs)
+        u = rng.random(n)
+        procs = np.asarray(processors, np.int64)
+        state = grid_lwr_state(procs, n)
+        code, interval, sdt = args["policy"], float(args["interval"]), float(args["sdt"])
+
+        def advance(until: float) -> bool:
+            grid_lwr_advance(jobs.submit, work, fixed, code, interval, sdt, u, cumw, procs, speed, site, proc,
+                             dispatch, start, *state, until)
+            return bool(state[2][2])
+
+        return advance
 
     def __call__(self, *args, **kwargs):
         raise TypeError(f"{type(self).__name__} cannot route jobs up front; the runner simulates it")
