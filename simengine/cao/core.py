@@ -28,8 +28,9 @@ from simengine.cao.engine import (DONE, EPS, EV_ARRIVE, EV_DONE, EV_GRID, EV_SLI
 from simengine.jit import njit, types
 
 INF = math.inf
-#: what advance() stopped for
-FINISHED, REACHED_UNTIL, REPORT_DUE = range(3)
+#: what advance() stopped for (ADMISSION_DUE: a workflow arrived and the admission is Python's,
+#: simengine.cao.admission; ``admit_w`` names it)
+FINISHED, REACHED_UNTIL, REPORT_DUE, ADMISSION_DUE = range(4)
 
 
 @structref.register
@@ -47,6 +48,8 @@ FIELDS = (
     # configuration (CaoParams)
     "C", "P", "I", "ov", "cross_bf", "slpa", "slpb", "maf", "nbp_medium", "nbp_long", "short_limit",
     "medium_limit", "short_slice_max", "medium_share", "propagation", "prop_queue", "late_replan", "Lnom", "offs",
+    # (py_admit: workflows' arrivals stop advance() with ADMISSION_DUE instead of the compiled RARS-HEFT)
+    "py_admit",
     # jobs (local jobs, then each workflow's tasks): inputs
     "N", "cls", "n", "est", "submit", "wf", "pred_ptr", "pred_j", "pred_comm", "succ_ptr", "succ_j",
     # jobs: state and outcome
@@ -65,16 +68,17 @@ FIELDS = (
     # the event heap, ordered by (time, kind, seq)
     "ev_t", "ev_k", "ev_s", "ev_a", "ev_b", "nev",
     # the loop's scalars
-    "now", "evseq", "unfinished", "begun", "countdown", "counted", "report_t",
+    "now", "evseq", "unfinished", "begun", "countdown", "counted", "report_t", "admit_w",
 )
 
 structref.define_proxy(State, CaoStateType, list(FIELDS))
 
 
 def new_state(p, cls, n, runtime, est, submit, cluster, wf, preds, succs, wf_first, wf_ntask, wf_submit, wf_order,
-              nlocal) -> State:
+              nlocal, py_admit=False) -> State:
     """A fresh State for CaoParams ``p`` and the jobs' arrays (``cluster``: each local job's
-    cluster, -1 for tasks; ``preds``: CSR (ptr, job, comm) in edge order; ``succs``: CSR (ptr, job))."""
+    cluster, -1 for tasks; ``preds``: CSR (ptr, job, comm) in edge order; ``succs``: CSR (ptr, job)).
+    ``py_admit``: the workflows' reservations are admitted in Python (see ADMISSION_DUE)."""
     N = len(cls)
     C, P = int(p.clusters), int(p.processors)
     f = np.float64
@@ -90,7 +94,7 @@ def new_state(p, cls, n, runtime, est, submit, cluster, wf, preds, succs, wf_fir
         nbp_long=float(p.nbp_long), short_limit=float(p.short_limit), medium_limit=float(p.medium_limit),
         short_slice_max=float(p.short_slice_max), medium_share=float(p.medium_share),
         propagation=bool(p.propagation), prop_queue=p.propagation_replan == "queue",
-        late_replan=p.late_task == "replan", Lnom=Lnom, offs=offs,
+        late_replan=p.late_task == "replan", Lnom=Lnom, offs=offs, py_admit=bool(py_admit),
         N=N, cls=np.ascontiguousarray(cls, np.int64), n=np.ascontiguousarray(n, np.int64),
         est=np.ascontiguousarray(est, f), submit=np.ascontiguousarray(submit, f),
         wf=np.ascontiguousarray(wf, np.int64),
@@ -120,7 +124,7 @@ def new_state(p, cls, n, runtime, est, submit, cluster, wf, preds, succs, wf_fir
         pc_j=np.empty(cap, np.int64), pc_t0=np.empty(cap), pc_t1=np.empty(cap), npc=0,
         ev_t=np.empty(cap), ev_k=np.empty(cap, np.int64), ev_s=np.empty(cap, np.int64),
         ev_a=np.empty(cap, np.int64), ev_b=np.empty(cap, np.int64), nev=0,
-        now=0.0, evseq=0, unfinished=N, begun=False, countdown=0, counted=False, report_t=np.nan,
+        now=0.0, evseq=0, unfinished=N, begun=False, countdown=0, counted=False, report_t=np.nan, admit_w=-1,
     )
     return _make(*(values[k] for k in FIELDS))
 
@@ -953,40 +957,149 @@ def _schedule_wake(s, ci, c, t, vn):
 
 
 @njit(cache=True)
-def _schedule_workflow(s, w):
-    """Reserve every task of workflow w (RARS-HEFT) at its arrival."""
-    now = s.now
+def _admission_begin(s):
+    """Every cluster's clock to now, before a workflow's tasks are admitted."""
     for ci in range(s.C):
-        _advance_to(s, ci, now)
+        _advance_to(s, ci, s.now)
+
+
+@njit(cache=True)
+def _task_request(s, t):
+    """What task t asks for: (ST_dep, its earliest start by eq. (6): max over predecessors of
+    LFT + comm, or now for an entry task; its estimate EXC; its class; its class's NBP)."""
+    if s.pred_ptr[t + 1] == s.pred_ptr[t]:
+        st_dep = s.now
+    else:  # eq. (6)
+        q0 = s.pred_ptr[t]
+        st_dep = s.lft[s.pred_j[q0]] + s.pred_comm[q0]
+        for q in range(q0 + 1, s.pred_ptr[t + 1]):
+            st_dep = _mx(st_dep, s.lft[s.pred_j[q]] + s.pred_comm[q])
+    c = s.cls[t]
+    nbp = s.nbp_long if c == LONG else (s.nbp_medium if c == MEDIUM else 0.0)
+    return st_dep, s.est[t], c, nbp
+
+
+@njit(cache=True)
+def _offer(s, t, ci, st_dep):
+    """Cluster ci's prediction for task t from ``st_dep`` (the "reservation prediction" of
+    §4.6): its class plan's earliest fit, as real (start ST, finish PRT)."""
+    c = s.cls[t]
+    exc = s.est[t]
+    vn = s.vnow[ci, c]
+    a, e = _fit(s, ci * 3 + c, _mx(_v_of(s, ci, c, st_dep), vn), s.n[t], _dur(s, ci, c, vn, exc),
+                _dur(s, ci, c, INF, exc), vn)
+    return _t_of(s, ci, c, a, False), _t_of(s, ci, c, e, True)
+
+
+@njit(cache=True)
+def _grant(s, t, ci, est, lft, st):
+    """Task t reserved on cluster ci with the frame [est, lft] (``st``: the predicted start recorded)."""
+    s.lft[t], s.est_frame[t], s.st_pred[t], s.lb[t] = lft, est, st, est
+    s.cluster[t] = ci
+    _submit(s, ci, t)
+
+
+@njit(cache=True)
+def _admission_end(s):
+    for ci in range(s.C):
+        _dispatch(s, ci)
+
+
+@njit(cache=True)
+def _schedule_workflow(s, w):
+    """Reserve every task of workflow w (RARS-HEFT) at its arrival: the compiled admission
+    (simengine.cao.admission's ``earliest-lft``)."""
+    now = s.now
+    _admission_begin(s)
     base = s.wf_first[w] - s.nlocal
     for r in range(s.wf_ntask[w]):
         t = s.wf_order[base + r]
-        if s.pred_ptr[t + 1] == s.pred_ptr[t]:
-            st_dep = now
-        else:  # eq. (6)
-            q0 = s.pred_ptr[t]
-            st_dep = s.lft[s.pred_j[q0]] + s.pred_comm[q0]
-            for q in range(q0 + 1, s.pred_ptr[t + 1]):
-                st_dep = _mx(st_dep, s.lft[s.pred_j[q]] + s.pred_comm[q])
-        c = s.cls[t]
-        nbp = s.nbp_long if c == LONG else (s.nbp_medium if c == MEDIUM else 0.0)
-        exc = s.est[t]
+        st_dep, exc, c, nbp = _task_request(s, t)
         b_lft, b_est, b_st, b_c = INF, 0.0, 0.0, -1
         for ci in range(s.C):
-            vn = s.vnow[ci, c]
-            a, e = _fit(s, ci * 3 + c, _mx(_v_of(s, ci, c, st_dep), vn), s.n[t], _dur(s, ci, c, vn, exc),
-                        _dur(s, ci, c, INF, exc), vn)
-            st = _t_of(s, ci, c, a, False)
-            prt = _t_of(s, ci, c, e, True)
+            st, prt = _offer(s, t, ci, st_dep)
             est = _mx(st - exc * s.slpa - s.maf * nbp * (st - now), now)  # eq. (5)
             lft = prt + exc * s.slpb  # eq. (4)
             if b_c < 0 or lft < b_lft - EPS:
                 b_lft, b_est, b_st, b_c = lft, est, st, ci
-        s.lft[t], s.est_frame[t], s.st_pred[t], s.lb[t] = b_lft, b_est, b_st, b_est
-        s.cluster[t] = b_c
-        _submit(s, b_c, t)
+        _grant(s, t, b_c, b_est, b_lft, b_st)
+    _admission_end(s)
+
+
+# ---- the admission asked of Python (simengine.cao.admission): entry points called between two
+# ---- calls of advance() that stopped with ADMISSION_DUE
+
+
+@njit(cache=True)
+def admission_begin(s):
+    """The workflow due (its index) and now, with every cluster's clock at now."""
+    _admission_begin(s)
+    return s.admit_w, s.now
+
+
+@njit(cache=True)
+def task_request(s, t):
+    return _task_request(s, t)
+
+
+@njit(cache=True)
+def offers(s, t, st_dep):
+    """Every cluster's (ST, PRT) for task t from ``st_dep`` (arrays by cluster)."""
+    st = np.empty(s.C)
+    prt = np.empty(s.C)
     for ci in range(s.C):
-        _dispatch(s, ci)
+        st[ci], prt[ci] = _offer(s, t, ci, st_dep)
+    return st, prt
+
+
+@njit(cache=True)
+def offer(s, t, ci, st_dep):
+    return _offer(s, t, ci, st_dep)
+
+
+@njit(cache=True)
+def grant(s, t, ci, est, lft, st):
+    _grant(s, t, ci, est, lft, st)
+
+
+@njit(cache=True)
+def admission_end(s):
+    _admission_end(s)
+    s.admit_w = -1
+
+
+@njit(cache=True)
+def availability(s, ci, c):
+    """Class c's plan on cluster ci in real time: (breakpoints, free processors from each on);
+    the last value holds for ever."""
+    L = ci * 3 + c
+    m = s.pn[L]
+    t = np.empty(m)
+    f = np.empty(m, np.int64)
+    for q in range(m):
+        t[q] = _t_of(s, ci, c, s.pt[L, q], False) if q else s.cnow[ci]
+        f[q] = s.pf[L, q]
+    return t, f
+
+
+@njit(cache=True)
+def class_jobs(s, ci, c):
+    """Class c's jobs on cluster ci: queued ones in queue order, then started ones (running or
+    suspended): (job rows, planned start, planned end (real time), started)."""
+    L = ci * 3 + c
+    m = s.qn[L] + s.an[L]
+    j = np.empty(m, np.int64)
+    a = np.empty(m)
+    b = np.empty(m)
+    run = np.zeros(m, np.bool_)
+    for q in range(s.qn[L]):
+        x = s.qb[L, q]
+        j[q], a[q], b[q] = x, _t_of(s, ci, c, s.vstart[x], False), _t_of(s, ci, c, s.vend[x], True)
+    for q in range(s.an[L]):
+        x = s.ab[L, q]
+        k = s.qn[L] + q
+        j[k], a[k], b[k], run[k] = x, s.start[x], _t_of(s, ci, c, s.vend[x], True), True
+    return j, a, b, run
 
 
 # ---- the loop ----------------------------------------------------------------------------------------
@@ -1034,6 +1147,9 @@ def advance(s, until, report_every):
             _submit(s, a, b)
             _dispatch(s, a)
         elif kind == EV_GRID:
+            if s.py_admit:
+                s.admit_w = a
+                return ADMISSION_DUE  # the caller admits its tasks (admission_begin ... admission_end)
             _schedule_workflow(s, a)
         else:
             _advance_to(s, a, t)

@@ -13,6 +13,7 @@ from typing import Callable
 import numpy as np
 
 from simengine.cao import core
+from simengine.cao.admission import admit_workflow
 from simengine.cao.engine import LONG, MEDIUM, STEP_EVENTS, CaoParams, Workflow, heft_ranks
 from simengine.gantt import KIND_RESERVATION, KIND_RUN, KIND_SUSPENDED, SEGMENT_COLUMNS
 from simengine.workload import JobTable
@@ -187,8 +188,11 @@ class CaoSim:
     numpy arrays shared with the compiled state, current after every :meth:`run`.
     """
 
-    def __init__(self, jobs: JobTable, workflows: list[Workflow], p: CaoParams):
+    def __init__(self, jobs: JobTable, workflows: list[Workflow], p: CaoParams, admission=None):
         self.params = p
+        #: the reservation admission policy asked at each workflow's arrival (None: the compiled
+        #: RARS-HEFT admission; simengine.cao.admission)
+        self.admission = admission
         P = p.processors
         nl = len(jobs)
         cl = _clusters_for(jobs, p) if nl else np.zeros(0, np.int64)
@@ -255,15 +259,22 @@ class CaoSim:
         self.workflow_id = np.array(wf_id, np.int64)
         self.workflow_first = np.array(wf_first, np.int64)
         self.workflow_tasks = np.array(wf_ntask, np.int64)
+        self.wf_order = np.array(wf_order, np.int64)
+        self.pred_ptr, self.pred_j, self.pred_comm = pred_ptr, pred_j, pred_comm
         self.state = core.new_state(p, self.cls, self.n, self.runtime, self.est, self.submit, a["cluster"],
                                     self.wf, (pred_ptr, pred_j, pred_comm), (succ_ptr, succ_j),
                                     self.workflow_first, self.workflow_tasks, self.workflow_submit,
-                                    np.array(wf_order, np.int64), nl)
+                                    self.wf_order, nl, py_admit=admission is not None)
         self.done = len(self.n) == 0
         self._read()
 
     def __len__(self) -> int:
         return len(self.n)
+
+    def preds_of(self, j: int) -> list[tuple[int, float]]:
+        """Job row j's predecessors: (row, comm) in edge order."""
+        a, b = int(self.pred_ptr[j]), int(self.pred_ptr[j + 1])
+        return list(zip(self.pred_j[a:b].tolist(), self.pred_comm[a:b].tolist()))
 
     def _read(self) -> None:
         (self.piece_job, self.piece_t0, self.piece_t1, self.pool, self.poff, self.job_state, self.start,
@@ -282,6 +293,9 @@ class CaoSim:
         total = len(self.n)
         while True:
             status = core.advance(self.state, float(until), every)
+            if status == core.ADMISSION_DUE:
+                admit_workflow(self, self.admission)
+                continue
             if status != core.REPORT_DUE:
                 break
             self._read()
@@ -347,7 +361,7 @@ def warm_up() -> None:
 
 def simulate(jobs: JobTable, workflows: list[Workflow] | None = None, params: CaoParams | None = None,
              on_step: Callable[[float, float], None] | None = None,
-             drive: Callable[[CaoSim], None] | None = None) -> CaoResult:
+             drive: Callable[[CaoSim], None] | None = None, admission=None) -> CaoResult:
     """Simulate Cao's system.
 
     Parameters
@@ -364,12 +378,15 @@ def simulate(jobs: JobTable, workflows: list[Workflow] | None = None, params: Ca
     drive : callable, optional
         Runs the built simulation to its end instead of ``CaoSim.run()`` (the live Gantt
         advances it slice by slice, simengine.cao.run).
+    admission : simengine.cao.admission.ReservationAdmission, optional
+        The policy that admits the workflows' reservations, asked in Python; None: the compiled
+        RARS-HEFT admission (``earliest-lft``).
 
     Returns
     -------
     CaoResult
     """
-    sim = CaoSim(jobs, workflows or [], params or CaoParams())
+    sim = CaoSim(jobs, workflows or [], params or CaoParams(), admission)
     if len(sim):
         if drive is not None:
             drive(sim)
