@@ -17,6 +17,10 @@ one instant the classes run in this order:
 so processors freed at t are seen by the grid scheduler before the local queues (claims
 take idle processors even when local jobs are queued), and local jobs only ever start
 on free processors (never on claimed ones).
+
+Placement is Worst-Fit compiled in (``PLACE_WORST_FIT``), or any placement policy written in
+Python (``PLACE_PYTHON``): then :func:`grid_advance` returns at each attempt and is called again
+with the policy's answer, so the rest of the model is this one loop either way.
 """
 from __future__ import annotations
 
@@ -37,10 +41,16 @@ L_WAITING, L_RUNNING, L_DONE, L_KILLED = 0, 1, 2, 3
 G_WAITING, G_CLAIMED, G_RUNNING, G_DONE, G_FAILED = 0, 1, 2, 3, 4
 
 #: positions in the state tuple of grid_state / grid_advance (read by simengine.grid.model.GridRun)
-ST_QPOS, ST_QARR, ST_RQ_N, ST_HEAP, ST_KILLS, ST_COUNTERS, ST_CLOCK = 6, 7, 9, 15, 17, 20, 21
+ST_QPOS, ST_QARR, ST_RQ_N, ST_HEAP, ST_KILLS, ST_COUNTERS, ST_CLOCK, ST_ASKED_IDLE = 6, 7, 9, 15, 17, 20, 21, 22
+#: counters[ASK_JOB]: the global job whose placement attempt waits for a Python policy's answer
+#: (-1: none); counters[ASK_ANSWER]: -1 not answered yet, 0 it does not fit, 1 placed (its
+#: clusters written into comp_cluster)
+ASK_JOB, ASK_ANSWER = 5, 6
 
 #: placement codes (``code`` of the compiled GRID_PLACEMENT entries, simengine.grid.placement)
 PLACE_WORST_FIT = 0
+#: a placement policy written in Python: the kernel pauses at each attempt for its answer
+PLACE_PYTHON = -1
 
 
 @njit(cache=True, nogil=True)
@@ -128,7 +138,10 @@ def grid_state(procs, l_submit, l_cluster, g_submit, g_ncomp, g_deadline, policy
                 first = D
         hn = heap_push(hk, hv, hn, first, (EV_ATTEMPT << SHIFT) | g)
     kcap = 16 + n // 16
-    counters = np.zeros(5, np.int64)  # heap size, kills logged, next local arrival, clusters pending, done
+    # heap size, kills logged, next local arrival, clusters pending, done, ASK_JOB, ASK_ANSWER
+    counters = np.zeros(7, np.int64)
+    counters[5] = -1
+    counters[6] = -1
     counters[0] = hn
     clock = np.zeros(2)  # time of the last event handled, end of the measurement
     return (procs.copy(),  # free
@@ -138,7 +151,8 @@ def grid_state(procs, l_submit, l_cluster, g_submit, g_ncomp, g_deadline, policy
             np.full(n, -1, np.int64), np.full(n, -1, np.int64),  # running local jobs per cluster, in start order
             np.full(C, -1, np.int64), np.full(C, -1, np.int64),
             np.zeros(C, np.bool_),  # clusters whose FCFS queue must be looked at
-            hk, hv, np.empty(kcap, np.int64), np.empty(kcap), np.empty(kcap), counters, clock)
+            hk, hv, np.empty(kcap, np.int64), np.empty(kcap), np.empty(kcap), counters, clock,
+            np.zeros(C, np.int64))  # the idle processors a Python placement policy is shown
 
 
 @njit(cache=True, nogil=True)
@@ -152,10 +166,14 @@ def grid_advance(procs, l_submit, l_run, l_size, l_cluster, g_run, g_size, g_nco
     replication is over, ``state``'s counters[4] is 1 and its clock[1] the end of the
     measurement; ``acc[c]`` then holds the processor-seconds of cluster c in [t_warm, end]
     busy with local jobs, claimed and idle, and busy with global jobs.
+
+    With ``PLACE_PYTHON`` it also returns before each placement attempt, the attempt not yet
+    made: ``counters[ASK_JOB]`` names the job, ``state[ST_ASKED_IDLE]`` the idle processors it
+    may take (simengine.grid.model.GridRun asks the policy and calls again).
     """
     placement, lp, mp, wait_x, gp, final_attempt, latest_first, requeue, bypass, horizon, t_warm, gp_most_idle = policy
     (free, lbusy, claimed, gbusy, coff, cjobs, qpos, qarr, rq, rq_n, prv, nxt, rhead, rtail, pending,
-     hk, hv, kl_job, kl_t0, kl_t1, counters, clock) = state
+     hk, hv, kl_job, kl_t0, kl_t1, counters, clock, asked_idle) = state
     C = procs.shape[0]
     n = l_submit.shape[0]
     avail = np.zeros(C, np.int64)
@@ -241,9 +259,20 @@ def grid_advance(procs, l_submit, l_run, l_size, l_cluster, g_run, g_size, g_nco
             continue
 
         key = hv[0]
-        hn = heap_pop(hk, hv, hn)
         cls = key >> SHIFT
         idx = key & MASK
+        if cls == EV_ATTEMPT and placement == PLACE_PYTHON and counters[5] != idx:
+            # a Python policy places this job: pause with the attempt still on the heap and the
+            # idle processors it may use in asked_idle; the caller answers (counters[6],
+            # comp_cluster) and calls again, which comes back here (at t_last = t: no time passes)
+            D = g_deadline[idx]
+            for c in range(C):
+                empty = rq_n[c] == 0 and qpos[c] == qarr[c]
+                asked_idle[c] = free[c] if (bypass or empty or t >= D) else 0
+            counters[5] = idx
+            counters[6] = -1
+            break
+        hn = heap_pop(hk, hv, hn)
 
         if cls == EV_LOCAL_END:
             j = idx
@@ -291,7 +320,12 @@ def grid_advance(procs, l_submit, l_run, l_size, l_cluster, g_run, g_size, g_nco
             for c in range(C):
                 empty = rq_n[c] == 0 and qpos[c] == qarr[c]
                 avail[c] = free[c] if (bypass or empty or t >= D) else 0
-            ok = _worst_fit(avail, s, nc, comp_cluster, off)
+            if placement == PLACE_PYTHON:
+                ok = counters[6] == 1
+                counters[5] = -1
+                counters[6] = -1
+            else:
+                ok = _worst_fit(avail, s, nc, comp_cluster, off)
             if t < D:  # a placement try: claim at once, start at D
                 if ok:
                     for k in range(off, off + nc):

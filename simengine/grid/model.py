@@ -1,7 +1,8 @@
 """Arrays in, outcome out: one replication of the co-allocation grid layer.
 
 :func:`simulate` takes the platform (processors per cluster), the local jobs, the global
-jobs and the policy, runs the compiled event loop (:mod:`simengine.grid.kernel`) and
+jobs and the policy, runs the compiled event loop (:mod:`simengine.grid.kernel`; a placement
+policy written in Python answers from :meth:`GridRun.advance` at each attempt) and
 returns a :class:`GridOutcome` in the order the jobs were given. Tests and the
 reproduction recipe call it directly; :mod:`simengine.grid.run` builds its inputs from a
 scenario.
@@ -15,7 +16,8 @@ from typing import Any
 import numpy as np
 
 from simengine.grid import kernel as K
-from simengine.grid.placement import compiled_code
+from simengine.grid.deadline_job import DeadlineJob, placed
+from simengine.grid.placement import placement_policy
 from simengine.grid.schema import RPPParams
 from simengine.registry import GRID_PLACEMENT
 
@@ -70,9 +72,12 @@ class GlobalJobs:
 
 @dataclass
 class GridPolicy:
-    """The grid's policies (parameters as in :class:`~simengine.grid.schema.RPPParams`)."""
+    """The grid's policies (parameters as in :class:`~simengine.grid.schema.RPPParams`).
+    ``placement``: any GRID_PLACEMENT entry; a ``compiled`` one runs inside the kernel, any
+    other is called from Python at each attempt (``placement_params``: its parameters)."""
 
     placement: str = "worst-fit"
+    placement_params: dict[str, Any] | None = None
     lp: float = 0.7
     mp: int = 10
     final_attempt: bool = True
@@ -91,7 +96,7 @@ class GridPolicy:
         mp, final_attempt = p.mp, p.final_attempt
         if p.priority == "LP" and p.lp_failure == "first_failed_try" and mp >= 1:
             mp, final_attempt = 1, False  # the first try decides: placed, or the job fails
-        return cls(placement=placement, lp=p.lp, mp=mp, final_attempt=final_attempt, wait_x=p.wait_x,
+        return cls(placement=placement, placement_params=placement_params, lp=p.lp, mp=mp, final_attempt=final_attempt, wait_x=p.wait_x,
                    priority=p.priority, kill_order=p.kill_order, killed_jobs=p.killed_jobs,
                    claims_bypass_local_queue=p.claims_bypass_local_queue, gp_cluster=p.gp_cluster)
 
@@ -156,7 +161,12 @@ class GridRun:
             raise ValueError("a local job is larger than its cluster")
         if len(gj) and ((gj.deadline < gj.submit).any() or (gj.components < 1).any() or (gj.size < 1).any()):
             raise ValueError("global jobs need deadline >= submit, at least one component and size >= 1")
-        code = compiled_code(pol.placement)
+        entry = GRID_PLACEMENT.get(pol.placement)
+        if "compiled" in entry.capabilities:
+            code, self.placer = entry.implementation.code, None
+        else:  # a policy object, asked at each attempt (advance)
+            code = K.PLACE_PYTHON
+            self.placer = placement_policy(pol.placement, pol.placement_params, procs)
         self.given_local, self.given_global = local, gj
         self.local_order, self.global_order = _order(local.submit), _order(gj.submit)
         lo, go = self.local_order, self.global_order
@@ -202,12 +212,30 @@ class GridRun:
     def advance(self, until: float) -> bool:
         """Handle every event before ``until``; True once the replication is over."""
         L, Gj = self.local, self.glob
-        grown = K.grid_advance(self.processors, L.submit, L.runtime, L.size, L.cluster, Gj.runtime, Gj.size,
-                               Gj.components, Gj.deadline, self.policy, self.l_start, self.l_end, self.l_state,
-                               self.l_kills, self.g_state, self.g_hold, self.g_tries, self.g_kills, self.g_decided,
-                               self.comp_off, self.comp_cluster, self.acc, self.state, float(until))
-        self.state = self.state[:K.ST_HEAP] + grown + self.state[K.ST_COUNTERS:]
-        return self.done
+        counters = self.state[K.ST_COUNTERS]
+        while True:
+            grown = K.grid_advance(self.processors, L.submit, L.runtime, L.size, L.cluster, Gj.runtime, Gj.size,
+                                   Gj.components, Gj.deadline, self.policy, self.l_start, self.l_end, self.l_state,
+                                   self.l_kills, self.g_state, self.g_hold, self.g_tries, self.g_kills,
+                                   self.g_decided, self.comp_off, self.comp_cluster, self.acc, self.state,
+                                   float(until))
+            self.state = self.state[:K.ST_HEAP] + grown + self.state[K.ST_COUNTERS:]
+            g = int(counters[K.ASK_JOB])
+            if g < 0 or counters[K.ASK_ANSWER] >= 0:
+                return self.done
+            self._answer(g)
+
+    def _answer(self, g: int) -> None:
+        """Ask the Python placement policy where global job ``g``'s components go at this attempt."""
+        Gj = self.glob
+        nc, s = int(Gj.components[g]), int(Gj.size[g])
+        job = DeadlineJob(g, (s,) * nc, float(Gj.submit[g]), float(Gj.deadline[g]),
+                          float(self.state[K.ST_CLOCK][0]), int(self.g_tries[g]))
+        got = placed(self.placer, job, self.state[K.ST_ASKED_IDLE])
+        if got is not None:
+            off = self.comp_off[g]
+            self.comp_cluster[off:off + nc] = got
+        self.state[K.ST_COUNTERS][K.ASK_ANSWER] = got is not None
 
     def outcome(self) -> GridOutcome:
         """The replication's schedule, in the order the jobs were given (after the last advance)."""

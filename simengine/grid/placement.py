@@ -7,7 +7,8 @@ side, used by KOALA (simengine.grid.koala): fixed components first, flexible job
 whatever the policy, the policy's answer checked, file sites and transfer times filled in.
 
 Worst-Fit is also compiled into the co-allocation kernel (capability ``compiled``, ``code``:
-the branch of simengine.grid.kernel), where the Repeated Placement Policy runs.
+the branch of simengine.grid.kernel), where the Repeated Placement Policy runs; every other
+policy runs there too, called from Python at each attempt (simengine.grid.model.GridRun).
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from simengine.policy import Grid, GridJob, PlacementPolicy, PolicyError, policy_raised, register
 from simengine.registry import GRID_PLACEMENT
 
-__all__ = ["place", "placement_policy", "compiled_code", "best_site", "WorstFit", "CloseToFiles", "ClusterMinimization",
+__all__ = ["place", "placement_policy", "best_site", "WorstFit", "CloseToFiles", "ClusterMinimization",
            "FlexibleClusterMinimization"]
 
 
@@ -160,15 +161,6 @@ def placement_policy(name: str, params: dict | BaseModel | None, processors, fil
     """The registered placement policy ``name`` set up for one simulation."""
     entry = GRID_PLACEMENT.get(name)
     return entry.implementation(entry.validated(params), Grid(np.asarray(processors, np.int64), files))
-
-
-def compiled_code(name: str) -> int:
-    """The co-allocation kernel's code of placement policy ``name`` (ValueError if it has none)."""
-    compiled = GRID_PLACEMENT.with_capability("compiled")
-    if name not in compiled:
-        raise ValueError(f"placement policy {name!r} is not compiled into the co-allocation kernel; "
-                         f"compiled: {', '.join(compiled)}")
-    return GRID_PLACEMENT.get(name).implementation.code
 
 
 def best_site(files, job, cluster: int) -> tuple[int, float]:

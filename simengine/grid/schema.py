@@ -5,8 +5,9 @@
   job, one ``size`` shared by every component, a ``runtime`` and a relative start
   ``deadline`` drawn uniformly on [min, max]. :mod:`simengine.scenario` mixes it into
   its ``SyntheticStream`` as ``CoallocatedStream``.
-* the grid policies, registered by name: ``worst-fit`` in
-  :data:`~simengine.registry.GRID_PLACEMENT` and ``rpp`` (the Repeated Placement
+* the grid policies, registered by name: any placement of
+  :data:`~simengine.registry.GRID_PLACEMENT` (``worst-fit`` by default; compiled into the
+  kernel, the others called from Python) and ``rpp`` (the Repeated Placement
   Policy with Wait-X and GP/LP) in :data:`~simengine.registry.DEADLINE_POLICY`. Every
   decision MODELS.md §3 takes where the paper is silent is a parameter here, with the
   decision as its default.
@@ -593,12 +594,6 @@ def grid_problems(s: Any, check_policy) -> list[tuple[tuple, str]]:
             ref = type(g.site_allocation)(name=default)
             found += check_policy(ref, registry, ("grid", field))
             setattr(g, field, ref)
-        elif field == "placement" and ref.name in GRID_PLACEMENT \
-                and "compiled" not in GRID_PLACEMENT.get(ref.name).capabilities:
-            compiled = ", ".join(GRID_PLACEMENT.with_capability("compiled"))
-            found.append((("grid", field, "name"), f"co-allocated jobs with start deadlines run in the compiled "
-                                                   f"co-allocation kernel, which has {compiled} (got '{ref.name}', "
-                                                   f"which runs with KOALA jobs)"))
         elif field == "deadline_policy" and ref.name != "rpp":
             found.append((("grid", field, "name"), f"co-allocated jobs with start deadlines support rpp only "
                                                    f"(got '{ref.name}', KOALA's)"))

@@ -371,8 +371,8 @@ def test_bad_inputs_name_their_field():
         assert "grid.deadline_policy.params.lp" in problems(scenario(lp=lp))
     assert "grid.deadline_policy.params.priority" in problems(scenario(priority="both"))
     d = scenario()
-    d["grid"]["placement"] = {"name": "best-fit"}
-    assert "worst-fit" in problems(d)["grid.placement.name"]
+    d["grid"]["placement"] = {"name": "no-such-placement"}
+    assert "worst-fit" in problems(d)["grid.placement.name"]  # (the known ones are listed)
     d = scenario()
     d["platform"] = {"clusters": [{"name": c, "processors": 32, "scheduler": {"name": "easy"}}
                                   for c in ("c1", "c2", "c3", "c4")]}

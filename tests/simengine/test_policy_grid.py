@@ -82,12 +82,11 @@ def test_the_cli_runs_a_koala_scenario_with_the_installed_placement(tmp_path):
     assert (tmp_path / "out" / "jobs.csv").exists()
 
 
-def test_a_python_placement_cannot_run_in_the_compiled_coallocation_kernel():
+def test_a_python_placement_is_accepted_for_coallocated_jobs_with_start_deadlines():
+    # (it runs there: tests/simengine/test_policy_deadline_placement.py)
     data = example("ballier-4x32.yaml")
     data["grid"]["placement"] = {"name": "best-fit"}
-    with pytest.raises(ScenarioError) as e:
-        simengine.load_scenario(data)
-    assert "grid.placement.name" in str(e.value) and "worst-fit" in str(e.value)
+    assert simengine.load_scenario(data).grid.placement.name == "best-fit"
 
 
 def test_bad_placement_parameters_name_the_field():
