@@ -39,27 +39,30 @@ def placed(policy, job: DeadlineJob, idle: np.ndarray) -> list[int] | None:
     """The cluster of each component of ``job`` that ``policy`` answers on ``idle`` processors
     per cluster, or None (it does not fit now); a wrong answer or an exception of the policy
     becomes a PolicyError naming the policy, the job and the moment."""
-    moment = (f"global job {job.id} ({len(job.sizes)} x {job.sizes[0]} processors, submitted at "
-              f"t={job.submit:g}, deadline {job.deadline:g}) at t={job.now:g}")
     try:
         got = policy.place(job, idle.copy())
     except Exception as exc:  # noqa: BLE001 - the researcher's code: any failure
-        raise policy_raised(policy.name, f"place() for {moment}", exc) from exc
+        raise policy_raised(policy.name, f"place() for {_moment(job)}", exc) from exc
     if got is None:
         return None
     got = list(got)
     if len(got) != len(job.sizes):
-        raise PolicyError(f"{policy.name}: placed {len(got)} components of {moment}, which has {len(job.sizes)}")
-    C = len(idle)
-    left = idle.astype(np.int64)
-    out = []
+        raise PolicyError(f"{policy.name}: placed {len(got)} components of {_moment(job)}, which has "
+                          f"{len(job.sizes)}")
+    left = idle.tolist()
+    C = len(left)
     for c, s in zip(got, job.sizes):
         if not (isinstance(c, (int, np.integer)) and not isinstance(c, bool) and 0 <= c < C):
-            raise PolicyError(f"{policy.name}: a component of {moment} was placed on {c!r}, not a cluster index "
-                              f"0..{C - 1} (co-allocated jobs have no file sites)")
+            raise PolicyError(f"{policy.name}: a component of {_moment(job)} was placed on {c!r}, not a cluster "
+                              f"index 0..{C - 1} (co-allocated jobs have no file sites)")
         if left[c] < s:
-            raise PolicyError(f"{policy.name}: the components of {moment} were placed on cluster {c} beyond its "
-                              f"{int(idle[c])} idle processors")
+            raise PolicyError(f"{policy.name}: the components of {_moment(job)} were placed on cluster {c} beyond "
+                              f"its {int(idle[c])} idle processors")
         left[c] -= s
-        out.append(int(c))
-    return out
+    return [int(c) for c in got]
+
+
+def _moment(job: DeadlineJob) -> str:
+    """The job and the attempt, for an error message."""
+    return (f"global job {job.id} ({len(job.sizes)} x {job.sizes[0]} processors, submitted at t={job.submit:g}, "
+            f"deadline {job.deadline:g}) at t={job.now:g}")

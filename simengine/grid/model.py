@@ -212,14 +212,16 @@ class GridRun:
     def advance(self, until: float) -> bool:
         """Handle every event before ``until``; True once the replication is over."""
         L, Gj = self.local, self.glob
+        # (the same arrays every call: a Python placement makes one call per attempt)
+        args = (self.processors, L.submit, L.runtime, L.size, L.cluster, Gj.runtime, Gj.size, Gj.components,
+                Gj.deadline, self.policy, self.l_start, self.l_end, self.l_state, self.l_kills, self.g_state,
+                self.g_hold, self.g_tries, self.g_kills, self.g_decided, self.comp_off, self.comp_cluster, self.acc)
         counters = self.state[K.ST_COUNTERS]
+        until = float(until)
         while True:
-            grown = K.grid_advance(self.processors, L.submit, L.runtime, L.size, L.cluster, Gj.runtime, Gj.size,
-                                   Gj.components, Gj.deadline, self.policy, self.l_start, self.l_end, self.l_state,
-                                   self.l_kills, self.g_state, self.g_hold, self.g_tries, self.g_kills,
-                                   self.g_decided, self.comp_off, self.comp_cluster, self.acc, self.state,
-                                   float(until))
-            self.state = self.state[:K.ST_HEAP] + grown + self.state[K.ST_COUNTERS:]
+            state = self.state
+            grown = K.grid_advance(*args, state, until)
+            self.state = state[:K.ST_HEAP] + grown + state[K.ST_COUNTERS:]
             g = int(counters[K.ASK_JOB])
             if g < 0 or counters[K.ASK_ANSWER] >= 0:
                 return self.done
