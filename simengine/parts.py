@@ -13,6 +13,7 @@ import simengine.schedulers  # noqa: F401  local schedulers (compiled)
 import simengine.site_allocation  # noqa: F401  site-allocation policies
 import simengine.preemption  # noqa: F401  preemption policies
 import simengine.grid.schema  # noqa: F401  grid placement and deadline policies, the grid layer's checks
+import simengine.grid.claiming  # noqa: F401  KOALA's claiming policies and their check
 import simengine.evolving.schema  # noqa: F401  the evolving scheduler and its checks
 import simengine.cao.schema  # noqa: F401  scojo-pect, workflow scheduling and Cao's checks
 import simengine.local.schema  # noqa: F401  the event-driven model's checks (reservations, priorities, preemption)

@@ -45,6 +45,7 @@ from simengine.local.schema import RelaxedFrame, Reservation, ReservationJob
 from simengine.presets import PLATFORMS
 from simengine.registry import (DEADLINE_POLICY, GRID_PLACEMENT, LOCAL_SCHEDULERS, PREEMPTION, SITE_ALLOCATION,
                                 WORKFLOW_SCHEDULING, Registry)
+from simengine.registry import CLAIMING
 from simengine.schema_base import GRID_TARGET, PROBLEMS as _PROBLEMS, SCENARIO_CHECKS, known_list, scenario_check
 from simengine.schema_base import StrictModel as _Model, problems as _problems
 from simengine.site_allocation import is_stateful
@@ -534,6 +535,10 @@ class Grid(_Model):
     deadline_policy: PolicyRef | None = Field(
         None, description="How start deadlines are met (DEADLINE_POLICY): rpp (default; Repeated Placement, "
                           "Wait-X, GP/LP) or koala")
+    claiming: PolicyRef | None = Field(
+        None, description="How KOALA claims a placed job's processors before its start time (CLAIMING): icp "
+                          "(default; the Incremental Claiming Policy with the koala deadline policy's threshold, L "
+                          "and preemption; docs/policies/claiming.md)")
     workflow_scheduling: PolicyRef = Field(
         default_factory=lambda: PolicyRef(name="none"),
         description="Workflow grid jobs: none (default) or rars-heft (Cao: a fraction of the eligible jobs "
@@ -547,6 +552,8 @@ class Grid(_Model):
         for field, registry in (("placement", GRID_PLACEMENT), ("deadline_policy", DEADLINE_POLICY)):
             if getattr(self, field) is not None:
                 found += _check_policy(getattr(self, field), registry, (field,))
+        if self.claiming is not None:
+            found += _check_policy(self.claiming, CLAIMING, ("claiming",))
         if found:
             raise _problems(found)
         return self
@@ -560,6 +567,8 @@ class Grid(_Model):
                 del data[field]
         if data.get("workflow_scheduling") == {"name": "none", "params": {}}:
             del data["workflow_scheduling"]  # the default, left out so older scenarios keep their hash
+        if data.get("claiming", 0) in (None, {"name": "icp", "params": {}}):
+            del data["claiming"]  # unset or the default: KOALA scenarios written before it keep their hash
         return data
 
 

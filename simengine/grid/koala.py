@@ -17,7 +17,9 @@ arrivals, the background band controller; then every cluster's FCFS local queue.
   per scan tick in the weighted round-robin of §4.2 (empty queues skipped), head to tail
   with unlimited overtaking; promotion one level up after ``promote_after`` tries
   (high and low only); failure after ``max_place_tries``.
-* Claiming: JST = JPT + FTT, JCT_0 = JPT + L FTT, JCT_{n+1} = JCT_n + L (JST - JCT_n);
+* Claiming: JST = JPT + FTT; the scenario's claiming policy (CLAIMING, simengine.grid.claiming)
+  decides when to try and what to claim, this loop keeps the books. The default, ``icp``:
+  JCT_0 = JPT + L FTT, JCT_{n+1} = JCT_n + L (JST - JCT_n);
   when JST - JCT_{n+1} < ``min_gap`` the job goes back to placement with L - ``l_step``
   (floor ``l_floor``); claims use the ICP (Algorithm 2) with threshold T and preemption of
   lower-priority KOALA jobs (newest JST first, back to their placement queue).
@@ -27,12 +29,16 @@ from __future__ import annotations
 import heapq
 import math
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Callable
 
 import numpy as np
 
+from simengine.grid.claiming import DEFAULT_CLAIMING, ClaimingGrid, ClaimJob, Fail, Holder, Placement, Requeue, Retry, \
+    claiming_policy
 from simengine.grid.placement import best_site, place, placement_policy
-from simengine.preemption import PreemptionMode, choose_victims, preemption_mode
+from simengine.policy import PolicyError, policy_raised
+from simengine.preemption import PreemptionMode, preemption_mode
 
 __all__ = ["KoalaJob", "KoalaPolicy", "Band", "Files", "KoalaOutcome", "simulate_koala", "PRIORITIES"]
 
@@ -105,6 +111,8 @@ class KoalaPolicy:
     #: what happens to a KOALA job the ICP preempts (simengine.preemption): none, kill or requeue
     preemption: PreemptionMode = field(default_factory=lambda: preemption_mode("requeue"))
     max_claim_tries: int | None = None
+    claiming: str = DEFAULT_CLAIMING    # a CLAIMING entry (simengine.grid.claiming)
+    claiming_params: dict = field(default_factory=dict)
 
 
 def wrr_sequence(weights) -> list[int]:
@@ -333,7 +341,7 @@ def _koala_steps(processors, jobs, policy, files, local, band, horizon, warmup, 
         k.jst = t + k.ftt
         if math.isnan(k.jst0):
             k.jst0 = k.jst
-        k.jct = t + k.L * k.ftt
+        k.jct = first_try(j, t)
         k.state = "claiming"
         for s, c, _, ftt in got:
             if ftt > 0:
@@ -344,109 +352,133 @@ def _koala_steps(processors, jobs, policy, files, local, band, horizon, warmup, 
     def koala_avail():
         return np.maximum(P - loc - held - placed, 0)
 
+    # ---- claiming: the policy decides (simengine.grid.claiming), the engine keeps the books
+    claimer = claiming_policy(policy.claiming, policy.claiming_params, policy)
+    claimer_name = claimer.name
+
+    def claimed_on(v) -> np.ndarray:
+        out = np.zeros(C, np.int64)
+        for cp in K[v].comps:
+            if not math.isnan(cp[4]):
+                out[cp[1]] += cp[0]
+        return out
+
+    def holders(j, e) -> list:
+        # (a done job keeps its components: only jobs between placement and their end hold processors)
+        found = []
+        for v in range(len(K)):
+            if v != j and K[v].state in ("claimed", "running", "claiming"):
+                on = claimed_on(v)
+                if on[e] > 0:
+                    found.append(Holder(v, K[v].prio, K[v].state, K[v].jst, on))
+        return found
+
+    def where(j, comp) -> Placement | None:
+        k, s = K[j], comp.size
+        av = P - loc - held - placed
+        av[comp.cluster] += s  # its own placement given up first
+        one = KoalaJob(k.job.submit, k.job.runtime, [s], None, k.prio, False, k.job.file_size, k.job.file_sites)
+        got = place(one, np.maximum(av, 0), placer, files)
+        return None if got is None else Placement(*got[0][1:])
+
+    def move(j, comp, e, site) -> str | None:
+        """Moves the component; else says why not."""
+        k, cp = K[j], comp._cp
+        if site is None:
+            site, ftt = best_site(files, k.job, e)
+        elif files is None or k.job.file_size <= 0 or not k.job.file_sites:
+            if site != -1:
+                return f"it moved component {comp.index} to read from file site {site!r}; the job has no file (-1)"
+            ftt = 0.0
+        elif site not in k.job.file_sites:
+            return f"it moved component {comp.index} to read from file site {site!r}, which does not hold the file"
+        else:
+            ftt = files.time(k.job.file_size, site, e)
+        placed[cp[1]] -= cp[0]
+        cp[1], cp[2], cp[3] = e, int(site), ftt
+        placed[e] += cp[0]
+        return None
+
+    def claim_component(j, comp, t):
+        k, cp = K[j], comp._cp
+        placed[cp[1]] -= cp[0]
+        held[cp[1]] += cp[0]
+        cp[4] = t
+        cp[5] = begin_hold(cp[1], t, cp[0], ("K", j, comp.index), k.jpt if cp[3] > 0 and t > k.jpt else math.nan)
+
+    def holds(v) -> bool:
+        return 0 <= v < len(K) and K[v].state in ("claimed", "running", "claiming") and claimed_on(v).any()
+
+    def preempt(v, t) -> np.ndarray:
+        freed = claimed_on(v)
+        abort(v, t, kill=True)
+        K[v].preempted += 1
+        if policy.preemption.restarts:
+            K[v].extra_run += policy.preemption.overhead
+            enqueue(v, t)
+        else:  # kill: the job ends here, its run is lost
+            K[v].state = "killed"
+            undecided[0] -= 1
+        return freed
+
+    engine = SimpleNamespace(idle=lambda: P - loc - held, available=lambda: P - loc - held - placed, holders=holders,
+                             where=where, move=move, claim=claim_component, holds=holds, preempt=preempt)
+
+    def first_try(j, t) -> float:
+        k = K[j]
+        try:
+            at = claimer.first_try(ClaimJob(j, k))
+        except PolicyError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the researcher's code: any failure
+            raise policy_raised(claimer_name, f"first_try() for KOALA job {j} placed at t={t:g}", exc) from exc
+        if not (isinstance(at, (int, float, np.floating)) and t <= at <= k.jst):
+            raise PolicyError(f"{claimer_name}: the first claiming try of KOALA job {j}, placed at t={t:g}, was set "
+                              f"at {at!r}; it must be between the placement and the job start time {k.jst:g}")
+        return float(at)
+
     def claim(j, t):
         k = K[j]
         k.claim_tries += 1
-        idle = P - loc - held
-        n = len(k.comps)
-        prev = [ci for ci, cp in enumerate(k.comps) if not math.isnan(cp[4])]
-        now, nots = [], []
-        for ci, cp in enumerate(k.comps):
-            if ci in prev:
-                continue
-            if idle[cp[1]] >= cp[0]:
-                idle[cp[1]] -= cp[0]
-                now.append(ci)
+        job = ClaimJob(j, k)
+        try:
+            decision = claimer.claim(t, job, ClaimingGrid(claimer_name, t, job, P, policy.preemption, engine))
+        except PolicyError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the researcher's code: any failure
+            raise policy_raised(claimer_name, f"claim() for KOALA job {j} at t={t:g} (try {k.claim_tries})",
+                                exc) from exc
+        if all(not math.isnan(cp[4]) for cp in k.comps):
+            k.state = "claimed"
+            k.pgt = t - k.jpt
+            if t >= k.jst:
+                begin(j, t)
             else:
-                nots.append(ci)
-        F = (len(prev) + len(now)) / n
-        if F >= policy.T - 1e-12:
-            for ci in nots:
-                cp = k.comps[ci]
-                s = cp[0]
-                fixed = k.job.clusters is not None and not k.job.flexible and k.job.clusters[ci] >= 0
-                placed[cp[1]] -= s  # re-place it: its own placement is given up first
-                av = np.maximum(np.minimum(P - loc - held - placed, idle), 0)
-                got = None
-                if not fixed:
-                    one = KoalaJob(k.job.submit, k.job.runtime, [s], None, k.prio, False, k.job.file_size,
-                                   k.job.file_sites)
-                    got = place(one, av, placer, files)
-                target = cp[1]
-                if got is not None:
-                    _, e, site, ftt = got[0]
-                    if t + ftt < k.jst or (ftt == 0 and t <= k.jst):
-                        cp[1], cp[2], cp[3] = e, site, ftt
-                        idle[e] -= s
-                        placed[e] += s
-                        now.append(ci)
-                        continue
-                    target = e
-                placed[cp[1]] += s
-                if policy.preemption.preempts and k.prio != 3:
-                    e = target
-
-                    def on_e(v):
-                        return sum(c2[0] for c2 in K[v].comps if c2[1] == e and not math.isnan(c2[4]))
-
-                    # lower-priority KOALA jobs holding processors on e (KOALA's prio 0 is the
-                    # highest, so the registry's "priority" is -prio); newest JST first
-                    candidates = [v for v in range(len(K)) if v != j and K[v].prio > k.prio
-                                  and K[v].state in ("claimed", "running", "claiming") and on_e(v) > 0]
-                    victims = choose_victims(candidates, priority=lambda v: -K[v].prio,
-                                             started=lambda v: K[v].jst,
-                                             enough=lambda vs: idle[e] + sum(on_e(v) for v in vs) >= s)
-                    for v in victims or ():
-                        freed = on_e(v)
-                        freed_all = [(c2[1], c2[0]) for c2 in K[v].comps if not math.isnan(c2[4])]
-                        abort(v, t, kill=True)
-                        K[v].preempted += 1
-                        for c2, s2 in freed_all:
-                            if c2 != e:
-                                idle[c2] += s2
-                        idle[e] += freed
-                        if policy.preemption.restarts:
-                            K[v].extra_run += policy.preemption.overhead
-                            enqueue(v, t)
-                        else:  # kill: the job ends here, its run is lost
-                            K[v].state = "killed"
-                            undecided[0] -= 1
-                    if victims:
-                        if idle[e] >= s:
-                            placed[cp[1]] -= s
-                            cp[1] = e
-                            cp[2], cp[3] = best_site(files, k.job, e)
-                            placed[e] += s
-                            idle[e] -= s
-                            now.append(ci)
-            for ci in now:
-                cp = k.comps[ci]
-                placed[cp[1]] -= cp[0]
-                held[cp[1]] += cp[0]
-                cp[4] = t
-                cp[5] = begin_hold(cp[1], t, cp[0], ("K", j, ci), k.jpt if cp[3] > 0 and t > k.jpt else math.nan)
-            if len(prev) + len(now) == n:
-                k.state = "claimed"
-                k.pgt = t - k.jpt
-                if t >= k.jst:
-                    begin(j, t)
-                else:
-                    push(k.jst, _START, (j, k.epoch))
-                return
-        # the try failed
-        if policy.max_claim_tries is not None and k.claim_tries >= policy.max_claim_tries:
+                push(k.jst, _START, (j, k.epoch))
+            return
+        # the try did not claim every component
+        if isinstance(decision, Retry):
+            at = decision.at
+            if not (isinstance(at, (int, float, np.floating)) and t < at <= k.jst):
+                raise PolicyError(f"{claimer_name}: KOALA job {j}, claiming at t={t:g}, was to try again at {at!r}; "
+                                  f"a retry comes after now and by the job start time {k.jst:g} (else Requeue)")
+            k.jct = float(at)
+            push(k.jct, _CLAIM, (j, k.epoch))
+        elif isinstance(decision, Requeue):
+            if decision.L is not None and not (isinstance(decision.L, (int, float)) and 0 <= decision.L <= 1):
+                raise PolicyError(f"{claimer_name}: KOALA job {j} went back to placement at t={t:g} with L = "
+                                  f"{decision.L!r}; L is between 0 and 1")
+            abort(j, t, kill=False)
+            if decision.L is not None:
+                k.L = decision.L
+            enqueue(j, t)
+        elif isinstance(decision, Fail):
             abort(j, t, kill=False)
             k.state = "failed"
             undecided[0] -= 1
-            return
-        nxt = k.jct + k.L * (k.jst - k.jct) if k.L > 0 else k.jst
-        if k.jst - nxt < policy.min_gap:
-            abort(j, t, kill=False)
-            k.L = max(policy.l_floor, k.L - policy.l_step)
-            enqueue(j, t)
-            return
-        k.jct = nxt
-        push(nxt, _CLAIM, (j, k.epoch))
+        else:
+            raise PolicyError(f"{claimer_name}: KOALA job {j}, claiming at t={t:g}, is not fully claimed and claim() "
+                              f"returned {decision!r}, not Retry(at), Requeue() or Fail()")
 
     def begin(j, t):
         k = K[j]

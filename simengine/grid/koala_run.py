@@ -62,7 +62,14 @@ def koala_policy(scenario) -> KoalaPolicy:
                        first_scan=d["first_scan"], weights=(w["N_h"], w["N_l"], w["n1"], w["n2"], w["n3"], w["n4"]),
                        promote_after=d["promote_after"], max_place_tries=d["max_place_tries"], L=d["L"],
                        l_step=d["l_step"], l_floor=d["l_floor"], min_gap=d["min_gap"], T=d["threshold"],
-                       preemption=preemption_mode(d["preemption"]), max_claim_tries=d["max_claim_tries"])
+                       preemption=preemption_mode(d["preemption"]), max_claim_tries=d["max_claim_tries"],
+                       **_claiming(g))
+
+
+def _claiming(grid) -> dict:
+    """The scenario's claiming policy (left out: the ICP, KOALA's claiming before it was pluggable)."""
+    ref = getattr(grid, "claiming", None)
+    return {} if ref is None else {"claiming": ref.name, "claiming_params": ref.params}
 
 
 def koala_files(platform) -> Files:

@@ -375,7 +375,7 @@ def test_catalog_lists_distributions_grid_policies_and_presets(client):
     assert set(kinds["bounded_pareto"]["schema"]["properties"]) >= {"alpha", "high", "low", "mean"}
     # Every policy field of the engine's Grid model, in its order: new kinds appear by themselves.
     assert [g["field"] for g in catalog["grid_policies"]] == ["site_allocation", "placement", "deadline_policy",
-                                                           "workflow_scheduling"]
+                                                           "claiming", "workflow_scheduling"]
     assert {p["name"] for p in catalog["registries"]["grid_placement"]["policies"]} >= {"worst-fit"}
     assert {p["name"] for p in catalog["registries"]["deadline_policy"]["policies"]} >= {"rpp"}
     assert {p["name"] for p in catalog["registries"]["site_allocation"]["policies"]} >= {"random", "deferred"}
