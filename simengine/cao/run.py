@@ -35,6 +35,7 @@ import math
 
 import numpy as np
 
+from simengine.cao.admission import admission_policy
 from simengine.cao.engine import DONE, LONG, MEDIUM, RUNNING, SUSPENDED
 from simengine.cao.schema import is_cao
 from simengine.cao.scheduler import RARS_HEFT, cao_params
@@ -112,7 +113,10 @@ def _simulate(scenario: Scenario, replication: int, counts: list[int] | None, on
     if live is not None:
         def drive(sim: CaoSim) -> None:
             _feed_live(scenario, sim, live, jobs, local, wf_rows)
-    res = simulate(table, workflows, params, on_step=None if live is not None else on_step, drive=drive)
+    wf = scenario.grid.workflow_scheduling
+    admission = admission_policy(wf.params.get("admission"), params) if wf.name == RARS_HEFT else None
+    res = simulate(table, workflows, params, on_step=None if live is not None else on_step, drive=drive,
+                   admission=admission)
     return CaoReplication(jobs, cluster, runtime, killed, local, wf_rows, workflows, res, notes)
 
 

@@ -16,14 +16,15 @@ kernels' warm-up, and schedules by conservative backfilling.
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_serializer, model_validator
 
 import simengine.schedulers  # noqa: F401  (registers conservative, used below)
+from simengine.cao.admission import DEFAULT_ADMISSION  # (registers the built-in admission)
 from simengine.cao.engine import CaoParams
 from simengine.cao.workflows import COMM_RANGE
-from simengine.registry import LOCAL_SCHEDULERS, NoParams, WORKFLOW_SCHEDULING
+from simengine.registry import LOCAL_SCHEDULERS, NoParams, RESERVATION_ADMISSION, WORKFLOW_SCHEDULING
 
 __all__ = ["SCOJO_PECT", "RARS_HEFT", "ScojoPectParams", "RarsHeftParams", "cao_params"]
 
@@ -61,6 +62,35 @@ class ScojoPectParams(BaseModel):
         return self
 
 
+def _admission_names(schema: dict) -> None:
+    # read when the schema is made (the builder, the API), so installed policies are listed too
+    schema["enum"] = RESERVATION_ADMISSION.names()
+
+
+class AdmissionRef(BaseModel):
+    """A reservation admission policy (RESERVATION_ADMISSION) by name, with its parameters
+    (defaults filled in once validated)."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+    name: str = Field(DEFAULT_ADMISSION, description="Registered reservation admission policy",
+                      json_schema_extra=_admission_names)
+    params: dict[str, Any] = Field({}, description="The policy's parameters, checked against its own model")
+
+    @model_validator(mode="after")
+    def _known(self):
+        if self.name not in RESERVATION_ADMISSION:
+            raise ValueError(f"unknown {RESERVATION_ADMISSION.kind} '{self.name}'; known: "
+                             f"{', '.join(RESERVATION_ADMISSION.names())}")
+        model = RESERVATION_ADMISSION.get(self.name).params
+        try:
+            self.params = model.model_validate(self.params).model_dump(mode="json")
+        except ValidationError as e:
+            first = e.errors()[0]
+            where = ".".join(str(x) for x in first["loc"])
+            raise ValueError(f"params{'.' + where if where else ''}: {first['msg']}") from None
+        return self
+
+
 class RarsHeftParams(BaseModel):
     """Parameters of ``rars-heft``: which jobs become workflows and RARS-HEFT's knobs
     (thesis §4.4-4.11, Figures 22-27; docs/cao.md)."""
@@ -87,6 +117,11 @@ class RarsHeftParams(BaseModel):
         _D.late_task,
         description="A task due before its predecessors finish: re-placed behind every other slot (behind) "
                     "or kept at its queue position with the class re-planned (replan)")
+    admission: AdmissionRef = Field(
+        default_factory=AdmissionRef,
+        description="Which cluster and frame [EST, LFT] each task's reservation gets (RESERVATION_ADMISSION): "
+                    "earliest-lft (Cao's eqs. 4-5, smallest LFT; the default) or a policy written in Python "
+                    "(docs/policies/reservation-admission.md)")
 
     @model_validator(mode="after")
     def _comm(self):
@@ -94,6 +129,14 @@ class RarsHeftParams(BaseModel):
         if not 0 <= lo <= hi:
             raise ValueError(f"comm must be [low, high] with 0 <= low <= high; got [{lo:g}, {hi:g}]")
         return self
+
+    @model_serializer(mode="wrap")
+    def _leave_out_default_admission(self, handler):
+        # the default is left out, so scenarios written before admission policies keep their hash
+        data = handler(self)
+        if data.get("admission") == {"name": DEFAULT_ADMISSION, "params": {}}:
+            del data["admission"]
+        return data
 
 
 @LOCAL_SCHEDULERS.register(SCOJO_PECT, ScojoPectParams,
