@@ -157,6 +157,28 @@ def test_a_python_placement_gives_the_same_schedule_however_the_run_is_sliced():
     assert_same(whole, run.outcome())
 
 
+def test_a_python_placement_streams_exactly_its_gantt(monkeypatch):
+    from simengine import streaming
+    from simengine.grid import holdings
+    from tests.simengine.live_stream import check_live_stream
+    from tests.simengine.test_live_stream import fixed_slices
+
+    monkeypatch.setattr(streaming, "LIVE_INTERVAL", 0.0)
+    monkeypatch.setattr(holdings, "run_in_slices", fixed_slices(300))  # attempts in every slice
+    data = ballier({"name": "best-fit-deadline", "params": {"headroom": 8}}, replications=1,
+                   stop={"horizon": 30000.5}, warmup={"time": 0})
+    chunks = []
+    result = simengine.run(data, on_progress=chunks.append)
+    assert (np.asarray(result.segments["kind"]) == 1).any()  # claims
+    check_live_stream(chunks, result, during=True)
+    assert_same_jobs(result, simengine.run(data))
+
+
+def assert_same_jobs(a, b) -> None:
+    for column, values in a.jobs.items():
+        assert np.array_equal(values, b.jobs[column], equal_nan=values.dtype.kind == "f"), column
+
+
 # ---- best-fit-deadline against a reference simulation ----------------------------------------------
 
 LOCAL_END, GLOBAL_END, GLOBAL_START, ATTEMPT, ARRIVAL = range(5)
