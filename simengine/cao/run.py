@@ -10,7 +10,9 @@ Per replication r:
    (:func:`simengine.cao.workflows.split_workflows`), drawn from one more child of the
    replication's SeedSequence (index = number of streams + 1, after the site-allocation one),
    communication times mapped linearly onto ``comm``;
-3. :func:`simengine.cao.simulate.simulate` runs the SCOJO-PECT clusters and RARS-HEFT;
+3. :func:`simengine.cao.simulate.simulate` runs the SCOJO-PECT clusters and RARS-HEFT, whose
+   reservations rars-heft's ``admission`` grants (simengine.cao.admission; the compiled
+   ``earliest-lft`` unless it names another);
 4. the stop rule is applied to the finished schedule (the engine is causal, so cutting it at
    the stop gives what a run stopped there would have shown).
 

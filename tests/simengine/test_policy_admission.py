@@ -268,3 +268,16 @@ def test_an_admission_is_compiled_iff_the_core_admits_by_itself(name):
     assert ("compiled" in entry.capabilities) == (made is None) == (name == DEFAULT_ADMISSION)
     if made is not None:
         assert isinstance(made, ReservationAdmission) and made.knobs == RarsKnobs.of(p)
+
+
+def test_the_builders_catalog_lists_them_with_their_forms():
+    # (the builder's catalog.json: engine only, no Django needed to build it)
+    from gridweb.scenarios import catalog
+
+    got = catalog.engine_catalog()
+    listed = got["registries"]["reservation_admission"]["policies"]
+    assert [p["name"] for p in listed] == RESERVATION_ADMISSION.names()
+    rigid = next(p for p in listed if p["name"] == "rigid-frame")
+    assert rigid["params_schema"]["properties"]["behind"]["default"] == 0.0
+    rars = next(p for p in got["registries"]["workflow_scheduling"]["policies"] if p["name"] == "rars-heft")
+    assert rars["params_schema"]["$defs"]["AdmissionRef"]["properties"]["name"]["enum"] == RESERVATION_ADMISSION.names()
