@@ -266,3 +266,36 @@ def test_what_a_policy_sees_of_the_sites():
                     (0.0, 2, 0, 5.0, (2.0, 3.0), [0, 1], []),
                     (1.0, 3, 0, 1.0 + 2.0 + 1.0, (3.0, 3.0), [0, 1], [2]),
                     (2.5, 4, 0, 1.5 + 0.5, (4.0, 3.0), [2, 1], [3])]
+
+
+@pytest.mark.parametrize("policy", ["python-deferred", "python-sb-deferred"])
+def test_a_python_stateful_policy_streams_exactly_its_gantt_and_the_compiled_schedule(monkeypatch, policy):
+    from simengine import kernel_feed, streaming
+    from tests.simengine.live_stream import check_live_stream
+    from tests.simengine.test_live_stream import fixed_slices
+
+    monkeypatch.setattr(streaming, "LIVE_INTERVAL", 0.0)
+    monkeypatch.setattr(kernel_feed, "run_in_slices", fixed_slices(300))
+    data = zikos(policy, {"allocation_interval": 2.0}, completions=8000)
+    chunks = []
+    result = simengine.run(data, on_progress=chunks.append)
+    seg = check_live_stream(chunks, result, during=True)
+    assert sum(len(c["segments"]["t0"]) for c in seg[:-1]) > len(result.segments["t0"]) / 2
+    compiled = simengine.run(zikos(policy.removeprefix("python-").replace("-", "_"), {"allocation_interval": 2.0},
+                                   completions=8000))
+    for column, values in compiled.segments.items():
+        np.testing.assert_array_equal(values, result.segments[column], err_msg=column)
+
+
+def test_a_python_stateful_replication_reports_progress_while_it_runs(monkeypatch):
+    from simengine import kernel_model
+
+    fractions = []
+    monkeypatch.setattr(kernel_model, "run_in_slices", lambda begin, end, advance, report: [
+        (advance(T), report(T)) for T in np.linspace(begin, end, 5)])
+    scenario = simengine.load_scenario(zikos("python-deferred", {}))
+    sliced = kernel_model.replicate_lwr_grid(scenario, 0, False, on_step=lambda fraction, t: fractions.append(fraction))
+    assert fractions[-5:] == pytest.approx([0.0, 0.25, 0.5, 0.75, 1.0])
+    whole = kernel_model.replicate_lwr_grid(scenario, 0, False)
+    for column, values in whole.jobs.items():
+        np.testing.assert_array_equal(values, sliced.jobs[column], err_msg=column)
