@@ -366,11 +366,10 @@ def _koala_steps(processors, jobs, policy, files, local, band, horizon, warmup, 
     def holders(j, e) -> list:
         # (a done job keeps its components: only jobs between placement and their end hold processors)
         found = []
-        for v in range(len(K)):
-            if v != j and K[v].state in ("claimed", "running", "claiming"):
-                on = claimed_on(v)
-                if on[e] > 0:
-                    found.append(Holder(v, K[v].prio, K[v].state, K[v].jst, on))
+        for v, kv in enumerate(K):
+            if v != j and kv.state in ("claimed", "running", "claiming") \
+                    and any(cp[1] == e and not math.isnan(cp[4]) for cp in kv.comps):
+                found.append(Holder(v, kv.prio, kv.state, kv.jst, claimed_on(v)))
         return found
 
     def where(j, comp) -> Placement | None:
