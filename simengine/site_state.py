@@ -79,7 +79,8 @@ class Site:
         now = self._engine.now
         rem = 0.0
         for f in self._free_at:  # a plain loop: the compiled pass's order (3.12's sum() compensates)
-            rem += max(0.0, f - now)
+            if f > now:  # (adding max(0, f - now), without the call)
+                rem += f - now
         return rem
 
     @property
@@ -284,12 +285,17 @@ class _Engine:
         # simengine.grid_lwr._place, operation for operation (the same floats)
         s_ = self.sites[k]
         free_at = s_._free_at
-        best = 0
-        best_w = max(0.0, free_at[0] - t)
-        for p in range(1, len(free_at)):
-            w = max(0.0, free_at[p] - t)
-            if w < best_w:
-                best, best_w = p, w
+        best, f = 0, free_at[0]
+        best_w = f - t if f > t else 0.0  # max(0, f - t): x - y is 0 only when x == y
+        if best_w > 0.0:  # (an idle processor has the least work: none)
+            for p in range(1, len(free_at)):
+                f = free_at[p]
+                if f <= t:
+                    best = p
+                    break
+                w = f - t
+                if w < best_w:
+                    best, best_w = p, w
         s = max(t, free_at[best])
         end = s + job.work / s_.speed
         free_at[best] = end
