@@ -29,7 +29,8 @@ CAPABILITIES = {
     "model": "stands for a model family of its own (simengine.models) or a part of one, not a policy "
              "object the engine calls",
     "stateful": "a site-allocation policy that looks at the sites' state at each decision: simulated "
-                "together with the sites in one compiled pass (simengine.grid_lwr)",
+                "together with the LWR sites, in one compiled pass (simengine.grid_lwr) or event by event "
+                "around a Python policy (simengine.site_state)",
 }
 
 
@@ -60,8 +61,8 @@ class LocalScheduler(Protocol):
 @runtime_checkable
 class SiteAllocation(Protocol):
     """What SITE_ALLOCATION holds: called as ``(jobs, processors, params, rng)`` it returns a
-    cluster index per job (a static policy); a ``stateful`` one instead gives the compiled
-    pass its arguments (``kernel_args``)."""
+    cluster index per job (a static policy); a ``stateful`` one instead offers a ``stepper``
+    that simulates it with the sites (simengine.site_allocation, simengine.site_state)."""
 
     def __call__(self, jobs, processors, params, rng): ...
 
