@@ -26,9 +26,11 @@ import math
 from dataclasses import dataclass
 from typing import NamedTuple
 
+# (simengine.cao.core is imported where it is used: the scenario schema imports this module, and
+# the compiled core's import would cost every command-line start)
+
 import numpy as np
 
-from simengine.cao import core
 from simengine.cao.engine import EPS, CaoParams
 from simengine.policy import PolicyError, PolicyKind, policy_raised, register
 from simengine.registry import RESERVATION_ADMISSION
@@ -98,18 +100,21 @@ class ClusterOffer:
 
     def fit(self, after: float) -> tuple[float, float]:
         """(start, finish) of the task's earliest fit on this cluster from ``after`` (real time)."""
+        from simengine.cao import core
         st, prt = core.offer(self._sim.state, self._row, self.cluster, float(after))
         return float(st), float(prt)
 
     def availability(self) -> tuple[np.ndarray, np.ndarray]:
         """The task's class plan here, as (times, free processors from each time on): the
         processors of the class layer not held by started or planned jobs (reservations included)."""
+        from simengine.cao import core
         return core.availability(self._sim.state, self.cluster, self._cls)
 
     def jobs(self) -> dict[str, np.ndarray]:
         """The class's jobs here: queued (in queue order, accepted reservations among them), then
         started ones: ``job`` (row), ``task`` (-1: a local job), ``processors``, ``start``, ``end``
         (planned, real time), ``started``."""
+        from simengine.cao import core
         j, a, b, run = core.class_jobs(self._sim.state, self.cluster, self._cls)
         return {"job": j, "task": self._sim.task[j], "processors": self._sim.n[j], "start": a, "end": b,
                 "started": run}
@@ -176,6 +181,7 @@ def admission_policy(ref: dict | None, p: CaoParams) -> ReservationAdmission | N
 def admit_workflow(sim, policy: ReservationAdmission) -> None:
     """Admit the tasks of the workflow the core stopped for (ADMISSION_DUE), in HEFT order: each
     task's request and offers to ``policy``, its grant to the core; then the clusters dispatch."""
+    from simengine.cao import core
     s = sim.state
     w, now = core.admission_begin(s)
     w, now = int(w), float(now)
