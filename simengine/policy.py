@@ -27,9 +27,6 @@ group (:func:`load_entry_points`); nothing is ever uploaded through the web.
 """
 from __future__ import annotations
 
-import heapq
-from bisect import bisect_left
-from operator import attrgetter
 import math
 import traceback
 import warnings
@@ -44,7 +41,7 @@ from simengine.errors import SimEngineError
 from simengine.registry import GRID_PLACEMENT, LOCAL_SCHEDULERS, SITE_ALLOCATION, NoParams
 from simengine.schedulers.base import ClusterSchedule, ClusterSteps, check_inputs
 
-__all__ = ["PolicyKind", "Job", "LocalScheduler", "GridJob", "Grid", "PlacementPolicy", "SiteAllocationPolicy", "PolicyError",
+__all__ = ["PolicyKind", "Job", "EventScheduler", "LocalScheduler", "GridJob", "Grid", "PlacementPolicy", "SiteAllocationPolicy", "PolicyError",
            "policy_raised", "register", "load_entry_points", "ENTRY_POINT_GROUP"]
 
 #: the entry point group installed packages register their policies under
@@ -103,65 +100,157 @@ class PolicyKind:
 
 class Job:
     """A job as a scheduler sees it: ``id`` (its index among the cluster's jobs, in submit
-    order), ``submit``, ``size`` (processors), ``estimate`` (requested time) and ``start``
-    (NaN while it waits)."""
+    order), ``submit``, ``size`` (processors), ``estimate`` (requested time), ``priority`` (its
+    stream's; higher first), ``status`` (waiting, running, suspended, done, killed, rejected),
+    ``start`` (when its current run started; NaN while it waits), ``plan`` (the time its current
+    run is planned to take: the estimate, or what is left of it plus the preemption overhead
+    after a suspension) and ``end`` (NaN until it ends)."""
 
-    __slots__ = ("id", "submit", "size", "estimate", "start")
+    __slots__ = ("id", "submit", "size", "estimate", "start", "priority", "status", "plan", "end", "key")
 
-    def __init__(self, id: int, submit: float, size: int, estimate: float):
-        self.id, self.submit, self.size, self.estimate = id, submit, size, estimate
-        self.start = math.nan
+    def __init__(self, id: int, submit: float, size: int, estimate: float, priority: int = 0):
+        self.id, self.submit, self.size, self.estimate, self.priority = id, submit, size, estimate, priority
+        self.start = self.end = math.nan
+        self.plan = estimate
+        self.status = "waiting"
 
     @property
     def expected_end(self) -> float:
-        """When a running job is expected to end: start + estimate."""
-        return self.start + self.estimate
+        """When a running job is expected to end: start + plan."""
+        return self.start + self.plan
 
     def __repr__(self) -> str:
         return f"Job(id={self.id}, submit={self.submit}, size={self.size}, estimate={self.estimate})"
 
 
-class LocalScheduler(PolicyKind):
-    """Subclass this, set ``name`` (and ``Params``, a pydantic model, when the policy takes
-    parameters; ``summary`` for the listings) and write :meth:`schedule`. One instance
-    schedules one cluster of one replication: it may keep state between calls."""
+class EventScheduler(PolicyKind):
+    """A local scheduler on the event API (docs/write-a-policy.md): subclass this, set ``name``
+    (``Params``, ``summary``) and write :meth:`decide` -- and any of the ``on_*`` callbacks. The
+    engine calls them at each instant something happened on the cluster, in this order: the
+    callbacks of what happened, then ``decide(now)``. ``self.cluster``
+    (simengine.local.external.Cluster) is what the policy sees -- ``queue``, ``running``,
+    ``reservations``, ``free``, ``profile()``, ``victims()`` -- and how it acts: ``start(job,
+    processors=None)``, ``reject``, ``kill``, ``requeue``, ``suspend``, ``wake_me_up_at(t)``. It
+    runs with advance reservations, priorities and preemption. One instance schedules one cluster
+    of one replication."""
 
     kind_registry = LOCAL_SCHEDULERS
-    kind_methods = ("schedule",)
+    kind_methods = ("decide", "on_submit", "on_complete", "on_preempted", "on_reservation", "on_timer")
+
+    def __init__(self, params: BaseModel, cluster):
+        self.params, self.cluster = params, cluster
+        self.processors = cluster.processors
+
+    @classmethod
+    def create(cls, params: BaseModel, cluster) -> "EventScheduler":
+        """The policy for one cluster of one replication (the engine calls this)."""
+        return cls(params, cluster)
 
     @classmethod
     def implementation_of(cls, policy: type) -> object:
         return PythonScheduler(policy)
 
+    @classmethod
+    def capabilities_of(cls, policy: type) -> tuple[str, ...]:
+        return ("event_driven", *policy.capabilities)
+
+    def on_submit(self, now: float, jobs: list[Job]) -> None:
+        """``jobs`` arrived (they are in ``cluster.queue``)."""
+
+    def on_complete(self, now: float, jobs: list[Job]) -> None:
+        """``jobs`` finished their work."""
+
+    def on_preempted(self, now: float, jobs: list[Job]) -> None:
+        """A reservation's window took the processors of ``jobs`` (their ``status`` says what became
+        of them under the cluster's preemption mode: suspended, waiting again, or killed)."""
+
+    def on_reservation(self, now: float, reservation, event: str) -> None:
+        """An advance reservation was ``accepted``, ``rejected``, ``moved`` (a relaxed one slid
+        earlier), ``started`` (its window opened) or ``ended``."""
+
+    def on_timer(self, now: float) -> None:
+        """A time asked for with ``cluster.wake_me_up_at`` came."""
+
+    def decide(self, now: float) -> None:
+        """Act on the cluster now (called after the callbacks, at every instant something happened)."""
+
+
+class LocalScheduler(EventScheduler):
+    """The simple form of the event API: subclass this, set ``name`` (and ``Params``, a pydantic
+    model, when the policy takes parameters; ``summary`` for the listings) and write
+    :meth:`schedule`, which the engine calls whenever something happened on the cluster and jobs
+    wait and processors are free. One instance schedules one cluster of one replication: it may
+    keep state between calls."""
+
+    kind_registry = LOCAL_SCHEDULERS
+    kind_methods = ("schedule",)
+
     def __init__(self, params: BaseModel, processors: int):
         self.params, self.processors = params, processors
+        self.cluster = None  # set by the engine
+
+    @classmethod
+    def create(cls, params: BaseModel, cluster) -> "LocalScheduler":
+        self = cls(params, cluster.processors)
+        self.cluster = cluster
+        return self
 
     def schedule(self, now: float, queue: list[Job], free: int, running: Collection[Job]) -> Iterable[Job]:
         """The jobs of ``queue`` to start at ``now`` (together they must fit in ``free``)."""
         raise NotImplementedError
 
+    def decide(self, now: float) -> None:
+        cluster = self.cluster
+        queue, free = cluster.queue, cluster.free
+        if not queue or free == 0:  # (every job needs a processor)
+            return
+        try:
+            chosen = self.schedule(now, queue, free, cluster.running.values())
+            if not chosen:
+                return
+            chosen = list(chosen)  # (a generator runs the policy's code here)
+        except Exception as exc:  # noqa: BLE001 - the researcher's code: any failure
+            raise policy_raised(self.name, f"schedule() at t={now:g} ({len(queue)} waiting, {free} processors "
+                                           f"free)", exc) from exc
+        for job in chosen:
+            if not (isinstance(job, Job) and job.start != job.start and job.status in ("waiting", "suspended")):
+                raise PolicyError(f"{self.name}: at t={now:g} it started {job!r}, which is not a waiting job")
+            if job.size > free:
+                raise PolicyError(f"{self.name}: at t={now:g} it started job {job.id} needing {job.size} "
+                                  f"processors with {free} free")
+            free -= job.size
+            cluster.start(job)
+
 
 class PythonScheduler:
-    """The registry's implementation of a :class:`LocalScheduler` subclass: the compiled
-    schedulers' interface (``steps`` and a call), run by :func:`_events`."""
+    """The registry's implementation of an :class:`EventScheduler` (or :class:`LocalScheduler`)
+    subclass: the policy as the scheduling pass of the event core (simengine.local.external), on
+    the event-driven model (reservations, priorities, preemption) and -- the simple form, which
+    can neither reject nor preempt -- on the kernel path too (the compiled schedulers' interface:
+    ``steps`` and a call)."""
 
-    #: what the engine may do with it: no event-driven counterpart (reservations, priorities,
-    #: preemption need fcfs, easy or conservative), not compiled
-    event_driven = False
+    #: it runs on the event-driven cluster; it is not compiled
+    event_driven = True
     compiled = False
 
-    def __init__(self, policy: type[LocalScheduler]):
+    def __init__(self, policy: type[EventScheduler]):
         self.policy = policy
         self.__doc__ = policy.__doc__
+        #: the simple form gives a start per job and nothing else: the kernel path can run it
+        self.kernel_path = issubclass(policy, LocalScheduler)
 
     def steps(self, submit, runtime, estimate, size, processors, params, horizon=math.inf) -> ClusterSteps:
+        from simengine.local.cluster import ClusterSim  # (the local model imports this module)
         check_inputs(submit, size, processors)
-        start, until = ClusterSteps.outputs(len(submit))
-        policy = self.policy(params, int(processors))
-        events = _events(policy, submit.tolist(), np.asarray(runtime, float).tolist(),
-                         np.asarray(estimate, float).tolist(), np.asarray(size).tolist(), int(processors), horizon,
-                         start, until)
-        return ClusterSteps(events, start, until)
+        sim = ClusterSim(int(processors), self.policy.name, submit, runtime, estimate, size, horizon=horizon,
+                         params=params, python=self.policy)
+        _, until = ClusterSteps.outputs(len(submit))
+
+        def slices():  # pauses before each event at or after until[0], as the compiled kernels do
+            while not sim.run(until=float(until[0])).finished:
+                yield
+
+        return ClusterSteps(slices(), sim.first_start, until)
 
     def __call__(self, submit, runtime, estimate, size, processors, params, horizon=math.inf) -> ClusterSchedule:
         return self.steps(submit, runtime, estimate, size, processors, params, horizon).to_end()
@@ -287,63 +376,6 @@ def register(policy: type) -> type:
     return policy
 
 
-def _events(policy: LocalScheduler, submit: list, runtime: list, estimate: list, size: list, processors: int,
-            horizon: float, start: np.ndarray, until: np.ndarray):
-    """The event loop: fills ``start``; a generator that pauses before each event at or after
-    ``until[0]`` (as the compiled schedulers do, simengine.schedulers.base.ClusterSteps)."""
-    n = len(submit)
-    free = processors
-    queue: list[Job] = []
-    running: dict[int, Job] = {}
-    ends: list[tuple[float, int]] = []  # (end, job) heap
-    arrived = 0
-    schedule = policy.schedule
-    while arrived < n or ends:
-        t = submit[arrived] if arrived < n else math.inf
-        if ends and ends[0][0] < t:
-            t = ends[0][0]
-        if t > horizon:
-            break
-        while t >= until[0]:
-            yield t
-        while ends and ends[0][0] <= t:
-            done = heapq.heappop(ends)[1]
-            free += size[done]
-            del running[done]
-        while arrived < n and submit[arrived] <= t:
-            queue.append(Job(arrived, submit[arrived], size[arrived], estimate[arrived]))
-            arrived += 1
-        if not queue or free == 0:  # (every job needs a processor)
-            continue
-        try:
-            chosen = schedule(t, queue, free, running.values())
-            if not chosen:
-                continue
-            chosen = list(chosen)  # (a generator runs the policy's code here)
-        except Exception as exc:  # noqa: BLE001 - the researcher's code: any failure
-            raise policy_raised(policy.name, f"schedule() at t={t:g} ({len(queue)} waiting, {free} processors free)",
-                                exc) from exc
-        for job in chosen:
-            if not (isinstance(job, Job) and job.start != job.start and job.id < arrived):
-                raise PolicyError(f"{policy.name}: at t={t:g} it started {job!r}, which is not a waiting job")
-            if job.size > free:
-                raise PolicyError(f"{policy.name}: at t={t:g} it started job {job.id} needing {job.size} "
-                                  f"processors with {free} free")
-            job.start = t
-            start[job.id] = t
-            free -= job.size
-            running[job.id] = job
-            heapq.heappush(ends, (t + runtime[job.id], job.id))
-        if all(queue[i] is job for i, job in enumerate(chosen)):  # (from the head: FCFS's case)
-            del queue[:len(chosen)]
-        else:  # the queue is in id order: find each by bisection (list.remove compares every job before it)
-            for job in chosen:
-                del queue[bisect_left(queue, job.id, key=_job_id)]
-
-
-_job_id = attrgetter("id")
-
-
 def load_entry_points() -> list[str]:
     """Import every module registered under ENTRY_POINT_GROUP (importing registers its
     policies); returns their names. A package that fails to load is reported as a warning and
@@ -363,6 +395,22 @@ def load_entry_points() -> list[str]:
 #: from here as well: ``from simengine.policy import <name>`` (loaded on first use, so this module
 #: imports no model package). One line per name: name -> module.
 ELSEWHERE: dict[str, str] = {
+    "StatefulSiteAllocation": "simengine.site_state",
+    "Site": "simengine.site_state",
+    "SiteJob": "simengine.site_state",
+    "ClaimingPolicy": "simengine.grid.claiming",
+    "ClaimJob": "simengine.grid.claiming",
+    "ClaimingGrid": "simengine.grid.claiming",
+    "Retry": "simengine.grid.claiming",
+    "Requeue": "simengine.grid.claiming",
+    "Fail": "simengine.grid.claiming",
+    "DeadlineJob": "simengine.grid.deadline_job",
+    "ReservationAdmission": "simengine.cao.admission",
+    "ReservationRequest": "simengine.cao.admission",
+    "ClusterOffer": "simengine.cao.admission",
+    "Grant": "simengine.cao.admission",
+    "Predecessor": "simengine.cao.admission",
+    "RarsKnobs": "simengine.cao.admission",
 }
 
 

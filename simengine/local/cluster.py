@@ -41,9 +41,11 @@ import numpy as np
 
 from simengine.jit import load_own_copies
 from simengine.local import core
+from simengine.local.external import Cluster
 from simengine.local.core import (AR_ACCEPTED, AR_ACTIVE, AR_DONE, AR_PENDING, AR_REJECTED, DONE,  # noqa: F401
-                                  KILLED, QUEUED, RUNNING, SUSPENDED, WAITING)
+                                  KILLED, QUEUED, REJECTED, RUNNING, SUSPENDED, WAITING)
 from simengine.local.profile import replan_queue
+from simengine.registry import LOCAL_SCHEDULERS
 from simengine.preemption import PreemptionMode
 from simengine.schedulers.base import planned_end  # noqa: F401  (re-exported: the kernels' rule)
 from simengine.schedulers.conservative import compress, job_classes
@@ -91,6 +93,13 @@ class AdvanceReservation:
 
 
 
+def _simple_form(python: type) -> bool:
+    """Does the policy act only through ``schedule`` (when jobs wait and processors are free)?"""
+    from simengine.policy import EventScheduler, LocalScheduler
+    return issubclass(python, LocalScheduler) and all(
+        getattr(python, m) is getattr(LocalScheduler, m) for m in EventScheduler.kind_methods)
+
+
 class ClusterSim:
     """Simulate one cluster.
 
@@ -122,16 +131,23 @@ class ClusterSim:
 
     def __init__(self, processors: int, policy: str, submit, runtime, estimate, size, priority=None,
                  reservations: list[AdvanceReservation] | None = None, mode: PreemptionMode | None = None,
-                 overrun_step: float = 60.0, horizon: float = INF):
-        if policy not in POLICIES:
-            raise ValueError(f"unknown policy {policy!r}; known: {', '.join(POLICIES)}")
+                 overrun_step: float = 60.0, horizon: float = INF, params=None, python: type | None = None):
+        if python is None and policy not in POLICIES:
+            entry = LOCAL_SCHEDULERS.get(policy) if policy in LOCAL_SCHEDULERS else None
+            python = getattr(entry.implementation, "policy", None) if entry else None
+            if python is None:
+                raise ValueError(f"unknown policy {policy!r}; known: "
+                                 f"{', '.join(LOCAL_SCHEDULERS.with_capability('event_driven'))}")
+            params = entry.validated(params)
+        elif python is not None and not isinstance(params, python.Params):
+            params = python.Params.model_validate(params or {})
         self.P = int(processors)
         self.policy = policy
         # before the core loads: it then calls these hot loops' own objects (simengine.jit)
         load_own_copies(compress, replan_queue)
         submit = np.asarray(submit, np.float64)
         runtime = np.asarray(runtime, np.float64)
-        estimate = np.asarray(estimate, np.float64)
+        estimate = self._estimate = np.asarray(estimate, np.float64)
         size = np.asarray(size, np.int64)
         n = self.n = len(submit)
         if n > 1 and np.any(np.diff(submit) < 0):
@@ -152,17 +168,20 @@ class ClusterSim:
         a = self.ars
         nan = math.nan
         self._state, arrays = core.new_state(
-            self.P, POLICIES.index(policy), step, float(horizon), self.mode.preempts, self.mode.restarts,
+            self.P, core.EXTERNAL if python is not None else POLICIES.index(policy), step, float(horizon), self.mode.preempts, self.mode.restarts,
             self.mode.resumes, self.mode.overhead, submit, runtime, size, prio, plan0, classes,
             [r.processors for r in a], [r.start for r in a], [r.end for r in a], [r.request_time for r in a],
             [r.est if r.est is not None else nan for r in a], [r.lft if r.lft is not None else nan for r in a],
-            [r.job_runtime if r.job_runtime is not None else nan for r in a])
+            [r.job_runtime if r.job_runtime is not None else nan for r in a],
+            lazy=python is not None and _simple_form(python))
         self._a = arrays
         self.first_start, self.end, self.state = arrays["first_start"], arrays["end"], arrays["state"]
         self.preemptions, self.resumes, self.lost = arrays["preemptions"], arrays["resumes_n"], arrays["lost"]
         self.run_start, self.susp_at = arrays["run_start"], arrays["susp_at"]
         self._pieces: list[tuple] = []
         self._read()
+        #: the Python policy deciding (simengine.local.external), None for a compiled one
+        self.external = None if python is None else Cluster(self, python, params, self.mode)
 
     # ---- what the core holds, as Python ---------------------------------------------------------
 
@@ -170,6 +189,8 @@ class ClusterSim:
         (self._pc_owner, self._pc_t0, self._pc_t1, self._pc_kind, self._pc_off, self._pc_len, self._npc,
          self._pool, queue, self.qn, running, nrun, self._ncomp, self.finished, self._arrived,
          self._report_t) = core.buffers(self._state)
+        if getattr(self, "external", None) is not None:  # a Python policy keeps the queue
+            self.qn = len(self.external.queue)
         self._queue = queue
         self._running = running[:nrun]
         a, st = self._a, self._a["ar_status"]
@@ -223,6 +244,8 @@ class ClusterSim:
     @property
     def queue(self) -> list[int]:
         """Queued job ids in queue order."""
+        if self.external is not None:
+            return [job.id for job in self.external.queue]
         return self._queue.tolist()
 
     @property
@@ -286,9 +309,16 @@ class ClusterSim:
         live Gantt advances every cluster slice by slice). ``finished`` says nothing is left."""
         every = STEP_EVENTS if on_step is not None else 0
         fresh = True
-        while core.advance(self._state, float(until), every, fresh) == core.REPORT_DUE:
+        state, until, advance, external = self._state, float(until), core.advance, self.external
+        while True:
+            code = advance(state, until, every, fresh)
             fresh = False
-            self._read()
-            on_step(self._arrived / self.n if self.n else 1.0, float(self._report_t))
+            if code == core.DECIDE:
+                external.decide()
+            elif code == core.REPORT_DUE:
+                self._read()
+                on_step(self._arrived / self.n if self.n else 1.0, float(self._report_t))
+            else:
+                break
         self._read()
         return self

@@ -36,12 +36,20 @@ from simengine.schedulers.conservative import compress, end_plan, plan_from_now,
 
 INF = math.inf
 
-WAITING, QUEUED, RUNNING, SUSPENDED, DONE, KILLED = range(6)
+WAITING, QUEUED, RUNNING, SUSPENDED, DONE, KILLED, REJECTED = range(7)
 AR_PENDING, AR_ACCEPTED, AR_ACTIVE, AR_DONE, AR_REJECTED = range(5)
-EV_JOB_END, EV_AR_END, EV_OVERRUN = range(3)
-FCFS, EASY, CONSERVATIVE = range(3)
+EV_JOB_END, EV_AR_END, EV_OVERRUN, EV_TIMER = range(4)
+#: the scheduling pass: a compiled strategy, or EXTERNAL -- the pass is the caller's (a Python
+#: policy, simengine.local.external): advance() stops with DECIDE once the events of an instant are
+#: handled, the caller acts through the act_* functions and calls advance() again
+FCFS, EASY, CONSERVATIVE, EXTERNAL = range(4)
 #: what advance() stopped for
-FINISHED, REACHED_UNTIL, REPORT_DUE = range(3)
+FINISHED, REACHED_UNTIL, REPORT_DUE, DECIDE = range(4)
+#: what an EXTERNAL pass is told (the event log, log_kind/log_id, reset by the caller)
+LOG_SUBMIT, LOG_END, LOG_PREEMPTED, LOG_AR_ACCEPTED, LOG_AR_REJECTED, LOG_AR_MOVED, LOG_AR_START, LOG_AR_END, \
+    LOG_TIMER = range(9)
+#: ctl[]: the scalars an EXTERNAL caller reads and writes without a call
+CTL_NLOG, CTL_NFREE, CTL_TIMER_LOGGED = range(3)
 
 
 @structref.register
@@ -85,6 +93,10 @@ FIELDS = (
     "pc_owner", "pc_t0", "pc_t1", "pc_kind", "pc_off", "pc_len", "npc", "pool", "npool",
     # the loop's own scalars
     "next_start", "early", "repaired", "below_zero", "arrived", "requested", "finished", "countdown", "report_t",
+    # EXTERNAL: the event log since the last decision, ctl (CTL_*), the decision's time
+    # (``lazy``: it only acts when jobs wait and processors are free -- the simple form -- so the
+    # core goes on until then, the log holding several instants; ``nwait``: jobs waiting)
+    "logging", "log_kind", "log_id", "ctl", "decide_t", "lazy", "nwait",
 )
 
 structref.define_proxy(State, StateType, list(FIELDS))
@@ -92,7 +104,7 @@ structref.define_proxy(State, StateType, list(FIELDS))
 
 def new_state(processors: int, policy: int, step: float, horizon: float, preempts: bool, restarts: bool,
               resumes: bool, overhead: float, submit, runtime, size, prio, plan0, classes,
-              ar_p, ar_start, ar_end, ar_req, ar_est, ar_lft, ar_jrt) -> tuple[State, dict]:
+              ar_p, ar_start, ar_end, ar_req, ar_est, ar_lft, ar_jrt, lazy: bool = False) -> tuple[State, dict]:
     """A fresh State, and the arrays it shares with the caller by name (they stay current:
     only the growable buffers -- heap, profile, pieces, pool -- are replaced as the run goes)."""
     n = len(submit)
@@ -117,6 +129,11 @@ def new_state(processors: int, policy: int, step: float, horizon: float, preempt
         ar_est=np.ascontiguousarray(ar_est, f), ar_lft=np.ascontiguousarray(ar_lft, f),
         ar_jrt=np.ascontiguousarray(ar_jrt, f), ar_status=np.full(len(ar_p), AR_PENDING, np.int64),
         ar_off=np.full(len(ar_p), -1, np.int64), ar_at=np.full(len(ar_p), np.nan),
+        # an instant logs each job at most twice (arrival, end or preemption), each reservation four
+        # times, and one timer; room for two instants' worth: a lazy pass is woken when half is used
+        log_kind=np.empty(2 * (2 * n + 4 * len(ar_p) + 1) + 16 if policy == EXTERNAL else 1, np.int64),
+        log_id=np.empty(2 * (2 * n + 4 * len(ar_p) + 1) + 16 if policy == EXTERNAL else 1, np.int64),
+        ctl=np.zeros(3, np.int64), decide_t=np.full(1, np.nan),
     )
     cap = max(16, 2 * n)
     values = dict(
@@ -131,7 +148,7 @@ def new_state(processors: int, policy: int, step: float, horizon: float, preempt
         pool=np.empty(max(16, int(arrays["size"].sum()) + int(arrays["ar_p"].sum())), np.int64), npool=0,
         next_start=INF, early=False, repaired=False, below_zero=False, arrived=0, requested=0, finished=False,
         countdown=0,
-        report_t=np.nan, **arrays)
+        report_t=np.nan, logging=policy == EXTERNAL, lazy=bool(lazy), nwait=0, **arrays)
     return _make(*(values[k] for k in FIELDS)), arrays
 
 
@@ -255,6 +272,16 @@ def _pool_room(s, k):
     off = s.npool
     s.npool += k
     return off
+
+
+@njit(cache=True)
+def _log(s, kind, ident):
+    """Tell an EXTERNAL pass what happened (nothing is logged for the compiled ones)."""
+    if s.logging:
+        k = s.ctl[CTL_NLOG]
+        s.log_kind[k] = kind
+        s.log_id[k] = ident
+        s.ctl[CTL_NLOG] = k + 1
 
 
 @njit(cache=True)
@@ -491,6 +518,7 @@ def _finish(s, j, t):
     _piece(s, j, s.run_start[j], t, KIND_RUN, s.off[j], s.size[j])
     if not (s.cons and s.pact[j] == 0):
         _release(s, s.off[j], s.size[j])
+    _log(s, LOG_END, j)
     if s.cons and end_plan(j, t, s.pend, s.size, s.enode, s.nt, s.nf, s.L, s.fs, s.S, s.CI, s.CF, s.act, s.nact):
         s.early = True
 
@@ -604,7 +632,11 @@ def _queue(s):
 def _join_queue(s, j, t, replan):
     """Put j in the queue; conservative: it gets the earliest reservation that fits, and the
     queued jobs it now ranks before are placed again after it, in queue order -- unless not
-    ``replan``: a replan from an earlier place follows before anything reads the reservations."""
+    ``replan``: a replan from an earlier place follows before anything reads the reservations.
+    An EXTERNAL pass keeps its own queue (simengine.local.external)."""
+    if s.policy == EXTERNAL:
+        s.nwait += 1
+        return
     pos = _enqueue(s, j)
     if s.cons and replan:
         q = _queue(s)
@@ -703,8 +735,10 @@ def _admit(s, r, t):
     s.ar_at[r] = t
     if start == INF:
         s.ar_status[r] = AR_REJECTED
+        _log(s, LOG_AR_REJECTED, r)
         return
     s.ar_status[r] = AR_ACCEPTED
+    _log(s, LOG_AR_ACCEPTED, r)
     s.ar_start[r] = start
     s.ar_end[r] = start + d
     if s.cons:
@@ -726,6 +760,7 @@ def _slide(s, t):
             o0, o1 = s.ar_start[r], s.ar_end[r]
             s.ar_start[r] = x
             s.ar_end[r] = x + d
+            _log(s, LOG_AR_MOVED, r)
             if s.cons:
                 give_window(s.ar_snode[r], s.ar_enode[r], o0, o1, s.ar_p[r], t, s.nt, s.nf, s.L, s.fs, s.S,
                             s.CI, s.CF, s.act, s.nact)
@@ -754,6 +789,7 @@ def _open_window(s, r, t):
                     _preempt(s, cand[i], t, s.resumes, s.restarts, s.overhead, True)
                 else:
                     _preempt(s, cand[i], t, False, False, 0.0, True)
+                _log(s, LOG_PREEMPTED, cand[i])
     off = _take(s, need)
     _hold(s, off, need, -2 - r)
     s.ar_off[r] = off
@@ -762,6 +798,7 @@ def _open_window(s, r, t):
         lp_release(s.ar_snode[r], s.nt, s.nf, s.L, s.fs, s.S)
         s.ar_snode[r] = -1
     _push(s, s.ar_end[r], EV_AR_END, r, 0)
+    _log(s, LOG_AR_START, r)
     if s.ar_jrt[r] == s.ar_jrt[r]:
         _piece(s, -1 - r, t, t + s.ar_jrt[r], KIND_RUN, off, need)
 
@@ -774,6 +811,7 @@ def _close_window(s, r, t):
         s.ar_enode[r] = -1
     s.ar_status[r] = AR_DONE
     _piece(s, -1 - r, s.ar_start[r], s.ar_end[r], KIND_RESERVATION, s.ar_off[r], s.ar_p[r])
+    _log(s, LOG_AR_END, r)
 
 
 # ---- preemption for a waiting job -------------------------------------------------------------------
@@ -1015,6 +1053,143 @@ def _preempt_top(s, j, t):
     return True
 
 
+# ---- what an EXTERNAL pass may do (simengine.local.external) -------------------------------------------
+#: why an act_* refused: its return value (0: done)
+ACT_OK, ACT_NOT_WAITING, ACT_TOO_FEW_FREE, ACT_BAD_PROCESSORS, ACT_BUSY_PROCESSORS, ACT_OWN_PROCESSORS, \
+    ACT_NOT_RUNNING, ACT_PAST = range(8)
+
+
+@njit(cache=True)
+def act_start(s, j, t, procs):
+    """Start waiting (or suspended) job j now, on ``procs`` (empty: the lowest free, as the
+    compiled passes take them; a suspended job resumes on its own)."""
+    state, p = s.state[j], s.size[j]
+    if state != QUEUED and state != SUSPENDED:
+        return ACT_NOT_WAITING
+    if p > s.nfree:
+        return ACT_TOO_FEW_FREE
+    if state == SUSPENDED:
+        if not _procs_free(s, j, False):
+            return ACT_OWN_PROCESSORS
+        if procs.shape[0]:
+            if procs.shape[0] != p:
+                return ACT_OWN_PROCESSORS
+            pool, off = s.pool, s.off[j]
+            for i in range(p):
+                if procs[i] != pool[off + i]:
+                    return ACT_OWN_PROCESSORS
+        _start(s, j, t)
+    elif procs.shape[0]:
+        if procs.shape[0] != p:
+            return ACT_BAD_PROCESSORS
+        owner = s.owner
+        why = ACT_OK
+        k = 0
+        while k < p and why == ACT_OK:
+            q = procs[k]
+            if q < 0 or q >= s.P:
+                why = ACT_BAD_PROCESSORS
+            elif owner[q] != -1:
+                why = ACT_BUSY_PROCESSORS
+            else:
+                owner[q] = -3 - s.nar  # (marked taken for now: a processor named twice is refused)
+                k += 1
+        for i in range(k):
+            owner[procs[i]] = -1
+        if why != ACT_OK:
+            return why
+        off = _pool_room(s, p)
+        s.pool[off:off + p] = procs
+        _start_on(s, j, t, off)
+    else:
+        _start(s, j, t)
+    s.nwait -= 1
+    s.ctl[CTL_NFREE] = s.nfree
+    return ACT_OK
+
+
+@njit(cache=True)
+def _start_on(s, j, t, off):
+    """_start for a job whose processors the caller chose (written to the pool at ``off``)."""
+    _hold(s, off, s.size[j], j)
+    s.off[j] = off
+    s.state[j] = RUNNING
+    _run_add(s, j)
+    s.run_start[j] = t
+    if s.first_start[j] != s.first_start[j]:
+        s.first_start[j] = t
+    s.gen[j] += 1
+    _push(s, t + s.pact[j], EV_JOB_END, j, s.gen[j])
+
+
+@njit(cache=True)
+def act_reject(s, j, t):
+    """Waiting job j will never run: it ends now, rejected."""
+    if s.state[j] != QUEUED:
+        return ACT_NOT_WAITING
+    s.state[j] = REJECTED
+    s.end[j] = t
+    s.nwait -= 1
+    return ACT_OK
+
+
+@njit(cache=True)
+def act_preempt(s, j, t, how):
+    """Stop running job j now: ``how`` 0 kills it, 1 requeues it (it restarts from scratch), 2
+    suspends it (it resumes on its processors); the cluster's preemption overhead applies."""
+    if s.state[j] != RUNNING:
+        return ACT_NOT_RUNNING
+    _preempt(s, j, t, how == 2, how == 1, s.overhead if how else 0.0, False)
+    s.ctl[CTL_NFREE] = s.nfree
+    return ACT_OK
+
+
+@njit(cache=True)
+def act_timer(s, at, t):
+    """Wake the pass at ``at`` (not before now)."""
+    if at < t:
+        return ACT_PAST
+    _push(s, at, EV_TIMER, -1, 0)
+    return ACT_OK
+
+
+@njit(cache=True)
+def victims(s, t, below):
+    """Running jobs that may be preempted for a job of priority ``below``, in the order the
+    compiled passes take them (simengine.local.core's one victim order)."""
+    return _victim_order(s, t, below)
+
+
+@njit(cache=True)
+def free_profile(s, t, still_running, exclude):
+    """The free processors from t by plan (running jobs until their planned end -- but the jobs
+    of ``exclude`` --, accepted reservations over their windows): step times and free counts.
+    ``still_running``: a job due to end now is planned one overrun step on."""
+    for j in exclude:
+        s.excl[j] = True
+    out = _view(s, t, still_running, exclude.shape[0] > 0, -1)
+    for j in exclude:
+        s.excl[j] = False
+    return out
+
+
+@njit(cache=True)
+def own_free(s, j, exclude):
+    """Are suspended job j's processors free (the jobs of ``exclude`` counted as gone)?"""
+    for v in exclude:
+        s.excl[v] = True
+    out = _procs_free(s, j, exclude.shape[0] > 0)
+    for v in exclude:
+        s.excl[v] = False
+    return out
+
+
+@njit(cache=True)
+def own_free_at(s, j, t):
+    """When every processor of suspended job j is expected to be free, by plan."""
+    return _identity_free_at(s, j, t)
+
+
 # ---- the loop ---------------------------------------------------------------------------------------
 
 
@@ -1045,6 +1220,7 @@ def advance(s, until, report_every, fresh):
             s.finished = True
             return FINISHED
         if t >= until:
+            s.report_t = t
             return REACHED_UNTIL
         if report_every > 0:
             s.countdown -= 1
@@ -1069,6 +1245,10 @@ def advance(s, until, report_every, fresh):
             elif kind == EV_AR_END:
                 _close_window(s, ident, t)
                 freed = True
+            elif kind == EV_TIMER:
+                if s.ctl[CTL_TIMER_LOGGED] == 0:
+                    _log(s, LOG_TIMER, -1)
+                    s.ctl[CTL_TIMER_LOGGED] = 1
             else:
                 if nov == overruns.shape[0]:
                     overruns = _grown(overruns, 16)
@@ -1103,9 +1283,18 @@ def advance(s, until, report_every, fresh):
         first_new = s.arrived
         while s.arrived < n and s.submit[s.arrived] <= t:
             s.state[s.arrived] = QUEUED
+            _log(s, LOG_SUBMIT, s.arrived)
+            s.nwait += 1
             s.arrived += 1
         # 6. one scheduling pass
-        if s.cons:
+        if s.policy == EXTERNAL:
+            m = s.ctl[CTL_NLOG]
+            if m > 0 and (not s.lazy or (s.nwait > 0 and s.nfree > 0) or 2 * m >= s.log_kind.shape[0]):
+                # (something happened: an overrun step alone tells it nothing)
+                s.decide_t[0] = t
+                s.ctl[CTL_NFREE] = s.nfree
+                return DECIDE
+        elif s.cons:
             _pass_conservative(s, t, first_new, s.arrived)
         else:
             for j in range(first_new, s.arrived):

@@ -25,7 +25,7 @@ import numpy as np
 
 from simengine.gantt import KIND_KILLED, KIND_RUN, SEGMENT_COLUMNS, ordered_segments
 from simengine.local.schema import needs_local
-from simengine.local.cluster import (AR_ACCEPTED, AR_ACTIVE, AR_DONE, AR_REJECTED, DONE, KILLED,
+from simengine.local.cluster import (AR_ACCEPTED, AR_ACTIVE, AR_DONE, AR_REJECTED, DONE, KILLED, REJECTED,
                                      AdvanceReservation, ClusterSim)
 from simengine.preemption import preemption_mode
 from simengine.driver import Model, Replication
@@ -85,7 +85,8 @@ class _Replication:
             step = float(spec.scheduler.params.get("overrun_step", 60.0))
             self.sims.append((c, idx, ClusterSim(spec.processors, spec.scheduler.name, jobs.submit[idx], runtime[idx],
                                                  estimate[idx], jobs.processors[idx], jobs.extra["priority"][idx],
-                                                 ars, preemption_mode(spec.preemption), step, horizon)))
+                                                 ars, preemption_mode(spec.preemption), step, horizon,
+                                                 params=spec.scheduler.params)))
             self.ars += ars
         if live is not None:
             _feed_live(self, live, horizon)
@@ -227,7 +228,7 @@ def finish(rep: _Replication, replication: int, with_segments: bool):
     status = np.full(keep, STATUS_UNFINISHED, np.int8)
     status[(state == DONE) & ended] = STATUS_COMPLETED
     status[((state == DONE) & ended & rep.walltime_killed[sl]) | ((state == KILLED) & ended)] = STATUS_KILLED
-    status[cluster < 0] = STATUS_REJECTED
+    status[(cluster < 0) | ((state == REJECTED) & ended)] = STATUS_REJECTED  # (a Python policy may reject)
     w = {"job_id": jobs.job_id[sl], "stream": jobs.stream[sl], "cluster": cluster, "submit": jobs.submit[sl],
          "start": np.where(started, first, np.nan), "end": np.where(ended, end, np.nan),
          "processors": jobs.processors[sl], "runtime": rep.runtime[sl], "estimate": jobs.estimate[sl],

@@ -32,7 +32,8 @@ class Reservation(StrictModel):
     asked for at ``request_time`` and accepted or rejected then by the cluster's profile."""
 
     name: str = Field(min_length=1, description="Unique name, shown in the job table and notes")
-    cluster: str = Field(description="Name of the cluster (its scheduler must be fcfs, easy or conservative)")
+    cluster: str = Field(description="Name of the cluster (its scheduler must be event-driven: fcfs, easy, "
+                                     "conservative or a Python policy)")
     processors: int = Field(gt=0, description="Processors held over the whole window")
     start: float = Field(ge=0, description="Window start (s)")
     end: float = Field(description="Window end (s), after start; held until then even if the job ends sooner")
@@ -120,7 +121,10 @@ def reservation_problems(s, check_policy=None) -> Problems:
 
 
 def needs_local(scenario: Any) -> bool:
-    """Does the scenario need the event-driven simulator (reservations, preemption or priorities)?"""
+    """Does the scenario need the event-driven simulator (reservations, preemption or priorities,
+    or a policy on the event API, which may reject and preempt jobs: more than start times)?"""
     return (bool(scenario.reservations)
             or any(c.preemption.name != "none" for c in scenario.platform.clusters)
-            or any(getattr(s, "priority", 0) != 0 for s in scenario.workload.streams))
+            or any(getattr(s, "priority", 0) != 0 for s in scenario.workload.streams)
+            or any(not getattr(LOCAL_SCHEDULERS.get(c.scheduler.name).implementation, "kernel_path", True)
+                   for c in scenario.platform.clusters if c.scheduler.name in LOCAL_SCHEDULERS))

@@ -39,7 +39,7 @@ def test_the_worked_package_registers_through_its_entry_point():
     assert "sjf-backfill" in [ep.name for ep in entry_points(group=ENTRY_POINT_GROUP)]
     entry = LOCAL_SCHEDULERS.get("sjf-backfill")
     assert entry.params.model_json_schema()["properties"]["key"]["enum"] == ["estimate", "area"]
-    assert entry.implementation.event_driven is False
+    assert entry.implementation.event_driven is True  # (issue 35: reservations, priorities, preemption)
 
 
 # ---- SJF backfilling against a straightforward reference ------------------------------------------

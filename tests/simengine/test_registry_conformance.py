@@ -29,6 +29,7 @@ from simengine.gantt import KIND_NAMES
 from simengine.local.cluster import POLICIES as EVENT_DRIVEN_POLICIES, ClusterSim
 from simengine.models import model_of
 from simengine.registry import GRID_PLACEMENT, LOCAL_SCHEDULERS, PREEMPTION, REGISTRIES, SITE_ALLOCATION, Entry
+from simengine.registry import CLAIMING
 from simengine.schedulers.base import ClusterSchedule
 from tests.conftest import ROOT
 
@@ -92,6 +93,18 @@ def scenario_for(registry, entry: Entry) -> dict:
     if kind == "workflow scheduling policy":
         data = example("cao-scojo-rars.yaml")
         data["grid"]["workflow_scheduling"] = ref
+        return data
+    if kind == "reservation admission policy":
+        data = example("cao-scojo-rars.yaml")
+        data["grid"]["workflow_scheduling"]["params"]["admission"] = ref
+        return data
+    if kind == "claiming policy":  # KOALA W30 with a second, low-priority stream its claims may preempt
+        data = example("koala-w30.yaml")
+        low = {**data["workload"]["streams"][0], "name": "low", "priority": "low"}
+        low.pop("background")
+        data["workload"]["streams"].append(low)
+        data["grid"]["deadline_policy"]["params"]["threshold"] = 0.5
+        data["grid"]["claiming"] = ref
         return data
     raise AssertionError(f"no conformance scenario for the {kind} registry: add one to scenario_for")
 
@@ -276,6 +289,19 @@ def test_a_placement_is_compiled_iff_the_coallocation_kernel_runs_it(name):
     check_placement(GRID_PLACEMENT.get(name))
 
 
+@pytest.mark.parametrize("name", GRID_PLACEMENT.names())
+def test_a_placement_places_coallocated_jobs_with_start_deadlines(name):
+    """Every placement also runs Ballier's deadline path (compiled in, or called from Python)."""
+    data = example("ballier-4x32.yaml", stop={"horizon": 30000}, warmup={"time": 1000})
+    data["grid"]["placement"] = {"name": name, "params": GRID_PLACEMENT.get(name).params().model_dump(mode="json")}
+    first, second = simengine.run(copy.deepcopy(data)), simengine.run(copy.deepcopy(data))
+    check_result(first, [32] * 4)
+    for column, values in first.jobs.items():
+        assert np.array_equal(values, second.jobs[column], equal_nan=values.dtype.kind == "f"), column
+    global_started = ~np.isnan(first.jobs["deadline"]) & ~np.isnan(first.jobs["start"])
+    assert global_started.any(), f"{name} placed no co-allocated job"
+
+
 def check_placement(entry: Entry) -> None:
     from simengine.grid.kernel import PLACE_WORST_FIT
     from simengine.grid.koala import KoalaJob
@@ -354,3 +380,18 @@ def test_a_registry_without_a_protocol_takes_model_parts_only():
         registry.register("mine")(object())
     registry.register("part", capabilities=("model",))(object())
     assert registry.names() == ["part"]
+
+
+@pytest.mark.parametrize("name", CLAIMING.names())
+def test_a_claiming_policy_has_every_component_claimed_by_the_job_start_time(name):
+    from simengine.grid.koala_run import simulate_koala_replication
+
+    entry = CLAIMING.get(name)
+    scenario = simengine.load_scenario(scenario_for(CLAIMING, entry))
+    outcome = simulate_koala_replication(scenario, 0).outcome
+    started = [k for k in outcome.jobs if k.state in ("running", "done")]
+    assert started, f"{name}: no KOALA job started"
+    for k in started:
+        claims = [c[4] for c in k.comps]
+        assert k.start == k.jst and all(k.jpt <= t <= k.jst for t in claims), \
+            f"{name}: a job started at {k.start} with claims at {claims} (placed {k.jpt}, JST {k.jst})"

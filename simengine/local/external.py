@@ -1,0 +1,368 @@
+"""A Python policy as the scheduling pass of the event core (simengine.local.core, EXTERNAL).
+
+The core handles an instant's events (completions, reservation requests and windows, the
+preemptions a window forces, arrivals, timers) and stops with DECIDE; :class:`Cluster` reads what
+happened from the core's event log, keeps the policy's view of the queue and the running jobs up to
+date, tells the policy (its ``on_*`` callbacks, then ``decide``) and carries out what it asks
+(``start``, ``reject``, ``kill``, ``requeue``, ``suspend``, ``wake_me_up_at``) through the core's
+``act_*`` functions, so every rule of the cluster (processors, reservations outranking jobs,
+preemption overheads, the pieces of the Gantt) is the core's, whoever decides.
+
+Views are kept incrementally (no scan of the queue per event): the queue is a list in queue
+order -- higher priority first, suspended before queued at equal priority, then submit order --
+that arrivals are appended to (or inserted in, with priorities) and started jobs taken out of.
+"""
+from __future__ import annotations
+
+import math
+from bisect import bisect_left, bisect_right, insort
+from operator import attrgetter
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from simengine.local import core
+from simengine.local.core import AR_ACCEPTED, AR_ACTIVE
+from simengine.preemption import PreemptionMode
+from simengine.policy import EventScheduler, Job, LocalScheduler, PolicyError, policy_raised
+
+if TYPE_CHECKING:
+    from simengine.local.cluster import AdvanceReservation, ClusterSim
+
+_NO_PROCESSORS = np.zeros(0, np.int64)
+_key = attrgetter("key")
+#: how act_* refusals read
+_WHY = {
+    core.ACT_NOT_WAITING: "it is not waiting",
+    core.ACT_TOO_FEW_FREE: "fewer processors are free than it needs",
+    core.ACT_BAD_PROCESSORS: "the processors are not {size} distinct processor ids of the cluster",
+    core.ACT_BUSY_PROCESSORS: "a processor it was given is not free (or was named twice)",
+    core.ACT_OWN_PROCESSORS: "a suspended job resumes on its own processors, and they are not all free",
+    core.ACT_NOT_RUNNING: "it is not running",
+    core.ACT_PAST: "that time has passed",
+}
+#: the status of a job the core preempted, as the policy reads it
+_STATUS = {core.QUEUED: "waiting", core.SUSPENDED: "suspended", core.KILLED: "killed"}
+
+
+class Cluster:
+    """What an event-API policy sees of its cluster and how it acts on it (``self.cluster``).
+
+    Attributes
+    ----------
+    processors : int
+        The cluster's processors (ids 0 .. processors - 1).
+    now : float
+        The current simulated time.
+    queue : list of Job
+        The waiting jobs (suspended ones too), in queue order; read it, do not change it.
+    running : dict of job id -> Job
+        The running jobs, in the order they started.
+    reservations : list of AdvanceReservation
+        The cluster's advance reservations (``status``: simengine.local.cluster's AR_* codes,
+        ``start``/``end`` the granted window, ``processors`` the count held).
+    """
+
+    def __init__(self, sim: "ClusterSim", policy_class: type, params, mode: PreemptionMode):
+        self._sim = sim
+        self._state = sim._state
+        a = sim._a
+        self.processors = sim.P
+        self.now = -math.inf
+        self.queue: list[Job] = []
+        self.running: dict[int, Job] = {}
+        self.reservations: list[AdvanceReservation] = sim.ars
+        #: the scenario's preemption mode (simengine.preemption): what ``preempt`` does, and the
+        #: overhead ``requeue`` and ``suspend`` add
+        self.preemption = mode
+        self._jobs: list[Job | None] = [None] * sim.n
+        self._submit, self._size = a["submit"].tolist(), a["size"].tolist()
+        self._estimate = sim._estimate.tolist()
+        self._prio = a["prio"].tolist()
+        self._plain = not any(self._prio)  # no priorities: arrivals append to the queue
+        self._pplan, self._state_arr, self._off = a["pplan"], a["state"], a["off"]
+        self._log_kind, self._log_id, self._ctl = a["log_kind"], a["log_id"], a["ctl"]
+        self._decide_t, self._end = a["decide_t"], a["end"]
+        self.name = policy_class.name
+        self.policy = policy_class.create(params, self)
+        base = LocalScheduler if isinstance(self.policy, LocalScheduler) else EventScheduler
+        own = lambda m: getattr(type(self.policy), m) is not getattr(base, m)  # noqa: E731
+        p = self.policy
+        self._on_submit = p.on_submit if own("on_submit") else None
+        self._on_complete = p.on_complete if own("on_complete") else None
+        self._on_preempted = p.on_preempted if own("on_preempted") else None
+        self._on_reservation = p.on_reservation if own("on_reservation") else None
+        self._on_timer = p.on_timer if own("on_timer") else None
+
+    # ---- what the policy reads ------------------------------------------------------------------
+
+    @property
+    def free(self) -> int:
+        """Idle processors now (those of open reservation windows are not idle)."""
+        return int(self._ctl[core.CTL_NFREE])
+
+    def allocation(self, job: Job) -> tuple[int, ...]:
+        """The processor ids a running (or suspended: its checkpoint's) job holds."""
+        off = int(self._off[job.id])
+        return tuple(self._sim._pool[off:off + job.size].tolist()) if off >= 0 else ()
+
+    def idle_processors(self) -> np.ndarray:
+        """The ids of the idle processors, ascending."""
+        self._sim._read()
+        return np.flatnonzero(self._sim._a["owner"] == -1)
+
+    def profile(self, exclude=(), still_running: bool = False) -> "Profile":
+        """The processors expected free from now on (a :class:`Profile`), counting the running jobs
+        (but those of ``exclude``) until their planned end -- start + plan, extended by the overrun
+        step, then twice as long each time, once outlived; ``still_running``: a job due to end now
+        counts one step more -- and the accepted reservations over their windows."""
+        times, free = core.free_profile(self._state, self.now, still_running, _ids(exclude))
+        return Profile(times.tolist(), free.tolist())
+
+    def reservations_ahead(self) -> bool:
+        """Is an accepted or open reservation window not over yet (so a job's estimate may run into
+        one)?"""
+        now = self.now
+        return any(r.status in (AR_ACCEPTED, AR_ACTIVE) and r.end > now for r in self.reservations)
+
+    def own_processors_free(self, job: Job, exclude=()) -> bool:
+        """Are suspended ``job``'s processors (its checkpoint's) free -- counting those of the running
+        jobs of ``exclude`` as freed?"""
+        return bool(core.own_free(self._state, job.id, _ids(exclude)))
+
+    def own_processors_free_at(self, job: Job) -> float:
+        """When every processor of suspended ``job`` is expected to be free, by plan."""
+        return float(core.own_free_at(self._state, job.id, self.now))
+
+    def victims(self, priority: int | None = None) -> list[Job]:
+        """The running jobs that may be preempted for a job of ``priority`` (None: any), in the
+        order the built-in schedulers take them: lowest priority first, then the newest start, then
+        the order they started in (jobs ending at this very instant are left out)."""
+        below = np.iinfo(np.int64).max if priority is None else int(priority)
+        return [self.running[j] for j in core.victims(self._state, self.now, below).tolist()]
+
+    def preempt(self, job: Job) -> None:
+        """Preempt running ``job`` as the cluster's preemption mode says (``preemption``: suspend,
+        requeue, or kill -- also when the mode is none)."""
+        mode = self.preemption
+        (self.suspend if mode.resumes else self.requeue if mode.restarts else self.kill)(job)
+
+    # ---- what the policy does -------------------------------------------------------------------
+
+    def start(self, job: Job, processors=None) -> None:
+        """Start waiting ``job`` now: on ``processors`` (ids; None: the lowest idle ones -- a
+        suspended job always resumes on its own)."""
+        if processors is None:
+            procs = _NO_PROCESSORS
+        else:
+            procs = np.asarray(processors, np.int64).ravel()
+            if len(np.unique(procs)) != len(procs):
+                self._refused("start", job, "a processor is named twice")
+        why = core.act_start(self._state, job.id, self.now, procs)
+        if why:
+            self._refused("start", job, _WHY[why].format(size=job.size))
+        self._dequeue(job)
+        job.start = self.now
+        job.status = "running"
+        job.plan = float(self._pplan[job.id])
+        self.running[job.id] = job
+
+    def reject(self, job: Job) -> None:
+        """Waiting ``job`` never runs (status ``rejected``)."""
+        if job.status != "waiting":
+            self._refused("reject", job, "only a waiting job that never ran can be rejected")
+        why = core.act_reject(self._state, job.id, self.now)
+        if why:
+            self._refused("reject", job, _WHY[why])
+        self._dequeue(job)
+        job.status = "rejected"
+
+    def kill(self, job: Job) -> None:
+        """Running ``job`` ends now (status ``killed``); the part it ran is lost."""
+        self._preempt(job, 0)
+        job.status = "killed"
+
+    def requeue(self, job: Job) -> None:
+        """Running ``job`` stops now and waits again; it restarts from scratch (plus the cluster's
+        preemption overhead)."""
+        self._preempt(job, 1)
+        job.status = "waiting"
+        self._enqueue(job)
+
+    def suspend(self, job: Job) -> None:
+        """Running ``job`` stops now and keeps its processors' checkpoint: started again it resumes
+        on the same processors, for its remaining time plus the cluster's preemption overhead."""
+        self._preempt(job, 2)
+        job.status = "suspended"
+        self._enqueue(job)
+
+    def wake_me_up_at(self, time: float) -> None:
+        """Call ``on_timer`` (and ``decide``) at ``time`` (not before now)."""
+        if core.act_timer(self._state, float(time), self.now):
+            raise PolicyError(f"{self.name}: at t={self.now:g} it asked to be woken at {time:g}, in the past")
+
+    # ---- the engine's side ----------------------------------------------------------------------
+
+    def _refused(self, what: str, job: Job, why: str):
+        raise PolicyError(f"{self.name}: at t={self.now:g} it asked to {what} job {job.id} "
+                          f"({job.size} processors, {self.free} free): {why}")
+
+    def _preempt(self, job: Job, how: int) -> None:
+        if self.running.get(job.id) is not job:
+            self._refused(("kill", "requeue", "suspend")[how], job, "it is not running")
+        core.act_preempt(self._state, job.id, self.now, how)
+        del self.running[job.id]
+        job.start = math.nan
+        job.plan = float(self._pplan[job.id])
+
+    def _enqueue(self, job: Job) -> None:
+        q = self.queue
+        job.key = (-job.priority, 0 if job.status == "suspended" else 1, job.id)
+        if not q or q[-1].key < job.key:
+            q.append(job)
+        else:
+            insort(q, job, key=_key)
+
+    def _dequeue(self, job: Job) -> None:
+        q = self.queue
+        if q and q[0] is job:
+            del q[0]
+        else:
+            del q[bisect_left(q, job.key, key=_key)]
+
+    def decide(self) -> None:
+        """The core stopped with DECIDE: read its log, tell the policy, let it act."""
+        ctl = self._ctl
+        n = int(ctl[core.CTL_NLOG])
+        ctl[core.CTL_NLOG] = 0
+        ctl[core.CTL_TIMER_LOGGED] = 0
+        now = self.now = float(self._decide_t[0])
+        submitted, ended, preempted, changed = [], [], [], []
+        timer = False
+        running, jobs = self.running, self._jobs
+        for kind, i in zip(self._log_kind[:n].tolist(), self._log_id[:n].tolist()):
+            if kind == core.LOG_SUBMIT:
+                job = jobs[i] = Job(i, self._submit[i], self._size[i], self._estimate[i], self._prio[i])
+                if self._plain:
+                    job.key = (0, 1, i)
+                    self.queue.append(job)
+                else:
+                    self._enqueue(job)
+                submitted.append(job)
+            elif kind == core.LOG_END:
+                job = running.pop(i)
+                job.status, job.end = "done", float(self._end[i])
+                ended.append(job)
+            elif kind == core.LOG_PREEMPTED:
+                job = running.pop(i)
+                job.start = math.nan
+                job.plan = float(self._pplan[i])
+                job.status = _STATUS[int(self._state_arr[i])]
+                if job.status != "killed":
+                    self._enqueue(job)
+                preempted.append(job)
+            elif kind == core.LOG_TIMER:
+                timer = True
+            else:
+                changed.append((i, kind))
+        if changed:
+            self._sim._read()  # the reservations' windows and statuses
+        p = self.policy
+        try:
+            if submitted and self._on_submit:
+                p.on_submit(now, submitted)
+            if ended and self._on_complete:
+                p.on_complete(now, ended)
+            if preempted and self._on_preempted:
+                p.on_preempted(now, preempted)
+            if changed and self._on_reservation:
+                for r, kind in changed:
+                    p.on_reservation(now, self._sim.ars[r], _AR_EVENT[kind])
+            if timer and self._on_timer:
+                p.on_timer(now)
+            p.decide(now)
+        except PolicyError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the researcher's code: any failure
+            raise policy_raised(self.name, f"a call at t={now:g} ({len(self.queue)} waiting, {self.free} "
+                                           f"processors free)", exc) from exc
+
+
+def _ids(jobs) -> np.ndarray:
+    return np.fromiter((j.id for j in jobs), np.int64) if jobs else _NO_PROCESSORS
+
+
+class Profile:
+    """Free processors over time, a step function: ``free[i]`` processors on [``times[i]``,
+    ``times[i + 1]``), the last step for ever (plain lists: read them freely)."""
+
+    __slots__ = ("times", "free")
+
+    def __init__(self, times: list[float], free: list[int]):
+        self.times, self.free = times, free
+
+    def _index(self, t: float) -> int:
+        """The step holding t (the first one when t is before it)."""
+        return max(bisect_right(self.times, t) - 1, 0)
+
+    def min_free(self, a: float, b: float) -> int:
+        """The fewest processors free at any time of [a, b) (at a when b <= a)."""
+        times, free = self.times, self.free
+        i = self._index(a)
+        low = free[i]
+        for k in range(i + 1, len(times)):
+            if times[k] >= b:
+                break
+            low = min(low, free[k])
+        return low
+
+    def fits(self, start: float, duration: float, size: int) -> bool:
+        """Do ``size`` processors stay free over [start, start + duration)? (Asking for no time
+        holds nothing: always.)"""
+        return duration <= 0 or self.min_free(start, start + duration) >= size
+
+    def earliest(self, after: float, duration: float, size: int) -> float:
+        """The earliest start at or after ``after`` with ``size`` processors free for ``duration``
+        (inf: never)."""
+        times, free = self.times, self.free
+        n = len(times)
+        k = self._index(after)
+        s = after
+        while s < math.inf:
+            end, j, blocked = s + duration, k, None
+            while True:
+                seg_end = times[j + 1] if j + 1 < n else math.inf
+                if free[j] < size:
+                    blocked = seg_end
+                    break
+                if seg_end >= end or seg_end == math.inf:
+                    break
+                j += 1
+            if blocked is None:
+                return s
+            s = blocked  # nothing can start before the blocking step ends
+            while k + 1 < n and times[k + 1] <= s:
+                k += 1
+        return math.inf
+
+    def take(self, a: float, b: float, size: int) -> None:
+        """Count ``size`` processors as busy over [a, b) (a at or after the profile's start)."""
+        if b <= a:
+            return
+        i, j = self._split(a), self._split(b)
+        free = self.free
+        for k in range(i, j):
+            free[k] -= size
+
+    def _split(self, x: float) -> int:
+        times = self.times
+        i = bisect_left(times, x)
+        if i == len(times) or times[i] != x:
+            times.insert(i, x)
+            self.free.insert(i, self.free[i - 1])
+        return i
+
+
+#: what on_reservation is told
+_AR_EVENT = {core.LOG_AR_ACCEPTED: "accepted", core.LOG_AR_REJECTED: "rejected", core.LOG_AR_MOVED: "moved",
+             core.LOG_AR_START: "started", core.LOG_AR_END: "ended"}
