@@ -1,26 +1,14 @@
-"""Policies written in plain Python (docs/write-a-policy.md): local schedulers, grid placement
-policies and site-allocation policies.
+"""Policies written in plain Python (docs/write-a-policy.md): every decision of the seeds' models.
 
-A researcher's scheduler is a subclass of :class:`LocalScheduler` with a ``name`` and a
-``schedule`` method; :func:`register` puts it in ``LOCAL_SCHEDULERS`` beside the compiled
-ones, so scenarios, the CLI (``python -m simengine schedulers``), the API schema and the
-builder's forms (from its ``Params`` model) know it. The engine calls ``schedule`` whenever
-something changed on the cluster (jobs arrived or ended) and jobs are waiting -- the shape of
-pybatsim's and AccaSim's dispatchers:
-
-    schedule(now, queue, free, running) -> the jobs of ``queue`` to start now
-
-``queue`` holds the waiting :class:`Job` s in arrival order, ``free`` is the number of idle
-processors, ``running`` the running jobs (each with its ``start``). A job's run time is not
-known to a scheduler, only its ``estimate`` (the time requested). The policy runs on the
-kernel path's event loop (:func:`_events`), paused and resumed in slices of simulated time
-like the compiled schedulers, so runs with it stream their Gantt live.
-
-A grid placement policy subclasses :class:`PlacementPolicy` (``place(job, idle)``: a cluster
-per component of a KOALA job, or None), a site-allocation policy :class:`SiteAllocationPolicy`
-(``choose(job)``: the cluster of a grid-target job); :func:`register` puts them in
-``GRID_PLACEMENT`` and ``SITE_ALLOCATION``. The built-in placement policies are written the same
-way (simengine.grid.placement).
+Each kind of policy is a base class (a :class:`PolicyKind`) that names its registry;
+:func:`register` files a subclass there under its ``name``, so scenarios, the CLI (``python -m
+simengine schedulers``), the API schema and the builder's forms (from its ``Params`` model) know it.
+Here: local schedulers on the event API (:class:`EventScheduler`: callbacks and actions on the
+cluster, run as the event core's scheduling pass, simengine.local.external) and in its simple form
+(:class:`LocalScheduler`: ``schedule(now, queue, free, running)``), grid placement
+(:class:`PlacementPolicy`) and static site allocation (:class:`SiteAllocationPolicy`). The model
+packages declare the others (stateful site allocation, KOALA claiming, Cao's reservation admission,
+the pybatsim shape); :data:`ELSEWHERE` makes them importable from here.
 
 Installed packages register their policies through the ``simengine.policies`` entry point
 group (:func:`load_entry_points`); nothing is ever uploaded through the web.
@@ -218,6 +206,8 @@ class LocalScheduler(EventScheduler):
             if job.size > free:
                 raise PolicyError(f"{self.name}: at t={now:g} it started job {job.id} needing {job.size} "
                                   f"processors with {free} free")
+            if job.status == "suspended" and not cluster.own_processors_free(job):
+                continue  # it resumes on its own processors only: it waits until they are free
             free -= job.size
             cluster.start(job)
 
@@ -307,9 +297,9 @@ class PlacementPolicy(PolicyKind):
 class SiteAllocationPolicy(PolicyKind):
     """Subclass this, set ``name`` (``Params``, ``summary``) and write :meth:`choose`: the
     cluster each grid-target job (``target: grid``) goes to, from the job alone -- a static
-    policy, decided when the job is generated, before the simulation (state-aware policies,
-    like Deferred, are compiled with the sites, simengine.grid_lwr). ``rng`` is the run's
-    generator for this stream: draw from it, never from a global one, so runs reproduce."""
+    policy, decided when the job is generated, before the simulation (a policy that looks at the
+    sites' state, like Deferred, is a simengine.site_state.StatefulSiteAllocation). ``rng`` is the
+    run's generator for this stream: draw from it, never from a global one, so runs reproduce."""
 
     kind_registry = SITE_ALLOCATION
     kind_methods = ("choose",)

@@ -526,8 +526,8 @@ class Workload(_Model):
 class Grid(_Model):
     site_allocation: PolicyRef = Field(
         default_factory=lambda: PolicyRef(name="random"),
-        description="Picks the cluster of each job of grid-target streams (SITE_ALLOCATION): random, deferred "
-                    "or sb_deferred")
+        description="Picks the cluster of each job of grid-target streams (SITE_ALLOCATION): random, deferred, "
+                    "sb_deferred or another registered one (python -m simengine schedulers)")
     # co-allocated streams (simengine.grid): default worst-fit and rpp when such a stream exists
     placement: PolicyRef | None = Field(
         None, description="Where co-allocated (or KOALA) job components go (GRID_PLACEMENT); default worst-fit "

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
+from pydantic import BaseModel
 
 from simengine.jit import load_own_copies
 from simengine.local import core
@@ -139,7 +140,7 @@ class ClusterSim:
                 raise ValueError(f"unknown policy {policy!r}; known: "
                                  f"{', '.join(LOCAL_SCHEDULERS.with_capability('event_driven'))}")
             params = entry.validated(params)
-        elif python is not None and not isinstance(params, python.Params):
+        elif python is not None and not isinstance(params, BaseModel):
             params = python.Params.model_validate(params or {})
         self.P = int(processors)
         self.policy = policy

@@ -1288,9 +1288,9 @@ def advance(s, until, report_every, fresh):
             s.arrived += 1
         # 6. one scheduling pass
         if s.policy == EXTERNAL:
-            m = s.ctl[CTL_NLOG]
-            if m > 0 and (not s.lazy or (s.nwait > 0 and s.nfree > 0) or 2 * m >= s.log_kind.shape[0]):
-                # (something happened: an overrun step alone tells it nothing)
+            # (a pass at every event time, as the compiled ones: a stale event's instant too -- plans
+            # of overrunning jobs move with the clock)
+            if not s.lazy or (s.nwait > 0 and s.nfree > 0) or 2 * s.ctl[CTL_NLOG] >= s.log_kind.shape[0]:
                 s.decide_t[0] = t
                 s.ctl[CTL_NFREE] = s.nfree
                 return DECIDE

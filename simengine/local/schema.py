@@ -80,6 +80,9 @@ def reservation_problems(s, check_policy=None) -> Problems:
     ``event_driven``: fcfs, easy, conservative) and fit in it; priorities and preemption need
     those schedulers too; none of them goes with the grid layer's streams."""
     QUEUE_SCHEDULERS = LOCAL_SCHEDULERS.with_capability("event_driven")
+    # named by the compiled ones: every Python local scheduler is event-driven too
+    need = ", ".join(n for n in QUEUE_SCHEDULERS if "compiled" in LOCAL_SCHEDULERS.get(n).capabilities) \
+        + " or a Python policy"
     found: list[tuple[tuple, str]] = []
     by_name = {c.name: c for c in s.platform.clusters}
     grid_kinds = [st.kind for st in s.workload.streams if st.kind in ("coallocated", "koala", "evolving")]
@@ -99,7 +102,7 @@ def reservation_problems(s, check_policy=None) -> Problems:
                                                 f"'{cluster.name}'; got {r.processors}"))
         if cluster.scheduler.name not in QUEUE_SCHEDULERS:
             found.append(((*pre, "cluster"), f"cluster '{cluster.name}' uses the {cluster.scheduler.name} "
-                                             f"scheduler; reservations need {', '.join(QUEUE_SCHEDULERS)}"))
+                                             f"scheduler; reservations need {need}"))
     if s.reservations and grid_kinds:
         found.append((("reservations",), f"reservations are not simulated with {grid_kinds[0]} streams "
                                          "(only with synthetic and trace streams)"))
@@ -111,12 +114,12 @@ def reservation_problems(s, check_policy=None) -> Problems:
         if other:
             found.append((("workload", "streams", i, "priority"),
                           f"cluster '{other[0].name}' uses the {other[0].scheduler.name} scheduler; priorities "
-                          f"need {', '.join(QUEUE_SCHEDULERS)}"))
+                          f"need {need}"))
     for i, c in enumerate(s.platform.clusters):
         if c.preemption.name != "none" and c.scheduler.name not in QUEUE_SCHEDULERS:
             found.append((("platform", "clusters", i, "preemption", "name"),
                           f"cluster '{c.name}' uses the {c.scheduler.name} scheduler; preemption needs "
-                          f"{', '.join(QUEUE_SCHEDULERS)}"))
+                          f"{need}"))
     return found
 
 

@@ -206,12 +206,14 @@ def test_the_cli_lists_and_replays_with_the_installed_scheduler(tmp_path):
     assert "sjf-backfill" in out.stdout and (tmp_path / "out" / "jobs.csv").exists()
 
 
-def test_a_python_scheduler_cannot_take_reservations():
+def test_a_python_scheduler_takes_reservations():
+    """(Refused before issue 35: a Python policy is the event core's scheduling pass now.)"""
     scenario = das2_scenario("sjf-backfill")
     scenario["reservations"] = [{"name": "r1", "cluster": "das2", "processors": 8, "start": 1000.0, "end": 2000.0}]
-    with pytest.raises(ScenarioError) as e:
-        simengine.load_scenario(scenario)
-    assert "sjf-backfill" in str(e.value)
+    scenario["workload"]["streams"][0]["limit"] = 500
+    result = simengine.run(scenario)
+    reservation = result.jobs["reservation"] == 0
+    assert reservation.sum() == 1 and result.jobs["start"][reservation][0] == 1000.0
 
 
 # ---- what the engine refuses ----------------------------------------------------------------------

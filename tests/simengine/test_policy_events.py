@@ -72,7 +72,7 @@ def test_events_fcfs_and_easy_give_the_builtin_schedules_with_reservations_prior
     compiled = simulate(builtin, seed, mode, relaxed=seed % 2 == 1)
     python = simulate("events-" + builtin, seed, mode, relaxed=seed % 2 == 1)
     assert_same(compiled, python)
-    if mode != "none":
+    if mode != "none" and builtin == "easy":  # (FCFS on this overloaded queue runs few low-priority jobs)
         assert python.preemptions.sum() > 0  # preemption happened: the test reached that code
 
 
@@ -299,9 +299,9 @@ def scenario(scheduler: str) -> dict:
                                        "preemption": {"name": "suspend", "params": {"overhead": 30}}}]},
             "workload": {"streams": [
                 {"kind": "synthetic", "name": "low", "target": "c", "count": 400, "arrival": {"target_load": 0.6},
-                 "size": {"kind": "uniform_int", "low": 1, "high": 16}, "runtime": {"kind": "exponential", "mean": 200}},
+                 "size": {"kind": "uniform", "low": 1, "high": 16}, "runtime": {"kind": "exponential", "mean": 200}},
                 {"kind": "synthetic", "name": "high", "target": "c", "count": 100, "priority": 1,
-                 "arrival": {"target_load": 0.3}, "size": {"kind": "uniform_int", "low": 1, "high": 32},
+                 "arrival": {"target_load": 0.3}, "size": {"kind": "uniform", "low": 1, "high": 32},
                  "runtime": {"kind": "exponential", "mean": 100}}]},
             "reservations": [{"name": f"r{i}", "cluster": "c", "processors": 8, "start": 2000.0 * (i + 1),
                               "end": 2000.0 * (i + 1) + 600} for i in range(4)],
@@ -323,8 +323,10 @@ def test_the_simple_form_runs_with_reservations_priorities_and_preemption():
     in priority order (python-fcfs then is FCFS on that queue, without the reservation guard)."""
     import gridweb_example_policies.reference  # noqa: F401
     result = simengine.run(scenario("python-fcfs"))
-    done = result.jobs["status"] == "completed"
+    workload = result.jobs["reservation"] == -1
+    done = result.jobs["status"][workload] == STATUS_COMPLETED
     assert done.sum() > 0.9 * len(done)
+    assert (result.jobs["preemptions"] > 0).any()
 
 
 # ---- the pybatsim shape ---------------------------------------------------------------------------------------

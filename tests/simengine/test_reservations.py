@@ -82,7 +82,7 @@ def test_reservation_on_an_unknown_cluster():
 
 def test_reservation_on_a_cluster_the_simulator_cannot_run():
     assert errors_of(with_reservation(cluster="w", processors=1)) == {
-        "reservations.0.cluster": "cluster 'w' uses the lwr scheduler; reservations need conservative, easy, fcfs"}
+        "reservations.0.cluster": "cluster 'w' uses the lwr scheduler; reservations need conservative, easy, fcfs or a Python policy"}
 
 
 def test_relaxed_frame_not_containing_the_window():
@@ -118,7 +118,7 @@ def test_preemption_on_an_lwr_cluster():
     d = scenario()
     d["platform"]["clusters"][1]["preemption"] = {"name": "kill"}
     assert errors_of(d) == {"platform.clusters.1.preemption.name":
-                            "cluster 'w' uses the lwr scheduler; preemption needs conservative, easy, fcfs"}
+                            "cluster 'w' uses the lwr scheduler; preemption needs conservative, easy, fcfs or a Python policy"}
 
 
 def test_preemption_registry_is_listed():
@@ -302,7 +302,7 @@ def test_priority_on_an_lwr_cluster_is_refused():
     d["workload"]["streams"][0]["size"] = {"kind": "constant", "value": 1}
     d["workload"]["streams"][0]["priority"] = 2
     assert errors_of(d) == {"workload.streams.0.priority":
-                            "cluster 'w' uses the lwr scheduler; priorities need conservative, easy, fcfs"}
+                            "cluster 'w' uses the lwr scheduler; priorities need conservative, easy, fcfs or a Python policy"}
 
 
 def example_with(run_control: dict, endless: bool = False) -> dict:

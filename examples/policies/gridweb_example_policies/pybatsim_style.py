@@ -7,7 +7,7 @@
 * ``pybatsim-easy``: EASY backfilling that chooses each job's processors itself -- the highest
   idle ids (a ``ProcSet``), packing from the top of the machine.
 
-Not registered by the entry point: import this module to register them.
+Registered through the package's entry point (the builder lists them).
 """
 from __future__ import annotations
 

@@ -5,8 +5,7 @@ fewest lower-priority running jobs that let it start now). They give exactly the
 built-in compiled ``fcfs`` and ``easy`` on the event-driven cluster -- the tests compare every
 start, end and piece -- so everything the built-ins decide can be decided through the public API.
 
-Not registered by the entry point: import this module to register ``events-fcfs`` and
-``events-easy``.
+Registered through the package's entry point (the builder lists them).
 """
 from __future__ import annotations
 
