@@ -25,8 +25,8 @@ from numba.experimental import structref
 
 from simengine.gantt import KIND_KILLED, KIND_RESERVATION, KIND_RUN, KIND_SUSPENDED
 from simengine.jit import njit, types
-from simengine.local.profile import (_min_free_lo, _steps, first_backfill_within, fit_limits, give_window,
-                                     queue_delete, queue_insert, replan_queue)
+from simengine.local.profile import (_min_free_lo, first_backfill_within, fit_limits, give_window, queue_delete,
+                                     queue_insert, replan_queue, steps_of_points)
 from simengine.preemption import order_victims
 from simengine.profile import prof_add, prof_find_start
 from simengine.schedulers._linked_profile import (HEAD, LB, NEXT, lp_activate, lp_advance,
@@ -384,33 +384,33 @@ def _view(s, t, still_running, use_excl, skip_ar):
     status, a_start, a_end, a_p = s.ar_status, s.ar_start, s.ar_end, s.ar_p
     cons, step = s.cons, s.step
     nrun, nar = s.nrun, s.nar
-    m = 0
-    for i in range(nrun):
-        if not (use_excl and excl[running[i]]):
-            m += 1
-    k = 0
-    for r in range(nar):
-        if r != skip_ar and (status[r] == AR_ACCEPTED or status[r] == AR_ACTIVE) and a_end[r] > t:
-            k += 1
-    st = np.empty(m + k)
-    en = np.empty(m + k)
-    sz = np.empty(m + k, np.int64)
-    w = 0
+    # the points of _steps' intervals, built here at once: [max(start, t), end) when not empty
+    pts = np.empty(2 * (nrun + nar) + 1)
+    delta = np.empty(2 * (nrun + nar) + 1, np.int64)
+    pts[0] = t
+    delta[0] = 0
+    k = 1
     for i in range(nrun):
         j = running[i]
         if use_excl and excl[j]:
             continue
-        st[w] = t
-        en[w] = pend[j] if cons else planned_end(run_start[j], pplan[j], t, step, still_running)
-        sz[w] = size[j]
-        w += 1
+        e = pend[j] if cons else planned_end(run_start[j], pplan[j], t, step, still_running)
+        if e > t:
+            pts[k] = t
+            delta[k] = -size[j]
+            pts[k + 1] = e
+            delta[k + 1] = size[j]
+            k += 2
     for r in range(nar):
         if r != skip_ar and (status[r] == AR_ACCEPTED or status[r] == AR_ACTIVE) and a_end[r] > t:
-            st[w] = a_start[r]
-            en[w] = a_end[r]
-            sz[w] = a_p[r]
-            w += 1
-    return _steps(t, s.P, st, en, sz)
+            a = a_start[r] if a_start[r] > t else t
+            if a_end[r] > a:
+                pts[k] = a
+                delta[k] = -a_p[r]
+                pts[k + 1] = a_end[r]
+                delta[k + 1] = a_p[r]
+                k += 2
+    return steps_of_points(s.P, pts, delta, k)
 
 
 @njit(cache=True)
@@ -902,7 +902,7 @@ def _pass_queue(s, t):
         gone = np.empty(s.qn, np.int64)
         for q in range(h):
             gone[q] = q
-        ng = _backfill(s, t, h, gone, h)
+        ng = _backfill(s, t, h, gone, h, times, free, guarded)
         if ng > h:
             _dequeue_at(s, gone[:ng])
             return
@@ -920,9 +920,10 @@ def _dequeue_head(s, h):
 
 
 @njit(cache=True)
-def _backfill(s, t, h, gone, ng):
+def _backfill(s, t, h, gone, ng, times, free, have_view):
     """Start the jobs after the blocked head (position h) that fit now without delaying it, in
-    queue order; their positions go to ``gone``. Returns the new count of ``gone``."""
+    queue order; their positions go to ``gone``. Returns the new count of ``gone``. ``have_view``:
+    (times, free) is the pass's profile of running jobs and reservations, this pass's starts in."""
     qj = _queue(s)
     head = qj[h]
     size, pplan, state = s.size, s.pplan, s.state
@@ -934,7 +935,9 @@ def _backfill(s, t, h, gone, ng):
         k += 1
     if k >= qj.shape[0]:
         return ng
-    times, free = _shadow_view(s, t, head)
+    if not have_view:
+        times, free = _view(s, t, False, False, -1)
+    times, free = _shadow_view(s, t, head, times, free)
     lim = np.empty(s.P + 1)
     fit_limits(times, free, t, s.nfree, lim)
     while k < qj.shape[0] and s.nfree > 0:
@@ -956,10 +959,9 @@ def _backfill(s, t, h, gone, ng):
 
 
 @njit(cache=True)
-def _shadow_view(s, t, head):
-    """The profile of running jobs (this pass's starts too) and reservations, with the blocked
-    head's reservation at its shadow time (its earliest fit)."""
-    times, free = _view(s, t, False, False, -1)
+def _shadow_view(s, t, head, times, free):
+    """The profile of running jobs (this pass's starts too) and reservations (times, free: _view's),
+    with the blocked head's reservation at its shadow time (its earliest fit)."""
     after = t
     if s.state[head] == SUSPENDED:
         after = _identity_free_at(s, head, t)

@@ -46,19 +46,27 @@ def _steps(t, processors, starts, ends, sizes):
             pts[k + 1] = ends[i]
             delta[k + 1] = sizes[i]
             k += 2
-    order = np.argsort(pts[:k], kind="mergesort")
+    return steps_of_points(processors, pts, delta, k)
+
+
+@njit(cache=True)
+def steps_of_points(processors, pts, delta, k):
+    """The step function of ``processors`` plus the changes ``delta[:k]`` at times ``pts[:k]`` (one
+    step per distinct time, with every change up to it summed: the order of equal times does not
+    matter, so the sort need not be stable)."""
+    order = np.argsort(pts[:k], kind="quicksort")
     times = np.empty(k)
     free = np.empty(k, np.int64)
     w = 0
     cum = 0
-    for r in range(k):  # one step per distinct time, with everything up to it summed
+    for r in range(k):
         cum += delta[order[r]]
         x = pts[order[r]]
         if r == k - 1 or pts[order[r + 1]] != x:
             times[w] = x
             free[w] = processors + cum
             w += 1
-    return times[:w].copy(), free[:w].copy()
+    return times[:w], free[:w]
 
 
 @njit(cache=True)
