@@ -3,6 +3,7 @@ event core (simengine.local.cluster.ClusterSim) against the compiled kernels and
 event loop it replaced (tests/simengine/reference_cluster.py), side by side on the same jobs.
 
     .venv/bin/python benchmarks/local_events.py [--jobs N] [--reps 3] [--random] [--no-previous] [--split]
+                                                [--cpu-time] [--policies easy,conservative]
                                                 [--peer REV [--rounds 3]] [--copies [--rounds 3]]
 
 Input: the DAS2-fs1 trace (gridweb/demo, 64 processors; all of it by default, ``--jobs`` takes the
@@ -134,7 +135,7 @@ def features_kwargs(module, n: int, span: float, processors: int, features=ALL_F
 
 
 def measure(submit, runtime, estimate, size, processors: int, reps: int, previous: bool = True,
-            out=print) -> list[dict]:
+            out=print, policies=("fcfs", "easy", "conservative")) -> list[dict]:
     """Time the kernel, the event core plain and with AR+suspend, and (``previous``) the
     previous event loop on the AR+suspend input, for FCFS, EASY and conservative; one dict per
     policy (jobs/s medians, ``same``: the cross-checks held). ``out`` gets the table's lines."""
@@ -143,7 +144,7 @@ def measure(submit, runtime, estimate, size, processors: int, reps: int, previou
     out(f"{'policy':<13}{'kernel':>12}{'events':>12}{'AR+suspend':>12}{'previous':>12}{'core faster':>12}"
         f"{'target':>12}  (jobs/s)")
     rows = []
-    for policy in ("fcfs", "easy", "conservative"):
+    for policy in policies:
         entry = LOCAL_SCHEDULERS.get(policy)
         params = entry.params() if entry.params is not BackfillParams else BackfillParams()
         entry.implementation(submit[:50], runtime[:50], estimate[:50], size[:50], processors, params)  # compile
@@ -338,6 +339,7 @@ def main() -> int:
     ap.add_argument("--peer", metavar="REV", help="the AR+suspend targets beside this git revision's, e.g. HEAD~3")
     ap.add_argument("--targets-child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--cpu-time", action="store_true", help="time by the process's CPU time, not the wall clock")
+    ap.add_argument("--policies", default="fcfs,easy,conservative", help="the table's policies (comma-separated)")
     args = ap.parse_args()
     if args.cpu_time:
         CLOCK[0] = time.process_time
@@ -368,7 +370,8 @@ def main() -> int:
     if args.split:
         split(submit, runtime, estimate, size, processors, args.reps)
         return 0
-    rows = measure(submit, runtime, estimate, size, processors, args.reps, previous=not args.no_previous)
+    rows = measure(submit, runtime, estimate, size, processors, args.reps, previous=not args.no_previous,
+                   policies=tuple(args.policies.split(",")))
     return 0 if all(r["same"] for r in rows) else 1
 
 if __name__ == "__main__":
