@@ -27,11 +27,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from simengine.jit import njit
 from simengine.registry import PREEMPTION, NoParams
 
-__all__ = ["PreemptionMode", "OverheadParams", "preemption_mode", "choose_victims", "DEFAULT_PREEMPTION"]
+__all__ = ["PreemptionMode", "OverheadParams", "preemption_mode", "choose_victims", "order_victims",
+           "DEFAULT_PREEMPTION"]
 
 #: The registry name a cluster gets when its scenario says nothing.
 DEFAULT_PREEMPTION = "none"
@@ -120,10 +123,60 @@ def preemption_mode(ref: Any) -> PreemptionMode:
     return entry.implementation(entry.validated(params))
 
 
+@njit(cache=True)
+def _victim_before(a, b, priority, started, seq):
+    """Is candidate a taken before b: lower priority, else newer start, else lower ``seq``?"""
+    if priority[a] != priority[b]:
+        return priority[a] < priority[b]
+    if started[a] != started[b]:
+        return started[a] > started[b]
+    return seq[a] < seq[b]
+
+
+@njit(cache=True)
+def order_victims(ids, priority, started, seq):
+    """Sort the candidates ``ids`` (indices into the other arrays) in place into the order victims
+    are taken in: lowest ``priority`` first, then newest start (``started``) first, then lowest
+    ``seq`` (the order they started in, or were listed in). The one definition of that order: the
+    event core (simengine.local.core) and :func:`choose_victims` (KOALA's claiming) both use it.
+    A stable merge sort on that key (candidates are one cluster's running jobs: few)."""
+    n = ids.shape[0]
+    if n < 2:
+        return
+    tmp = np.empty(n, ids.dtype)
+    src, dst = ids, tmp
+    width = 1
+    while width < n:
+        for lo in range(0, n, 2 * width):
+            mid = min(lo + width, n)
+            hi = min(lo + 2 * width, n)
+            a, b, w = lo, mid, lo
+            while a < mid and b < hi:
+                if _victim_before(src[b], src[a], priority, started, seq):  # b first only if strictly before
+                    dst[w] = src[b]
+                    b += 1
+                else:
+                    dst[w] = src[a]
+                    a += 1
+                w += 1
+            while a < mid:
+                dst[w] = src[a]
+                a += 1
+                w += 1
+            while b < hi:
+                dst[w] = src[b]
+                b += 1
+                w += 1
+        src, dst = dst, src
+        width *= 2
+    if src is not ids:
+        ids[:] = src
+
+
 def choose_victims(candidates: Sequence[Any], priority: Callable[[Any], int], started: Callable[[Any], float],
                    enough: Callable[[list], bool], below: int | None = None) -> list | None:
-    """The jobs to preempt: lowest priority first, newest start first, the shortest such
-    prefix after which ``enough(prefix)`` holds.
+    """The jobs to preempt: in :func:`order_victims`' order (lowest priority first, newest start
+    first, then the order of ``candidates``), the shortest prefix after which ``enough(prefix)`` holds.
 
     Parameters
     ----------
@@ -143,7 +196,11 @@ def choose_victims(candidates: Sequence[Any], priority: Callable[[Any], int], st
         (then nobody is preempted).
     """
     pool = [c for c in candidates if below is None or priority(c) < below]
-    pool.sort(key=lambda c: (priority(c), -started(c)))
+    if len(pool) > 1:
+        ids = np.arange(len(pool))
+        order_victims(ids, np.array([priority(c) for c in pool], np.float64),
+                      np.array([started(c) for c in pool], np.float64), ids.copy())
+        pool = [pool[i] for i in ids]
     for k in range(1, len(pool) + 1):
         if enough(pool[:k]):
             return pool[:k]

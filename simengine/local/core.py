@@ -25,8 +25,9 @@ from numba.experimental import structref
 
 from simengine.gantt import KIND_KILLED, KIND_RESERVATION, KIND_RUN, KIND_SUSPENDED
 from simengine.jit import njit, types
-from simengine.local.profile import (_min_free_lo, _steps, first_backfill, give_window, queue_delete, queue_insert,
-                                     replan_queue)
+from simengine.local.profile import (_min_free_lo, first_backfill_within, fit_limits, give_window, queue_delete,
+                                     queue_insert, replan_queue, steps_of_points)
+from simengine.preemption import order_victims
 from simengine.profile import prof_add, prof_find_start
 from simengine.schedulers._linked_profile import (HEAD, LB, NEXT, lp_activate, lp_advance,
                                                   lp_deactivate, lp_fit, lp_new_classes,
@@ -201,35 +202,27 @@ def _push(s, t, kind, ident, gen):
     s.seq += 1
     i = s.nev
     s.nev += 1
-    et, es = s.ev_t, s.ev_seq
+    # the arrays read once: every read of a State field counts a reference in and out
+    et, es, ek, ei, eg = s.ev_t, s.ev_seq, s.ev_kind, s.ev_id, s.ev_gen
     while i > 0:
         p = (i - 1) // 2
         if et[p] < t or (et[p] == t and es[p] < seq):
             break
-        _ev_put(s, i, et[p], es[p], s.ev_kind[p], s.ev_id[p], s.ev_gen[p])
+        et[i], es[i], ek[i], ei[i], eg[i] = et[p], es[p], ek[p], ei[p], eg[p]
         i = p
-    _ev_put(s, i, t, seq, kind, ident, gen)
-
-
-@njit(cache=True)
-def _ev_put(s, i, t, seq, kind, ident, gen):
-    s.ev_t[i] = t
-    s.ev_seq[i] = seq
-    s.ev_kind[i] = kind
-    s.ev_id[i] = ident
-    s.ev_gen[i] = gen
+    et[i], es[i], ek[i], ei[i], eg[i] = t, seq, kind, ident, gen
 
 
 @njit(cache=True)
 def _pop(s):
     """Take the earliest event off the heap: (kind, id, gen)."""
-    kind, ident, gen = s.ev_kind[0], s.ev_id[0], s.ev_gen[0]
+    et, es, ek, ei, eg = s.ev_t, s.ev_seq, s.ev_kind, s.ev_id, s.ev_gen
+    kind, ident, gen = ek[0], ei[0], eg[0]
     s.nev -= 1
     m = s.nev
     if m > 0:
-        t, seq = s.ev_t[m], s.ev_seq[m]
-        k2, i2, g2 = s.ev_kind[m], s.ev_id[m], s.ev_gen[m]
-        et, es = s.ev_t, s.ev_seq
+        t, seq = et[m], es[m]
+        k2, i2, g2 = ek[m], ei[m], eg[m]
         i = 0
         while True:
             c = 2 * i + 1
@@ -239,9 +232,9 @@ def _pop(s):
                 c += 1
             if t < et[c] or (t == et[c] and seq < es[c]):
                 break
-            _ev_put(s, i, et[c], es[c], s.ev_kind[c], s.ev_id[c], s.ev_gen[c])
+            et[i], es[i], ek[i], ei[i], eg[i] = et[c], es[c], ek[c], ei[c], eg[c]
             i = c
-        _ev_put(s, i, t, seq, k2, i2, g2)
+        et[i], es[i], ek[i], ei[i], eg[i] = t, seq, k2, i2, g2
     return kind, ident, gen
 
 
@@ -255,12 +248,8 @@ def _piece(s, owner, t0, t1, kind, off, length):
         s.pc_off = _grown(s.pc_off, 16)
         s.pc_len = _grown(s.pc_len, 16)
     k = s.npc
-    s.pc_owner[k] = owner
-    s.pc_t0[k] = t0
-    s.pc_t1[k] = t1
-    s.pc_kind[k] = kind
-    s.pc_off[k] = off
-    s.pc_len[k] = length
+    po, p0, p1, pk, pf, pl = s.pc_owner, s.pc_t0, s.pc_t1, s.pc_kind, s.pc_off, s.pc_len
+    po[k], p0[k], p1[k], pk[k], pf[k], pl[k] = owner, t0, t1, kind, off, length
     s.npc += 1
 
 
@@ -290,23 +279,24 @@ def _take(s, k):
     written to the pool; their offset."""
     off = _pool_room(s, k)
     pool, owner, pin = s.pool, s.owner, s.pin
-    w = 0
-    for p in range(s.P):  # free and without a checkpoint (all free ones when nobody is suspended)
-        if owner[p] == -1 and (s.pinned == 0 or pin[p] == 0):
-            if w < k:
-                pool[off + w] = p
-            w += 1
-    if w >= k:
+    if k == 0:
         return off
     w = 0
-    for p in range(s.P):  # not enough: the lowest free ones, checkpoints or not
-        if owner[p] == -1:
-            if w < k:
+    if s.pinned:
+        for p in range(s.P):  # free and without a checkpoint
+            if owner[p] == -1 and pin[p] == 0:
                 pool[off + w] = p
+                w += 1
+                if w == k:
+                    return off
+        w = 0
+    for p in range(s.P):  # the lowest free ones (checkpoints or not, when there are too few without)
+        if owner[p] == -1:
+            pool[off + w] = p
             w += 1
-    if w < k:
-        raise RuntimeError("fewer processors free than needed")
-    return off
+            if w == k:
+                return off
+    raise RuntimeError("fewer processors free than needed")
 
 
 @njit(cache=True)
@@ -394,33 +384,33 @@ def _view(s, t, still_running, use_excl, skip_ar):
     status, a_start, a_end, a_p = s.ar_status, s.ar_start, s.ar_end, s.ar_p
     cons, step = s.cons, s.step
     nrun, nar = s.nrun, s.nar
-    m = 0
-    for i in range(nrun):
-        if not (use_excl and excl[running[i]]):
-            m += 1
-    k = 0
-    for r in range(nar):
-        if r != skip_ar and (status[r] == AR_ACCEPTED or status[r] == AR_ACTIVE) and a_end[r] > t:
-            k += 1
-    st = np.empty(m + k)
-    en = np.empty(m + k)
-    sz = np.empty(m + k, np.int64)
-    w = 0
+    # the points of _steps' intervals, built here at once: [max(start, t), end) when not empty
+    pts = np.empty(2 * (nrun + nar) + 1)
+    delta = np.empty(2 * (nrun + nar) + 1, np.int64)
+    pts[0] = t
+    delta[0] = 0
+    k = 1
     for i in range(nrun):
         j = running[i]
         if use_excl and excl[j]:
             continue
-        st[w] = t
-        en[w] = pend[j] if cons else planned_end(run_start[j], pplan[j], t, step, still_running)
-        sz[w] = size[j]
-        w += 1
+        e = pend[j] if cons else planned_end(run_start[j], pplan[j], t, step, still_running)
+        if e > t:
+            pts[k] = t
+            delta[k] = -size[j]
+            pts[k + 1] = e
+            delta[k + 1] = size[j]
+            k += 2
     for r in range(nar):
         if r != skip_ar and (status[r] == AR_ACCEPTED or status[r] == AR_ACTIVE) and a_end[r] > t:
-            st[w] = a_start[r]
-            en[w] = a_end[r]
-            sz[w] = a_p[r]
-            w += 1
-    return _steps(t, s.P, st, en, sz)
+            a = a_start[r] if a_start[r] > t else t
+            if a_end[r] > a:
+                pts[k] = a
+                delta[k] = -a_p[r]
+                pts[k + 1] = a_end[r]
+                delta[k + 1] = a_p[r]
+                k += 2
+    return steps_of_points(s.P, pts, delta, k)
 
 
 @njit(cache=True)
@@ -526,7 +516,7 @@ def _finish(s, j, t):
 @njit(cache=True)
 def _victim_order(s, t, below):
     """Running jobs that may be preempted (not those ending at this very instant), of priority
-    strictly below ``below``, lowest priority first, then newest start first, then start order."""
+    strictly below ``below``, in the order victims are taken (simengine.preemption.order_victims)."""
     running, run_start, pact, prio = s.running, s.run_start, s.pact, s.prio
     c = np.empty(s.nrun, np.int64)
     w = 0
@@ -536,10 +526,7 @@ def _victim_order(s, t, below):
             c[w] = j
             w += 1
     c = c[:w]
-    if w > 1:
-        c = c[np.argsort(s.run_seq[c], kind="mergesort")]
-        c = c[np.argsort(-run_start[c], kind="mergesort")]
-        c = c[np.argsort(prio[c], kind="mergesort")]
+    order_victims(c, prio, run_start, s.run_seq)
     return c
 
 
@@ -890,7 +877,8 @@ def _pass_queue(s, t):
     if s.qn == 0:
         return
     guarded = _any_live_ar(s, t)
-    times, free = _view(s, t, False, False, -1) if guarded else (np.empty(0), np.empty(0, np.int64))
+    # no profile when unguarded: empty views of the heap's arrays (no allocation)
+    times, free = _view(s, t, False, False, -1) if guarded else (s.ev_t[:0], s.ev_seq[:0])
     h = 0
     while h < s.qn:
         j = _queue(s)[h]
@@ -910,53 +898,70 @@ def _pass_queue(s, t):
             times, free = _add(times, free, t, t + s.pplan[j], -s.size[j])
         h += 1
     # the started jobs: the first h, and those backfilled
-    gone = np.empty(s.qn, np.int64)
-    gone[:h] = np.arange(h)
-    ng = h
     if s.policy == EASY and h < s.qn and s.nfree > 0:
-        ng = _backfill(s, t, h, gone, ng)
-    if ng:
-        _dequeue_at(s, gone[:ng])
+        gone = np.empty(s.qn, np.int64)
+        for q in range(h):
+            gone[q] = q
+        ng = _backfill(s, t, h, gone, h, times, free, guarded)
+        if ng > h:
+            _dequeue_at(s, gone[:ng])
+            return
+    if h:
+        _dequeue_head(s, h)
 
 
 @njit(cache=True)
-def _backfill(s, t, h, gone, ng):
+def _dequeue_head(s, h):
+    """_dequeue_at of the first h positions, for FCFS and EASY (no class counts to keep)."""
+    s.qh += h
+    s.qn -= h
+    if s.qn == 0:
+        s.qh = 0
+
+
+@njit(cache=True)
+def _backfill(s, t, h, gone, ng, times, free, have_view):
     """Start the jobs after the blocked head (position h) that fit now without delaying it, in
-    queue order; their positions go to ``gone``. Returns the new count of ``gone``."""
+    queue order; their positions go to ``gone``. Returns the new count of ``gone``. ``have_view``:
+    (times, free) is the pass's profile of running jobs and reservations, this pass's starts in."""
     qj = _queue(s)
     head = qj[h]
-    no_t, no_f = np.empty(0), np.empty(0, np.int64)
-    have_view = False  # built when the first candidate has enough free processors now
-    times, free = no_t, no_f
+    size, pplan, state = s.size, s.pplan, s.state
+    # the profile is built when the first candidate has enough free processors now; from then
+    # on each candidate's fit is read from the limits per processor count (fit_limits)
     k = h + 1
+    nfree = s.nfree
+    while k < qj.shape[0] and size[qj[k]] > nfree:
+        k += 1
+    if k >= qj.shape[0]:
+        return ng
+    if not have_view:
+        times, free = _view(s, t, False, False, -1)
+    times, free = _shadow_view(s, t, head, times, free)
+    lim = np.empty(s.P + 1)
+    fit_limits(times, free, t, s.nfree, lim)
     while k < qj.shape[0] and s.nfree > 0:
-        k = first_backfill(qj, k, s.size, s.pplan, s.nfree, times, free, t, have_view)
+        k = first_backfill_within(qj, k, size, pplan, s.nfree, lim, t)
         if k >= qj.shape[0]:
             break
         j = qj[k]
-        p = s.size[j]
-        if s.state[j] == SUSPENDED and not _procs_free(s, j, False):
+        p = size[j]
+        if state[j] == SUSPENDED and not _procs_free(s, j, False):
             k += 1
             continue
-        if not have_view:
-            times, free = _shadow_view(s, t, head)
-            have_view = True
-            if not _fits(times, free, t, s.pplan[j], p):
-                k += 1
-                continue
         _start(s, j, t)
         gone[ng] = k
         ng += 1
-        times, free = _add(times, free, t, t + s.pplan[j], -p)
+        times, free = _add(times, free, t, t + pplan[j], -p)
+        fit_limits(times, free, t, s.nfree, lim)
         k += 1
     return ng
 
 
 @njit(cache=True)
-def _shadow_view(s, t, head):
-    """The profile of running jobs (this pass's starts too) and reservations, with the blocked
-    head's reservation at its shadow time (its earliest fit)."""
-    times, free = _view(s, t, False, False, -1)
+def _shadow_view(s, t, head, times, free):
+    """The profile of running jobs (this pass's starts too) and reservations (times, free: _view's),
+    with the blocked head's reservation at its shadow time (its earliest fit)."""
     after = t
     if s.state[head] == SUSPENDED:
         after = _identity_free_at(s, head, t)

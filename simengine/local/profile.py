@@ -46,19 +46,27 @@ def _steps(t, processors, starts, ends, sizes):
             pts[k + 1] = ends[i]
             delta[k + 1] = sizes[i]
             k += 2
-    order = np.argsort(pts[:k], kind="mergesort")
+    return steps_of_points(processors, pts, delta, k)
+
+
+@njit(cache=True)
+def steps_of_points(processors, pts, delta, k):
+    """The step function of ``processors`` plus the changes ``delta[:k]`` at times ``pts[:k]`` (one
+    step per distinct time, with every change up to it summed: the order of equal times does not
+    matter, so the sort need not be stable)."""
+    order = np.argsort(pts[:k], kind="quicksort")
     times = np.empty(k)
     free = np.empty(k, np.int64)
     w = 0
     cum = 0
-    for r in range(k):  # one step per distinct time, with everything up to it summed
+    for r in range(k):
         cum += delta[order[r]]
         x = pts[order[r]]
         if r == k - 1 or pts[order[r + 1]] != x:
             times[w] = x
             free[w] = processors + cum
             w += 1
-    return times[:w].copy(), free[:w].copy()
+    return times[:w], free[:w]
 
 
 @njit(cache=True)
@@ -234,6 +242,43 @@ def first_backfill(qj, k, size, pplan, nfree, times, free, t, check_fit):
         if p <= nfree:
             if not check_fit or pplan[j] <= 0 or _min_free_lo(times, free, 0, m, t, t + pplan[j]) >= p:
                 return k
+        k += 1
+    return k
+
+
+@njit(cache=True)
+def fit_limits(times, free, t, nfree, lim):
+    """For p = 1..nfree: how long p processors stay free from t on the step function (times, free),
+    as ``lim[p]``, the end of the last such instant (inf: for ever, -inf: not even at t). A job of p
+    processors and planned duration d > 0 fits from t iff ``t + d <= lim[p]``: what
+    ``_min_free_lo(times, free, 0, n, t, t + d) >= p`` says, read in O(1) per job after O(n + nfree)."""
+    n = times.shape[0]
+    i = prof_index(times, 0, n, t)
+    low = free[i] if free[i] < nfree else nfree
+    if low < 0:
+        low = 0
+    for p in range(low + 1, nfree + 1):
+        lim[p] = -INF
+    i += 1
+    while i < n and low > 0:
+        if free[i] < low:
+            f = free[i] if free[i] > 0 else 0
+            for p in range(f + 1, low + 1):
+                lim[p] = times[i]
+            low = f
+        i += 1
+    for p in range(1, low + 1):
+        lim[p] = INF
+
+
+@njit(cache=True)
+def first_backfill_within(qj, k, size, pplan, nfree, lim, t):
+    """``first_backfill`` with the fit test read from ``fit_limits`` (lim) of the same step function."""
+    while k < qj.shape[0]:
+        j = qj[k]
+        p = size[j]
+        if p <= nfree and (pplan[j] <= 0 or t + pplan[j] <= lim[p]):
+            return k
         k += 1
     return k
 

@@ -138,3 +138,22 @@ def test_a_larger_random_workload_matches(policy, mode):
     new.run(on_step=lambda f, t: steps_new.append(t))
     assert_same(ref, new)
     assert len(steps_new) == len(steps_ref)  # progress is reported as often (every STEP_EVENTS event times)
+
+
+def test_fit_limits_say_what_the_profile_scan_says():
+    """EASY's backfill reads a candidate's fit from fit_limits: the same answer as the scan of the
+    step function (_min_free_lo) for every size and duration, on random profiles from t."""
+    from simengine.local.profile import _min_free_lo, fit_limits
+    rng = np.random.default_rng(3)
+    for _ in range(300):
+        m = int(rng.integers(1, 8))
+        t = float(rng.integers(0, 5))
+        times = np.concatenate([[t], t + np.cumsum(rng.integers(1, 4, m - 1)).astype(float)])
+        free = rng.integers(-2, 9, m).astype(np.int64)
+        nfree = int(rng.integers(1, 10))
+        lim = np.full(nfree + 1, np.nan)
+        fit_limits(times, free, t, nfree, lim)
+        for p in range(1, nfree + 1):
+            for d in np.arange(0.5, times[-1] - t + 3, 0.5):
+                want = _min_free_lo(times, free, 0, m, t, t + d) >= p
+                assert (t + d <= lim[p]) == want, (times, free, p, d)

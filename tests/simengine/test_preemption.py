@@ -118,3 +118,28 @@ def test_preemption_mode_from_refs():
     m = preemption_mode({"name": "suspend", "params": {"overhead": 60}})
     assert (m.resumes, m.restarts, m.overhead, m.kills) == (True, False, 60.0, False)
     assert preemption_mode("kill").kills and preemption_mode("requeue").restarts
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 7, 16, 33])
+def test_the_victim_order_is_the_plain_sort(n):
+    """order_victims (the one definition the event core and choose_victims use) against Python's
+    sort on the key it states: lowest priority, newest start, then the order given."""
+    import numpy as np
+
+    from simengine.preemption import order_victims
+    rng = np.random.default_rng(n)
+    for _ in range(50):
+        prio = rng.integers(0, 3, n)
+        started = rng.integers(0, 4, n).astype(float)  # ties on both keys, often
+        seq = rng.permutation(n)
+        ids = rng.permutation(n)  # any candidates' order in
+        want = sorted(ids.tolist(), key=lambda i: (prio[i], -started[i], seq[i]))
+        got = ids.copy()
+        order_victims(got, prio, started, seq)
+        assert got.tolist() == want
+
+
+def test_choose_victims_keeps_the_candidates_order_on_ties():
+    jobs = [("a", 0, 5.0, 1), ("b", 1, 9.0, 1), ("c", 0, 5.0, 1), ("d", 0, 7.0, 1)]
+    pick = choose_victims(jobs, lambda j: j[1], lambda j: j[2], lambda v: len(v) >= 4)
+    assert [j[0] for j in pick] == ["d", "a", "c", "b"]
