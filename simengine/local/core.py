@@ -458,9 +458,13 @@ def _identity_free_at(s, j, t):
 
 
 @njit(cache=True)
-def _start(s, j, t):
+def _start(s, j, t, chosen=-1):
+    """Start waiting job j now: on the processors at pool offset ``chosen`` when its caller chose
+    them (simengine.local.external), else on its own (suspended) or the lowest free ones."""
     p = s.size[j]
-    if s.state[j] == SUSPENDED:
+    if chosen >= 0:
+        off = chosen
+    elif s.state[j] == SUSPENDED:
         off = s.off[j]
         _piece(s, j, s.susp_at[j], t, KIND_SUSPENDED, off, p)
         pin, pool = s.pin, s.pool
@@ -1105,26 +1109,12 @@ def act_start(s, j, t, procs):
             return why
         off = _pool_room(s, p)
         s.pool[off:off + p] = procs
-        _start_on(s, j, t, off)
+        _start(s, j, t, off)
     else:
         _start(s, j, t)
     s.nwait -= 1
     s.ctl[CTL_NFREE] = s.nfree
     return ACT_OK
-
-
-@njit(cache=True)
-def _start_on(s, j, t, off):
-    """_start for a job whose processors the caller chose (written to the pool at ``off``)."""
-    _hold(s, off, s.size[j], j)
-    s.off[j] = off
-    s.state[j] = RUNNING
-    _run_add(s, j)
-    s.run_start[j] = t
-    if s.first_start[j] != s.first_start[j]:
-        s.first_start[j] = t
-    s.gen[j] += 1
-    _push(s, t + s.pact[j], EV_JOB_END, j, s.gen[j])
 
 
 @njit(cache=True)
