@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from simengine.local import core
-from simengine.local.core import AR_ACCEPTED, AR_ACTIVE
+from simengine.local.core import AR_ACCEPTED, AR_ACTIVE, LOG_END, LOG_PREEMPTED, LOG_SUBMIT, LOG_TIMER
 from simengine.preemption import PreemptionMode
 from simengine.policy import EventScheduler, Job, LocalScheduler, PolicyError, policy_raised
 
@@ -240,8 +240,8 @@ class Cluster:
         submitted, ended, preempted, changed = [], [], [], []
         timer = False
         running, jobs = self.running, self._jobs
-        for kind, i in zip(self._log_kind[:n].tolist(), self._log_id[:n].tolist()):
-            if kind == core.LOG_SUBMIT:
+        for kind, i in zip(self._log_kind[:n].tolist(), self._log_id[:n].tolist()):  # (usually one or two)
+            if kind == LOG_SUBMIT:
                 job = jobs[i] = Job(i, self._submit[i], self._size[i], self._estimate[i], self._prio[i])
                 if self._plain:
                     job.key = (0, 1, i)
@@ -249,11 +249,11 @@ class Cluster:
                 else:
                     self._enqueue(job)
                 submitted.append(job)
-            elif kind == core.LOG_END:
+            elif kind == LOG_END:
                 job = running.pop(i)
                 job.status, job.end = "done", float(self._end[i])
                 ended.append(job)
-            elif kind == core.LOG_PREEMPTED:
+            elif kind == LOG_PREEMPTED:
                 job = running.pop(i)
                 job.start = math.nan
                 job.plan = float(self._pplan[i])
@@ -261,7 +261,7 @@ class Cluster:
                 if job.status != "killed":
                     self._enqueue(job)
                 preempted.append(job)
-            elif kind == core.LOG_TIMER:
+            elif kind == LOG_TIMER:
                 timer = True
             else:
                 changed.append((i, kind))
