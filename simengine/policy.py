@@ -16,16 +16,14 @@ group (:func:`load_entry_points`); nothing is ever uploaded through the web.
 from __future__ import annotations
 
 import math
-import traceback
 import warnings
 from importlib.metadata import entry_points
-from pathlib import Path
 from typing import ClassVar, Collection, Iterable, Sequence
 
 import numpy as np
 from pydantic import BaseModel
 
-from simengine.errors import SimEngineError
+from simengine.policy_types import Job, PolicyError, policy_raised
 from simengine.registry import GRID_PLACEMENT, LOCAL_SCHEDULERS, SITE_ALLOCATION, NoParams
 from simengine.schedulers.base import ClusterSchedule, ClusterSteps, check_inputs
 
@@ -34,21 +32,6 @@ __all__ = ["PolicyKind", "Job", "EventScheduler", "LocalScheduler", "GridJob", "
 
 #: the entry point group installed packages register their policies under
 ENTRY_POINT_GROUP = "simengine.policies"
-
-
-class PolicyError(SimEngineError, RuntimeError):
-    """A policy asked for something the cluster cannot do, or raised an exception of its own (the
-    message names the policy and says what and when; the policy's exception is its cause)."""
-
-
-def policy_raised(name: str, call: str, exc: Exception) -> PolicyError:
-    """What a policy's own exception becomes: the policy, the call and where in the policy's
-    code it was raised (the web shows a run's error text only, without a traceback)."""
-    frames = traceback.extract_tb(exc.__traceback__)
-    # the file by its package folder and name: enough to find it, and no server paths on a web page
-    where = (f" ({'/'.join(Path(frames[-1].filename).parts[-2:])}, line {frames[-1].lineno}, in {frames[-1].name})"
-             if frames else "")
-    return PolicyError(f"{name}: {call} raised {type(exc).__name__}: {exc}{where}")
 
 
 class PolicyKind:
@@ -84,31 +67,6 @@ class PolicyKind:
                     out.append(sub)
                 todo.append(sub)
         return out
-
-
-class Job:
-    """A job as a scheduler sees it: ``id`` (its index among the cluster's jobs, in submit
-    order), ``submit``, ``size`` (processors), ``estimate`` (requested time), ``priority`` (its
-    stream's; higher first), ``status`` (waiting, running, suspended, done, killed, rejected),
-    ``start`` (when its current run started; NaN while it waits), ``plan`` (the time its current
-    run is planned to take: the estimate, or what is left of it plus the preemption overhead
-    after a suspension) and ``end`` (NaN until it ends)."""
-
-    __slots__ = ("id", "submit", "size", "estimate", "start", "priority", "status", "plan", "end", "key")
-
-    def __init__(self, id: int, submit: float, size: int, estimate: float, priority: int = 0):
-        self.id, self.submit, self.size, self.estimate, self.priority = id, submit, size, estimate, priority
-        self.start = self.end = math.nan
-        self.plan = estimate
-        self.status = "waiting"
-
-    @property
-    def expected_end(self) -> float:
-        """When a running job is expected to end: start + plan."""
-        return self.start + self.plan
-
-    def __repr__(self) -> str:
-        return f"Job(id={self.id}, submit={self.submit}, size={self.size}, estimate={self.estimate})"
 
 
 class EventScheduler(PolicyKind):
@@ -406,6 +364,6 @@ ELSEWHERE: dict[str, str] = {
 
 def __getattr__(name: str):
     if name in ELSEWHERE:
-        from importlib import import_module
+        from importlib import import_module  # (only for a name of ELSEWHERE: rare)
         return getattr(import_module(ELSEWHERE[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

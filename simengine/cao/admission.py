@@ -100,21 +100,21 @@ class ClusterOffer:
 
     def fit(self, after: float) -> tuple[float, float]:
         """(start, finish) of the task's earliest fit on this cluster from ``after`` (real time)."""
-        from simengine.cao import core
+        from simengine.cao import core  # (its compiled core loads only when a policy is asked)
         st, prt = core.offer(self._sim.state, self._row, self.cluster, float(after))
         return float(st), float(prt)
 
     def availability(self) -> tuple[np.ndarray, np.ndarray]:
         """The task's class plan here, as (times, free processors from each time on): the
         processors of the class layer not held by started or planned jobs (reservations included)."""
-        from simengine.cao import core
+        from simengine.cao import core  # (its compiled core loads only when a policy is asked)
         return core.availability(self._sim.state, self.cluster, self._cls)
 
     def jobs(self) -> dict[str, np.ndarray]:
         """The class's jobs here: queued (in queue order, accepted reservations among them), then
         started ones: ``job`` (row), ``task`` (-1: a local job), ``processors``, ``start``, ``end``
         (planned, real time), ``started``."""
-        from simengine.cao import core
+        from simengine.cao import core  # (its compiled core loads only when a policy is asked)
         j, a, b, run = core.class_jobs(self._sim.state, self.cluster, self._cls)
         return {"job": j, "task": self._sim.task[j], "processors": self._sim.n[j], "start": a, "end": b,
                 "started": run}
@@ -181,7 +181,7 @@ def admission_policy(ref: dict | None, p: CaoParams) -> ReservationAdmission | N
 def admit_workflow(sim, policy: ReservationAdmission) -> None:
     """Admit the tasks of the workflow the core stopped for (ADMISSION_DUE), in HEFT order: each
     task's request and offers to ``policy``, its grant to the core; then the clusters dispatch."""
-    from simengine.cao import core
+    from simengine.cao import core  # (its compiled core loads only when a policy is asked)
     s = sim.state
     w, now = core.admission_begin(s)
     w, now = int(w), float(now)

@@ -313,7 +313,7 @@ class IncrementalClaiming(ClaimingPolicy):
 @scenario_check(order=91)
 def claiming_problems(s: Any, check_policy: Callable | None = None) -> list[tuple[tuple, str]]:
     """A claiming policy is given with KOALA streams only."""
-    from simengine.grid.schema import is_koala
+    from simengine.grid.schema import is_koala  # (the grid schema imports this module)
 
     if getattr(s.grid, "claiming", None) is not None and not is_koala(s):
         return [(("grid", "claiming"), "a claiming policy claims the processors of KOALA jobs: give it with a "

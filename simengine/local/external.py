@@ -24,7 +24,7 @@ import numpy as np
 from simengine.local import core
 from simengine.local.core import AR_ACCEPTED, AR_ACTIVE, LOG_END, LOG_PREEMPTED, LOG_SUBMIT, LOG_TIMER
 from simengine.preemption import PreemptionMode
-from simengine.policy import EventScheduler, Job, LocalScheduler, PolicyError, policy_raised
+from simengine.policy_types import Job, PolicyError, policy_raised
 
 if TYPE_CHECKING:
     from simengine.local.cluster import AdvanceReservation, ClusterSim
@@ -85,7 +85,8 @@ class Cluster:
         self._decide_t, self._end = a["decide_t"], a["end"]
         self.name = policy_class.name
         self.policy = policy_class.create(params, self)
-        base = LocalScheduler if isinstance(self.policy, LocalScheduler) else EventScheduler
+        # a callback is called when the policy's classes define it: not the empty default of the root
+        base = next(b for b in reversed(type(self.policy).__mro__) if "on_submit" in vars(b))
         own = lambda m: getattr(type(self.policy), m) is not getattr(base, m)  # noqa: E731
         p = self.policy
         self._on_submit = p.on_submit if own("on_submit") else None
