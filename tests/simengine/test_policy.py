@@ -14,7 +14,6 @@ from pydantic import BaseModel, ConfigDict
 import simengine
 import simengine.policy as policy_api
 from simengine.conformance import PROCESSORS, read_case
-from simengine.errors import ScenarioError
 from simengine.policy import ENTRY_POINT_GROUP, LocalScheduler, PolicyError, register
 from simengine.registry import LOCAL_SCHEDULERS
 from tests.conftest import ROOT
