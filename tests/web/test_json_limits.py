@@ -98,7 +98,7 @@ def test_a_document_of_100k_keys_is_refused_at_once_by_the_api_and_the_builder(d
         seconds = time.perf_counter() - t0
         assert response.status_code == 400, (path, response.content[:300])
         assert "an object of 100,000 keys (more than 1,000)" in response.content.decode(), (path, response.content[:300])
-        assert field in response.content.decode() and seconds < 2, (path, seconds)
+        assert field in response.content.decode() and seconds < 5, (path, seconds)  # (loaded: 2.1 s; it was 6-11 s)
 
 
 @pytest.mark.parametrize("chunk", [1, 2, 3, 7, 64, 1 << 16])
