@@ -22,7 +22,7 @@ issue's target of 50,000 jobs/s for a plain-Python FCFS or EASY (the simple form
 Then the event API (issue 35): the same trace with ten advance reservations of a quarter of the
 machine, a second stream of high-priority jobs (2,000, priority 1) and suspend/resume preemption
 (60 s overhead), by the built-in compiled ``easy`` and by ``events-easy``
-(examples/policies/gridweb_example_policies/queue_events.py: EASY written against the event API,
+(simengine/local/twins/queue.py: EASY written against the event API,
 reservations, priorities and preemption included), checked to give the same job table first;
 target >= 30,000 jobs/s. docs/performance.md quotes it.
 """
@@ -41,7 +41,6 @@ sys.path.insert(0, str(ROOT))
 
 import simengine  # noqa: E402
 import gridweb_example_policies.reference  # noqa: E402,F401  (registers the python-* twins)
-import gridweb_example_policies.queue_events  # noqa: E402,F401  (registers events-fcfs, events-easy)
 
 TRACE = ROOT / "gridweb" / "demo" / "DAS2-fs1-2003-1.swf.gz"
 TARGET = 50_000

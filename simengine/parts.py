@@ -17,6 +17,7 @@ import simengine.grid.claiming  # noqa: F401  KOALA's claiming policies and thei
 import simengine.evolving.schema  # noqa: F401  the evolving scheduler and its checks
 import simengine.cao.schema  # noqa: F401  scojo-pect, workflow scheduling and Cao's checks
 import simengine.local.schema  # noqa: F401  the event-driven model's checks (reservations, priorities, preemption)
+import simengine.local.twins  # noqa: F401  the local built-ins again in plain Python (event API)
 from simengine.policy import load_entry_points
 
 load_entry_points()

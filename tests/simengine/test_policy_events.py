@@ -20,7 +20,7 @@ from simengine.workload import STATUS_COMPLETED, STATUS_KILLED, STATUS_REJECTED
 from tests.simengine import reference_cluster
 from tests.simengine.test_conformance import PARAMS
 
-import gridweb_example_policies.queue_events  # noqa: F401  (registers events-fcfs, events-easy)
+import simengine.local.twins.queue
 import gridweb_example_policies.pybatsim_style  # noqa: F401  (registers pybatsim-filler, pybatsim-easy)
 
 MODES = {"none": PreemptionMode("none", False, False, False),
@@ -101,7 +101,7 @@ def test_the_comparison_can_fail():
     """An EASY that forgets the reservations gives another schedule: the tests above can fail."""
 
     @register
-    class CarelessEASY(gridweb_example_policies.queue_events.EventsEASY):
+    class CarelessEASY(simengine.local.twins.queue.EventsEASY):
         name = "test-careless-easy"
 
         def can_start(self, job, profile):

@@ -5,7 +5,7 @@ fewest lower-priority running jobs that let it start now). They give exactly the
 built-in compiled ``fcfs`` and ``easy`` on the event-driven cluster -- the tests compare every
 start, end and piece -- so everything the built-ins decide can be decided through the public API.
 
-Registered through the package's entry point (the builder lists them).
+Built in (simengine.local.twins); the builder lists them.
 """
 from __future__ import annotations
 
