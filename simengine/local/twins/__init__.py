@@ -7,3 +7,4 @@ of a compiled pass is made in Python instead (a Python victim choice, docs/write
 Registered in simengine.parts, like every built-in policy.
 """
 from simengine.local.twins import queue  # noqa: F401  events-fcfs, events-easy
+from simengine.local.twins import conservative  # noqa: F401  events-conservative
