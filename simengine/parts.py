@@ -11,7 +11,7 @@ from __future__ import annotations
 # (each import registers what its module defines)
 import simengine.schedulers  # noqa: F401  local schedulers (compiled)
 import simengine.site_allocation  # noqa: F401  site-allocation policies
-import simengine.preemption  # noqa: F401  preemption policies
+import simengine.preemption  # noqa: F401  preemption policies and the built-in victim choice
 import simengine.grid.schema  # noqa: F401  grid placement and deadline policies, the grid layer's checks
 import simengine.grid.claiming  # noqa: F401  KOALA's claiming policies and their check
 import simengine.evolving.schema  # noqa: F401  the evolving scheduler and its checks

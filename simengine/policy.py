@@ -359,6 +359,7 @@ ELSEWHERE: dict[str, str] = {
     "Grant": "simengine.cao.admission",
     "Predecessor": "simengine.cao.admission",
     "RarsKnobs": "simengine.cao.admission",
+    "VictimChoice": "simengine.preemption",
 }
 
 

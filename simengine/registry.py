@@ -110,6 +110,19 @@ class Claiming(Protocol):
     claim: Callable[..., Any]
 
 
+@runtime_checkable
+class VictimChoice(Protocol):
+    """What VICTIMS holds: a class (simengine.preemption.VictimChoice) instantiated as ``(params,
+    cluster)`` once per cluster of a replication, whose ``order(now, preemptor, candidates)`` lists
+    the running jobs a preemption may take, in the order it takes them. A ``compiled`` one is the
+    event core's own order (simengine.preemption.order_victims), which the compiled passes apply
+    themselves."""
+
+    def __call__(self, params, cluster): ...
+
+    order: Callable[..., Any]
+
+
 def _members(protocol: type) -> list[str]:
     """What ``protocol`` requires: its methods (a call included) and annotated attributes."""
     own = vars(protocol)
@@ -195,3 +208,7 @@ REGISTRIES = (LOCAL_SCHEDULERS, SITE_ALLOCATION, GRID_PLACEMENT, DEADLINE_POLICY
 #: docs/policies/claiming.md)
 CLAIMING = Registry("claiming policy", Claiming)
 REGISTRIES += (CLAIMING,)
+#: Which running jobs a preemption takes, in what order: a cluster's ``victims`` (simengine.preemption,
+#: docs/policies/victim-choice.md)
+VICTIMS = Registry("victim choice", VictimChoice)
+REGISTRIES += (VICTIMS,)

@@ -45,7 +45,8 @@ from simengine.local.schema import RelaxedFrame, Reservation, ReservationJob
 from simengine.presets import PLATFORMS
 from simengine.registry import (DEADLINE_POLICY, GRID_PLACEMENT, LOCAL_SCHEDULERS, PREEMPTION, SITE_ALLOCATION,
                                 WORKFLOW_SCHEDULING, Registry)
-from simengine.registry import CLAIMING
+from simengine.registry import CLAIMING, VICTIMS
+from simengine.preemption import DEFAULT_VICTIMS
 from simengine.schema_base import GRID_TARGET, PROBLEMS as _PROBLEMS, SCENARIO_CHECKS, known_list, scenario_check
 from simengine.schema_base import StrictModel as _Model, problems as _problems
 from simengine.site_allocation import is_stateful
@@ -126,6 +127,12 @@ class Cluster(_Model):
                     "reservation it overruns into: none (default; an overrun into a reservation is killed), "
                     "kill, requeue or suspend, the last two with params {overhead: seconds} "
                     "(PREEMPTION registry, docs/reservations.md)")
+    victims: PolicyRef = Field(
+        default_factory=lambda: PolicyRef(name=DEFAULT_VICTIMS),
+        description="Which running jobs a preemption for a waiting job takes, in what order: "
+                    "lowest-priority-newest (default: lowest priority first, then the newest start) or a "
+                    "Python victim choice (VICTIMS registry, docs/policies/victim-choice.md); needs a "
+                    "preemption other than none, and an fcfs, easy or Python scheduler for a Python one")
 
     @field_validator("name")
     @classmethod
@@ -153,12 +160,23 @@ class Cluster(_Model):
             raise _problems(found)
         return ref
 
+    @field_validator("victims")
+    @classmethod
+    def _victims(cls, ref: PolicyRef) -> PolicyRef:
+        found = _check_policy(ref, VICTIMS, ())
+        if found:
+            raise _problems(found)
+        return ref
+
     @model_serializer(mode="wrap")
     def _leave_out_no_preemption(self, handler):
-        # the default is left out, so scenarios written before preemption keep their hash
+        # the defaults are left out, so scenarios written before preemption (and victim choice)
+        # keep their hash
         data = handler(self)
         if data.get("preemption") == {"name": "none", "params": {}}:
             del data["preemption"]
+        if data.get("victims") == {"name": DEFAULT_VICTIMS, "params": {}}:
+            del data["victims"]
         return data
 
 

@@ -46,8 +46,9 @@ from simengine.local.external import Cluster
 from simengine.local.core import (AR_ACCEPTED, AR_ACTIVE, AR_DONE, AR_PENDING, AR_REJECTED, DONE,  # noqa: F401
                                   KILLED, QUEUED, REJECTED, RUNNING, SUSPENDED, WAITING)
 from simengine.local.profile import replan_queue
+from simengine.local.schema import PYTHON_TWINS
 from simengine.registry import LOCAL_SCHEDULERS
-from simengine.preemption import PreemptionMode
+from simengine.preemption import PreemptionMode, victim_choice
 from simengine.schedulers.base import planned_end  # noqa: F401  (re-exported: the kernels' rule)
 from simengine.schedulers.conservative import compress, job_classes
 
@@ -123,6 +124,9 @@ class ClusterSim:
         Plan extension for jobs outliving their estimate (BackfillParams.overrun_step).
     horizon : float
         No event after this time is handled.
+    victims : PolicyRef, dict, str or None
+        The cluster's victim choice (simengine.preemption; None: the built-in order). A Python one
+        with fcfs or easy runs their plain-Python twin (PYTHON_TWINS), which takes its victims.
 
     After :meth:`run` (arrays indexed by job): ``first_start``, ``end``, ``state`` (DONE, KILLED,
     or still RUNNING/QUEUED/SUSPENDED/WAITING at the horizon), ``preemptions``, ``lost``
@@ -133,7 +137,19 @@ class ClusterSim:
 
     def __init__(self, processors: int, policy: str, submit, runtime, estimate, size, priority=None,
                  reservations: list[AdvanceReservation] | None = None, mode: PreemptionMode | None = None,
-                 overrun_step: float = 60.0, horizon: float = INF, params=None, python: type | None = None):
+                 overrun_step: float = 60.0, horizon: float = INF, params=None, python: type | None = None,
+                 victims=None):
+        choice = victim_choice(victims)  # (None: the core's own order)
+        if python is None and policy in POLICIES and choice is not None:
+            # the compiled passes take victims in the core's order: with a Python victim choice the
+            # pass's plain-Python twin runs instead (the same schedules; it asks cluster.victims)
+            if policy not in PYTHON_TWINS:
+                raise ValueError(f"victim choice {choice[0].name!r}: the {policy} scheduler has no plain-Python twin "
+                                 f"yet; a Python victim choice needs {', '.join(PYTHON_TWINS)} or a Python scheduler")
+            import simengine.local.twins  # noqa: F401  (registers the twins when simengine.parts has not)
+            python = LOCAL_SCHEDULERS.get(PYTHON_TWINS[policy]).implementation.policy
+            if isinstance(params, BaseModel):
+                params = params.model_dump()
         if python is None and policy not in POLICIES:
             entry = LOCAL_SCHEDULERS.get(policy) if policy in LOCAL_SCHEDULERS else None
             python = getattr(entry.implementation, "policy", None) if entry else None
@@ -183,7 +199,7 @@ class ClusterSim:
         self._pieces: list[tuple] = []
         self._read()
         #: the Python policy deciding (simengine.local.external), None for a compiled one
-        self.external = None if python is None else Cluster(self, python, params, self.mode)
+        self.external = None if python is None else Cluster(self, python, params, self.mode, choice)
 
     # ---- what the core holds, as Python ---------------------------------------------------------
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from simengine.local import core
 from simengine.local.core import AR_ACCEPTED, AR_ACTIVE, LOG_END, LOG_PREEMPTED, LOG_SUBMIT, LOG_TIMER
-from simengine.preemption import PreemptionMode
+from simengine.preemption import PreemptionMode, VictimChoice, ordered_victims
 from simengine.policy_types import Job, PolicyError, policy_raised
 
 if TYPE_CHECKING:
@@ -63,7 +63,8 @@ class Cluster:
         ``start``/``end`` the granted window, ``processors`` the count held).
     """
 
-    def __init__(self, sim: "ClusterSim", policy_class: type, params, mode: PreemptionMode):
+    def __init__(self, sim: "ClusterSim", policy_class: type, params, mode: PreemptionMode,
+                 victims: tuple[type[VictimChoice], object] | None = None):
         self._sim = sim
         self._state = sim._state
         a = sim._a
@@ -83,6 +84,8 @@ class Cluster:
         self._pplan, self._state_arr, self._off = a["pplan"], a["state"], a["off"]
         self._log_kind, self._log_id, self._ctl = a["log_kind"], a["log_id"], a["ctl"]
         self._decide_t, self._end = a["decide_t"], a["end"]
+        #: the cluster's victim choice when it is written in Python (None: the core's own order)
+        self._victims = None if victims is None else victims[0](victims[1], self)
         self.name = policy_class.name
         self.policy = policy_class.create(params, self)
         # a callback is called when the policy's classes define it: not the empty default of the root
@@ -135,12 +138,25 @@ class Cluster:
         """When every processor of suspended ``job`` is expected to be free, by plan."""
         return float(core.own_free_at(self._state, job.id, self.now))
 
-    def victims(self, priority: int | None = None) -> list[Job]:
-        """The running jobs that may be preempted for a job of ``priority`` (None: any), in the
-        order the built-in schedulers take them: lowest priority first, then the newest start, then
-        the order they started in (jobs ending at this very instant are left out)."""
+    def victims(self, priority: "int | Job | None" = None) -> list[Job]:
+        """The running jobs that may be preempted for a job of ``priority`` (None: any; or the
+        waiting Job itself), in the cluster's victim order -- the scenario's ``victims``; by
+        default the built-in one: lowest priority first, then the newest start, then the order they
+        started in (jobs ending at this very instant are left out). A Python victim choice is told
+        the job to start: the one given, or else the first waiting job of ``priority`` (the job the
+        built-in passes preempt for); it may leave candidates out."""
+        preemptor = priority if isinstance(priority, Job) else None
+        if preemptor is not None:
+            priority = preemptor.priority
         below = np.iinfo(np.int64).max if priority is None else int(priority)
-        return [self.running[j] for j in core.victims(self._state, self.now, below).tolist()]
+        ids = core.victims(self._state, self.now, below).tolist()
+        if self._victims is None:
+            return [self.running[j] for j in ids]
+        if preemptor is None and priority is not None:
+            preemptor = next((job for job in self.queue if job.priority == priority), None)
+        ok = set(ids)
+        return ordered_victims(self._victims, self.now, preemptor,
+                               [job for j, job in self.running.items() if j in ok])  # (in start order)
 
     def preempt(self, job: Job) -> None:
         """Preempt running ``job`` as the cluster's preemption mode says (``preemption``: suspend,

@@ -86,7 +86,7 @@ class _Replication:
             self.sims.append((c, idx, ClusterSim(spec.processors, spec.scheduler.name, jobs.submit[idx], runtime[idx],
                                                  estimate[idx], jobs.processors[idx], jobs.extra["priority"][idx],
                                                  ars, preemption_mode(spec.preemption), step, horizon,
-                                                 params=spec.scheduler.params)))
+                                                 params=spec.scheduler.params, victims=spec.victims)))
             self.ars += ars
         if live is not None:
             _feed_live(self, live, horizon)

@@ -11,7 +11,13 @@ from pydantic import Field, model_validator
 from simengine.registry import LOCAL_SCHEDULERS
 from simengine.schema_base import GRID_TARGET, Problems, StrictModel, known_list, problems, scenario_check
 
-__all__ = ["RelaxedFrame", "ReservationJob", "Reservation", "reservation_problems", "needs_local"]
+__all__ = ["RelaxedFrame", "ReservationJob", "Reservation", "reservation_problems", "victim_problems", "needs_local",
+           "PYTHON_TWINS"]
+
+#: the plain-Python twin (simengine.local.twins: the same schedules, through the event API) of each
+#: compiled pass that has one. The engine runs the twin where a decision the pass makes is written
+#: in Python: a cluster's victim choice (simengine.local.cluster). A new twin is one entry here.
+PYTHON_TWINS = {"fcfs": "events-fcfs", "easy": "events-easy"}
 
 
 class RelaxedFrame(StrictModel):
@@ -120,6 +126,32 @@ def reservation_problems(s, check_policy=None) -> Problems:
             found.append((("platform", "clusters", i, "preemption", "name"),
                           f"cluster '{c.name}' uses the {c.scheduler.name} scheduler; preemption needs "
                           f"{need}"))
+    return found
+
+
+@scenario_check(order=21)
+def victim_problems(s, check_policy=None) -> Problems:
+    """A cluster's victim choice orders the jobs its preemptions take: it needs a preemption mode,
+    and a Python one a scheduler that takes victims from Python (a Python scheduler, or a compiled
+    pass with a plain-Python twin, PYTHON_TWINS)."""
+    from simengine.preemption import DEFAULT_VICTIMS, victim_choice  # (it imports simengine.policy)
+
+    found: list[tuple[tuple, str]] = []
+    for i, c in enumerate(s.platform.clusters):
+        field = ("platform", "clusters", i, "victims", "name")
+        if c.victims.name == DEFAULT_VICTIMS:
+            continue
+        if c.preemption.name == "none":
+            found.append((field, f"cluster '{c.name}' preempts nobody for a waiting job (preemption none): victim "
+                                 f"choice {c.victims.name} needs preemption kill, requeue or suspend (or leave "
+                                 f"victims out)"))
+            continue
+        entry = LOCAL_SCHEDULERS.get(c.scheduler.name) if c.scheduler.name in LOCAL_SCHEDULERS else None
+        if (entry is not None and {"compiled", "event_driven"} <= entry.capabilities
+                and c.scheduler.name not in PYTHON_TWINS and victim_choice(c.victims) is not None):
+            found.append((field, f"cluster '{c.name}' uses the {c.scheduler.name} scheduler, which takes victims in "
+                                 f"the event core's own order and has no plain-Python twin yet; a Python victim "
+                                 f"choice ({c.victims.name}) needs {', '.join(PYTHON_TWINS)} or a Python scheduler"))
     return found
 
 

@@ -29,7 +29,7 @@ from simengine.gantt import KIND_NAMES
 from simengine.local.cluster import POLICIES as EVENT_DRIVEN_POLICIES, ClusterSim
 from simengine.models import model_of
 from simengine.registry import GRID_PLACEMENT, LOCAL_SCHEDULERS, PREEMPTION, REGISTRIES, SITE_ALLOCATION, Entry
-from simengine.registry import CLAIMING
+from simengine.registry import CLAIMING, VICTIMS
 from simengine.schedulers.base import ClusterSchedule
 from tests.conftest import ROOT
 
@@ -105,6 +105,12 @@ def scenario_for(registry, entry: Entry) -> dict:
         data["workload"]["streams"].append(low)
         data["grid"]["deadline_policy"]["params"]["threshold"] = 0.5
         data["grid"]["claiming"] = ref
+        return data
+    if kind == "victim choice":  # two preempting clusters; a Python choice needs fcfs or easy (their twins ask it)
+        data = example("reservations-preemption.yaml")
+        data["platform"]["clusters"][1]["scheduler"] = {"name": "fcfs"}
+        for c in data["platform"]["clusters"]:
+            c["victims"] = ref
         return data
     raise AssertionError(f"no conformance scenario for the {kind} registry: add one to scenario_for")
 
@@ -399,3 +405,24 @@ def test_a_claiming_policy_has_every_component_claimed_by_the_job_start_time(nam
         claims = [c[4] for c in k.comps]
         assert k.start == k.jst and all(k.jpt <= t <= k.jst for t in claims), \
             f"{name}: a job started at {k.start} with claims at {claims} (placed {k.jpt}, JST {k.jst})"
+
+
+@pytest.mark.parametrize("name", VICTIMS.names())
+def test_a_victim_choice_orders_some_of_its_candidates_and_is_compiled_iff_it_is_the_core_order(name):
+    from simengine.policy import Job
+    from simengine.preemption import LowestPriorityNewest, victim_choice
+
+    entry = VICTIMS.get(name)
+    assert ("compiled" in entry.capabilities) == (victim_choice(name) is None), \
+        f"{name}: capability 'compiled' is {'compiled' in entry.capabilities}, but the engine " \
+        f"{'does not call' if victim_choice(name) is None else 'calls'} it from Python"
+    rng = np.random.default_rng(1)
+    candidates = [Job(i, 0.0, int(rng.integers(1, 9)), 100.0, int(rng.integers(0, 3))) for i in range(12)]
+    for i, job in enumerate(candidates):
+        job.start, job.status = float(i // 3), "running"
+    preemptor = Job(99, 5.0, 8, 100.0, 3)
+    got = list(entry.implementation(entry.params(), None).order(6.0, preemptor, list(candidates)))
+    assert len({id(j) for j in got}) == len(got) and all(any(j is c for c in candidates) for j in got), \
+        f"{name} answered with jobs that are not candidates, or named one twice"
+    if "compiled" in entry.capabilities:
+        assert got == LowestPriorityNewest(entry.params(), None).order(6.0, preemptor, list(candidates))

@@ -75,6 +75,7 @@ def test_catalog_gives_each_cluster_policy_field_its_own_registry(client):
     assert catalog["cluster_policies"] == [
         {"field": "scheduler", "title": "Local scheduler", "registry": "local_schedulers", "default": "fcfs"},
         {"field": "preemption", "title": "Preemption", "registry": "preemption", "default": "none"},
+        {"field": "victims", "title": "Victims", "registry": "victims", "default": "lowest-priority-newest"},
     ]
     preemption = catalog["registries"]["preemption"]
     assert preemption["kind"] == "preemption policy"
