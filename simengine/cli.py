@@ -1,4 +1,4 @@
-"""Command line: ``python -m simengine validate|run|replay|reproduce|schedulers``.
+"""Command line: ``python -m simengine validate|run|replay|reproduce|sweep|schedulers|policies``.
 
 Exit codes: 0 success, 2 bad input (every problem printed with its field path),
 1 an unexpected engine failure.
@@ -84,8 +84,16 @@ def _parser() -> argparse.ArgumentParser:
     w.add_argument("--quiet", action="store_true")
     w.set_defaults(func=cmd_sweep)
 
-    s = sub.add_parser("schedulers", help="list the registered policies and their parameters")
+    s = sub.add_parser("schedulers", help="list the registered policies and their parameters (one line each)")
     s.set_defaults(func=cmd_schedulers)
+
+    k = sub.add_parser("policies", help="every kind of policy: where a scenario names it, its policies and each "
+                                        "parameter (type, default, meaning; a parameter naming another policy "
+                                        "lists the names it takes)")
+    k.add_argument("kind", nargs="?", help="only this kind (its registry, e.g. claiming, reservation_admission)")
+    k.add_argument("--json", action="store_true", help="as JSON: each kind's fields and policies with their "
+                                                       "parameters' JSON schemas")
+    k.set_defaults(func=cmd_policies)
     return p
 
 
@@ -204,21 +212,95 @@ def cmd_sweep(args) -> int:
     return 0
 
 
-def cmd_schedulers(args) -> int:
-    # (imported by the command that needs it, so --help answers at once; parts fills the registries)
-    import simengine.parts  # noqa: F401
-    from simengine.registry import REGISTRIES
+def _plural(kind: str) -> str:
+    return kind[:-1] + "ies" if kind.endswith("y") else kind + "s"
 
-    for registry in REGISTRIES:
-        plural = registry.kind[:-1] + "ies" if registry.kind.endswith("y") else registry.kind + "s"
-        print(f"{plural}:")
+
+def _default(field) -> Any:
+    """A parameter's default as a scenario would write it (a default factory called)."""
+    from pydantic import BaseModel
+
+    value = field.get_default(call_default_factory=True)
+    return value.model_dump(mode="json") if isinstance(value, BaseModel) else value
+
+
+def cmd_schedulers(args) -> int:
+    # (imported by the command that needs it, so --help answers at once)
+    from simengine.policy_fields import registries
+
+    for registry in registries().values():
+        print(f"{_plural(registry.kind)}:")
         width = max(map(len, registry.names()), default=0)
         for name in registry.names():
             entry = registry.get(name)
-            params = ", ".join(f"{k}={f.default!r}" for k, f in entry.params.model_fields.items())
+            params = ", ".join(f"{k}={_default(f)!r}" for k, f in entry.params.model_fields.items())
             capabilities = ", ".join(sorted(entry.capabilities))
             print(f"  {name:{width}s}  {entry.summary}" + (f"  [{params}]" if params else "")
                   + (f"  ({capabilities})" if capabilities else ""))
+    return 0
+
+
+def _type_text(raw: dict, defs: dict) -> str:
+    """A JSON schema property's type in a few words (``number >= 0``, ``one of 'a', 'b'``)."""
+    if "enum" in raw:
+        return "one of " + ", ".join(map(repr, raw["enum"]))
+    if "$ref" in raw:
+        ref = defs.get(raw["$ref"].rsplit("/", 1)[-1], {})
+        return _type_text(ref, defs) if "enum" in ref else ref.get("title", "object")
+    if "anyOf" in raw:
+        return " or ".join(_type_text(s, defs) for s in raw["anyOf"])
+    text = raw.get("type", "any")
+    if text == "array" and isinstance(raw.get("items"), dict):
+        text = f"list of {_type_text(raw['items'], defs)}"
+    bounds = [f"{op} {raw[key]:g}" for key, op in (("minimum", ">="), ("exclusiveMinimum", ">"),
+                                                   ("maximum", "<="), ("exclusiveMaximum", "<")) if key in raw]
+    return " ".join([text, *bounds])
+
+
+def cmd_policies(args) -> int:
+    # (imported by the command that needs it, so --help answers at once)
+    from simengine.policy_fields import (REGISTRY_KEY, allowed_names, params_schema, policy_fields, registries,
+                                         scenario_schema)
+
+    found = registries()
+    if args.kind is not None and args.kind not in found:
+        raise ScenarioError(FieldError("KIND", f"unknown kind of policy {args.kind!r}; known: {', '.join(found)}"),
+                            source="command line")
+    # where each kind is named: the scenario's fields, then fields of policies' params
+    where: dict[str, list[str]] = {key: [] for key in found}
+    for path, key, _ in policy_fields(scenario_schema(found)):
+        where[key].append(".".join(path))
+    schemas = {(key, name): params_schema(registry, name, found) for key, registry in found.items()
+               for name in registry.names()}
+    for (key, name), schema in schemas.items():
+        for path, nested, _ in policy_fields(schema):
+            where[nested].append(f"the params.{'.'.join(path)} of {key} {name}")
+    kinds = [args.kind] if args.kind else list(found)
+    if args.json:
+        print(json.dumps({key: {
+            "kind": found[key].kind, "named_at": where[key],
+            "policies": [{"name": name, "summary": found[key].get(name).summary,
+                          "capabilities": sorted(found[key].get(name).capabilities),
+                          "params_schema": schemas[key, name]} for name in found[key].names()],
+        } for key in kinds}, indent=1))
+        return 0
+    for key in kinds:
+        registry = found[key]
+        print(f"{_plural(registry.kind)} ({key}; named at {', '.join(where[key]) or 'no scenario field'}):")
+        for name in registry.names():
+            entry, schema = registry.get(name), schemas[key, name]
+            capabilities = ", ".join(sorted(entry.capabilities))
+            print(f"  {name}  {entry.summary}" + (f"  ({capabilities})" if capabilities else ""))
+            defs = schema.get("$defs", {})
+            for field, info in entry.params.model_fields.items():
+                raw = schema["properties"].get(field, {})
+                if REGISTRY_KEY in raw:  # a parameter naming another policy: the names it takes
+                    nested = found[raw[REGISTRY_KEY]]
+                    kind = f"a {nested.kind} ({raw[REGISTRY_KEY]}): {', '.join(allowed_names(raw, schema, nested))}"
+                else:
+                    kind = _type_text(raw, defs)
+                print(f"      {field}  {kind}; default {json.dumps(_default(info))}"
+                      + (f" -- {info.description}" if info.description else ""))
     return 0
 
 

@@ -21,6 +21,8 @@ from django.db.models import Sum
 from django.utils import timezone
 
 import simengine
+from simengine.grid.schema import is_coallocation
+from simengine.policy_fields import named_policies
 from simengine.scenario import GRID_TARGET
 from simengine.sweep import point_name
 from gridweb.scenarios.validation import SpecInvalid, UserLimitReached, trace_streams, validate_spec
@@ -42,16 +44,16 @@ def describe_platform(scenario: simengine.Scenario) -> str:
 
 
 def describe_policy(scenario: simengine.Scenario) -> str:
-    """Local schedulers (and grid policies) by name, for the gallery's policy filter."""
-    names = [c.scheduler.name for c in scenario.platform.clusters]
-    grid = scenario.grid
-    # Site allocation only matters when some stream goes through the grid scheduler; the
-    # co-allocation policies are set only when a scenario uses them.
-    if any(s.target == GRID_TARGET and s.kind != "coallocated" for s in scenario.workload.streams):
-        names.append(grid.site_allocation.name)
-    for policy in (getattr(grid, "placement", None), getattr(grid, "deadline_policy", None)):
-        if policy is not None:
-            names.append(policy.name)
+    """Every policy the scenario names, for the gallery's policy filter: each field that names a
+    policy (simengine.policy_fields: the clusters' scheduler, preemption and victim choice, the
+    grid's placement, claiming, ..., and policies named in policies' params, e.g. rars-heft's
+    admission), as the validated scenario writes it (a default the engine leaves out of a scenario,
+    e.g. no preemption, stays out). The grid's site allocation counts only when some stream sends
+    its jobs through it (never beside co-allocated or KOALA streams: the grid layer places those and
+    the other streams are local)."""
+    routed = not is_coallocation(scenario) and any(s.target == GRID_TARGET for s in scenario.workload.streams)
+    names = [named.name for named in named_policies(scenario.model_dump(mode="json"))
+             if routed or named.path != "grid.site_allocation"]
     return ",".join(dict.fromkeys(names))
 
 

@@ -22,9 +22,8 @@ from typing import Any
 from django import forms
 from django.http import QueryDict
 
-import simengine.registry as engine_registry
-from gridweb.scenarios import catalog
 from gridweb.scenarios.forms import SharingForm
+from simengine import policy_fields
 from simengine.scenario import Scenario
 
 from .services import MAX_SWEEP_POINTS
@@ -287,15 +286,10 @@ def with_overrides(spec: dict[str, Any], overrides: dict[str, int]) -> dict[str,
 # --- Suggestions -------------------------------------------------------------------------------
 
 
-def _policy_choices() -> dict[str, list[str]]:
-    """Policy field (``scheduler``, ``site_allocation``, ...) -> the names its registry offers."""
-    registries = {name.lower(): value for name, value in vars(engine_registry).items()
-                  if isinstance(value, engine_registry.Registry)}
-    choices = {"scheduler": list(engine_registry.LOCAL_SCHEDULERS.names())}
-    for entry in catalog.grid_policies(registries):
-        if entry["registry"]:
-            choices[entry["field"]] = list(registries[entry["registry"]].names())
-    return choices
+def _policy_choices(data: dict[str, Any]) -> dict[str, list[str]]:
+    """Dotted path of each policy the scenario document ``data`` names (``platform.clusters.0.scheduler``,
+    ``grid.workflow_scheduling.params.admission``, ...) -> the names its registry offers there."""
+    return {named.path: named.allowed for named in policy_fields.named_policies(data)}
 
 
 def sweepable_parameters(scenario: Scenario | None) -> list[dict[str, Any]]:
@@ -310,7 +304,7 @@ def sweepable_parameters(scenario: Scenario | None) -> list[dict[str, Any]]:
     if scenario is None:
         return []
     data = scenario.model_dump(mode="json")
-    choices = _policy_choices()
+    choices = _policy_choices(data)
     found: list[dict[str, Any]] = []
 
     def walk(node: Any, path: list[str]) -> None:
@@ -319,7 +313,7 @@ def sweepable_parameters(scenario: Scenario | None) -> list[dict[str, Any]]:
             for key, value in node.items():
                 if key == "name" and is_policy:
                     found.append({"path": ".".join([*path, key]), "value": value, "type": "policy",
-                                  "choices": choices.get(path[-1] if path else "", [])})
+                                  "choices": choices.get(".".join(path), [])})
                 elif key not in NOT_SWEPT:
                     walk(value, [*path, key])
         elif isinstance(node, list):

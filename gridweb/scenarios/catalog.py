@@ -10,16 +10,16 @@ browser with no front-end work.
 from __future__ import annotations
 
 import copy
-import typing
 from typing import Any
 
 from pydantic import BaseModel
 
 import simengine.registry as engine_registry
+from simengine import policy_fields
 from simengine import presets
 from simengine.distributions import DISTRIBUTION_KINDS
 from simengine.registry import Registry
-from simengine.scenario import Cluster, Grid, PolicyRef, Scenario
+from simengine.scenario import Cluster, Grid
 
 #: Starting values the builder fills in when the user picks a distribution kind. Only a
 #: convenience: a kind missing here starts with empty fields (its schema still drives the form).
@@ -37,44 +37,16 @@ DISTRIBUTION_EXAMPLES: dict[str, dict[str, Any]] = {
 
 
 def _registries() -> dict[str, Registry]:
-    """Every policy registry the engine defines, by its module-level name lowercased
-    (``LOCAL_SCHEDULERS`` -> ``local_schedulers``)."""
-    return {
-        name.lower(): value for name, value in vars(engine_registry).items() if isinstance(value, Registry)
-    }
+    """Every policy registry the engine has, by its module-level name lowercased
+    (``LOCAL_SCHEDULERS`` -> ``local_schedulers``): simengine.policy_fields.registries."""
+    return policy_fields.registries()
 
 
-def _policies(registry: Registry) -> list[dict[str, Any]]:
-    found = []
-    for name in registry.names():
-        entry = registry.get(name)
-        found.append({
-            "name": name,
-            "summary": entry.summary,
-            "params_schema": entry.params.model_json_schema(),
-        })
-    return found
-
-
-def _is_policy_ref(annotation: Any) -> bool:
-    if annotation is PolicyRef:
-        return True
-    return any(arg is PolicyRef for arg in typing.get_args(annotation))
-
-
-def _registry_for_field(field: str, registries: dict[str, Registry]) -> str | None:
-    """The registry a ``PolicyRef`` field draws from: the registry of the same name
-    (``site_allocation`` -> ``SITE_ALLOCATION``, ``preemption`` -> ``PREEMPTION``), or the one
-    whose kind starts with the field's words (``placement`` -> "placement policy"), or else the
-    one whose kind ends with them (``scheduler`` -> "local scheduler")."""
-    words = field.replace("_", " ")
-    for key, registry in registries.items():
-        if key in (field, field + "s") or registry.kind.startswith(words):
-            return key
-    for key, registry in registries.items():
-        if registry.kind.endswith(words):
-            return key
-    return None
+def _policies(registry: Registry, registries: dict[str, Registry]) -> list[dict[str, Any]]:
+    """Each policy's name, summary and parameter schema; a parameter naming another policy (rars-heft's
+    ``admission``) is marked with its registry (``x-registry``), so the builder draws a policy picker."""
+    return [{"name": name, "summary": registry.get(name).summary,
+             "params_schema": policy_fields.params_schema(registry, name, registries)} for name in registry.names()]
 
 
 def _default_policy(model: type[BaseModel], field: str) -> str | None:
@@ -83,42 +55,28 @@ def _default_policy(model: type[BaseModel], field: str) -> str | None:
     return getattr(default, "name", None)
 
 
+#: Titles of policy fields whose field name alone says too little.
+POLICY_TITLES = {"scheduler": "Local scheduler"}
+
+
+def _section_policies(model: type[BaseModel], registries: dict[str, Registry] | None) -> list[dict[str, Any]]:
+    """One entry per field of ``model`` (a section of the scenario) that names a policy: the field,
+    its title, the registry it draws from and its default policy."""
+    registries = registries if registries is not None else _registries()
+    schema = policy_fields.annotate(model.model_json_schema(by_alias=True), registries)
+    return [{"field": field, "title": POLICY_TITLES.get(field, field.replace("_", " ").capitalize()),
+             "registry": raw[policy_fields.REGISTRY_KEY], "default": _default_policy(model, field)}
+            for field, raw in schema["properties"].items() if policy_fields.REGISTRY_KEY in raw]
+
+
 def grid_policies(registries: dict[str, Registry] | None = None) -> list[dict[str, Any]]:
     """One entry per policy field of the scenario's ``grid`` section."""
-    registries = registries if registries is not None else _registries()
-    found = []
-    for field, info in Grid.model_fields.items():
-        if not _is_policy_ref(info.annotation):
-            continue
-        registry = _registry_for_field(field, registries)
-        found.append({
-            "field": field,
-            "title": field.replace("_", " ").capitalize(),
-            "registry": registry,
-            "default": _default_policy(Grid, field),
-        })
-    return found
-
-
-#: Titles of cluster policy fields whose field name alone says too little.
-CLUSTER_POLICY_TITLES = {"scheduler": "Local scheduler"}
+    return _section_policies(Grid, registries)
 
 
 def cluster_policies(registries: dict[str, Registry] | None = None) -> list[dict[str, Any]]:
-    """One entry per policy field of a cluster (``scheduler``, ``preemption``, …): the field,
-    its title, the registry it draws from and its default policy."""
-    registries = registries if registries is not None else _registries()
-    found = []
-    for field, info in Cluster.model_fields.items():
-        if not _is_policy_ref(info.annotation):
-            continue
-        found.append({
-            "field": field,
-            "title": CLUSTER_POLICY_TITLES.get(field, field.replace("_", " ").capitalize()),
-            "registry": _registry_for_field(field, registries),
-            "default": _default_policy(Cluster, field),
-        })
-    return found
+    """One entry per policy field of a cluster (``scheduler``, ``preemption``, ``victims``, …)."""
+    return _section_policies(Cluster, registries)
 
 
 def distributions() -> list[dict[str, Any]]:
@@ -167,14 +125,17 @@ def _features(schema: dict[str, Any]) -> dict[str, bool]:
 
 
 def engine_catalog() -> dict[str, Any]:
-    """Everything the builder needs to know about the engine, JSON-serialisable."""
+    """Everything the builder needs to know about the engine, JSON-serialisable. Every field that
+    names a policy, in the scenario's schema and in the policies' parameter schemas, carries
+    ``x-registry``: the registry the builder offers there (simengine.policy_fields)."""
     registries = _registries()
-    schema = Scenario.model_json_schema(by_alias=True)
+    schema = policy_fields.scenario_schema(registries)
     # The clusters' scheduler field draws from LOCAL_SCHEDULERS (the schema checks it there).
     scheduler_registry = next(k for k, r in registries.items() if r is engine_registry.LOCAL_SCHEDULERS)
     return {
         "registries": {
-            key: {"kind": registry.kind, "policies": _policies(registry)} for key, registry in registries.items()
+            key: {"kind": registry.kind, "policies": _policies(registry, registries)}
+            for key, registry in registries.items()
         },
         "cluster_scheduler": {"registry": scheduler_registry, "default": _default_policy(Cluster, "scheduler")},
         "cluster_policies": cluster_policies(registries),
@@ -189,19 +150,47 @@ def engine_catalog() -> dict[str, Any]:
 
 def spec_schema() -> dict[str, Any]:
     """The OpenAPI schema of a scenario document (the API's ``spec`` fields): an object whose
-    policy fields name the policies registered in this server's engine -- the built-in ones and
-    those of installed packages (docs/write-a-policy.md) -- with the rest left to the engine's
-    validation (docs/scenario.md)."""
+    policy fields -- wherever the scenario's schema has one, and inside each policy's parameters
+    (rars-heft's ``admission``, KOALA's ``preemption``) -- name the policies registered in this
+    server's engine, the built-in ones and those of installed packages (docs/write-a-policy.md);
+    the rest is left to the engine's validation (docs/scenario.md)."""
     registries = _registries()
-
-    def policy(registry: str | None) -> dict[str, Any]:
-        names = registries[registry].names() if registry else []
-        return {"type": "object", "properties": {"name": {"type": "string", "enum": names}, "params": {"type": "object"}}}
-
-    cluster = {field["field"]: policy(field["registry"]) for field in cluster_policies(registries)}
-    grid = {field["field"]: policy(field["registry"]) for field in grid_policies(registries)}
+    skeleton = _skeleton(policy_fields.scenario_schema(registries), registries, ())
     return {"type": "object", "description": "the engine's scenario document (docs/scenario.md)",
-            "properties": {"platform": {"type": "object", "properties": {
-                               "clusters": {"type": "array", "items": {"type": "object", "properties": cluster}}}},
-                           "grid": {"type": "object", "properties": grid}},
-            "additionalProperties": True}
+            **skeleton, "additionalProperties": True}
+
+
+def _skeleton(schema: dict[str, Any], registries: dict[str, Registry], within: tuple[str, ...]) -> dict[str, Any]:
+    """The objects and lists of ``schema`` (annotated) that lead to its policy fields, each policy
+    field as :func:`_policy_schema`; ``within``: the registries being expanded (no endless nesting)."""
+    root: dict[str, Any] = {"type": "object", "properties": {}}
+    for path, key, raw in policy_fields.policy_fields(schema):
+        node = root
+        for part, following in zip(path, path[1:]):
+            if part == "*":
+                continue
+            shape = {"type": "array", "items": {"type": "object", "properties": {}}} if following == "*" \
+                else {"type": "object", "properties": {}}
+            node = node["properties"].setdefault(part, shape)
+            node = node["items"] if following == "*" else node
+        registry = registries[key]
+        node["properties"][path[-1]] = _policy_schema(
+            key, policy_fields.allowed_names(raw, schema, registry), registries, within)
+    return {"properties": root["properties"]} if root["properties"] else {}
+
+
+def _policy_schema(key: str, names: list[str], registries: dict[str, Registry], within: tuple[str, ...]
+                   ) -> dict[str, Any]:
+    """A policy field: ``name`` one of ``names`` of registry ``key``, ``params`` an object; and one
+    alternative per policy with its summary and, when its parameters name policies, those fields."""
+    registry = registries[key]
+    alternatives = []
+    for name in names:
+        nested = {} if key in within else _skeleton(
+            policy_fields.params_schema(registry, name, registries), registries, (*within, key))
+        alternatives.append({"type": "object", "title": name, "description": registry.get(name).summary,
+                             "properties": {"name": {"type": "string", "enum": [name]},
+                                            "params": {"type": "object", **nested}}})
+    return {"type": "object", "description": f"a {registry.kind} ({key}) by name, with its parameters",
+            "properties": {"name": {"type": "string", "enum": names}, "params": {"type": "object"}},
+            "anyOf": alternatives}

@@ -8,9 +8,10 @@ A co-allocated stream (``kind: coallocated``, Ballier et al., docs/grid.md) offe
 components of S processors each per job: its components per job are drawn from the stream's
 ``components`` distribution (as the grid layer does) and every component counts towards the
 load, U_g = lambda E[N_c] E[S] E[runtime] / capacity. Where the components will run is decided
-during the simulation by Worst-Fit (each component to the cluster with the most idle
-processors), which on average evens out the load: the preview spreads their work over the
-clusters in proportion to their capacity (``routing: "worst-fit"``).
+during the simulation by the grid's placement policy (``grid.placement``: the document's, else the
+engine's default, Worst-Fit), from the clusters' state at each try: the preview cannot know it, so
+it spreads their work over the clusters in proportion to their capacity, as a policy that evens out
+the load would (``routing: "placement"``, ``placement``: the policy's name).
 
 A KOALA stream (``kind: koala``, Mohamed's thesis, docs/grid.md "KOALA") is drawn with the
 engine's own KOALA workload builder (``simengine.grid.koala_run.build_koala_workload``: shapes,
@@ -168,6 +169,16 @@ def _grid_policy(spec: dict[str, Any]):
     return ref
 
 
+def _placement(spec: dict[str, Any]) -> str | None:
+    """The name of the document's co-allocation placement policy (None: not set, or the grid
+    section does not validate)."""
+    try:
+        placement = Grid.model_validate(spec.get("grid") or {}).placement
+    except Exception:  # noqa: BLE001 - an invalid grid section is reported by validation, not here
+        return None
+    return placement.name if placement is not None else None
+
+
 def _route(jobs: JobTable, processors: np.ndarray, policy, rng: np.random.Generator) -> np.ndarray | None:
     """Cluster index per grid job chosen by ``policy`` (None: the policy needs the simulation)."""
     if policy is None:
@@ -193,9 +204,9 @@ def preview(spec: Any, user=None, *, jobs_per_stream: int = PREVIEW_JOBS) -> dic
     (synthetic streams: lambda E[size] E[runtime] / capacity; co-allocated streams: lambda
     E[N_c] E[size] E[runtime] / capacity) and ``routing`` (how grid jobs were spread: ``policy``
     = drawn by the site-allocation policy, ``balanced`` = in proportion to capacity because the
-    policy decides only during the simulation, ``worst-fit`` = co-allocated components, in
-    proportion to capacity). A co-allocated stream also has ``components`` (histogram of the
-    components per job); its ``sizes`` are the sizes of one component. Each cluster has
+    policy decides only during the simulation, ``placement`` = co-allocated components placed by
+    the policy named in ``placement``, in proportion to capacity). A co-allocated stream also has
+    ``components`` (histogram of the components per job); its ``sizes`` are the sizes of one component. Each cluster has
     ``offered_load``: the work offered to it per unit of its capacity (processors x speed).
     """
     result: dict[str, Any] = {"streams": [], "clusters": [], "errors": {}, "notes": [],
@@ -276,9 +287,12 @@ def preview(spec: Any, user=None, *, jobs_per_stream: int = PREVIEW_JOBS) -> dic
         except (ValueError, ArithmeticError, SimEngineError) as exc:  # e.g. a trace whose sites the site map
             result["errors"].setdefault(path, []).append(f"cannot sample this stream: {exc}")  # does not cover
             continue
+        # co-allocated jobs: the document's placement policy, else what the engine filled in (its default)
+        placement = (_placement(spec) or scenario.grid.placement.name) if isinstance(stream, CoallocatedStream) \
+            else None
         try:
             with np.errstate(over="ignore", divide="ignore", invalid="ignore"):  # extremes become None below
-                entry = _stream_preview(stream, platform, jobs, window, policy, rng, work)
+                entry = _stream_preview(stream, platform, jobs, window, policy, rng, work, placement)
         except (ValueError, ArithmeticError) as exc:  # (draws at the floats' ends: 5e-324 has no log bins)
             result["errors"].setdefault(path, []).append(f"cannot preview this stream: {exc}")
             continue
@@ -350,7 +364,8 @@ def _finite(value: Any) -> Any:
     return value
 
 
-def _stream_preview(stream, platform, jobs: JobTable, window: float, policy, rng, work: np.ndarray) -> dict:
+def _stream_preview(stream, platform, jobs: JobTable, window: float, policy, rng, work: np.ndarray,
+                    placement: str | None = None) -> dict:
     """One stream's histograms and load; adds its offered work per second to ``work``."""
     demand = jobs.processors.astype(np.float64) * jobs.runtime  # processor-seconds at speed 1
     capacities = np.array([c.processors * c.speed for c in platform.clusters], dtype=np.float64)
@@ -360,7 +375,7 @@ def _stream_preview(stream, platform, jobs: JobTable, window: float, policy, rng
         "offered_load": None, "expected_load": None, "routing": None,
     }
     if isinstance(stream, CoallocatedStream):
-        return _coallocated_preview(stream, platform, jobs, window, rng, work, entry)
+        return _coallocated_preview(stream, platform, jobs, window, rng, work, entry, placement)
     if isinstance(stream, SyntheticStream):
         entry["expected_load"] = float(
             stream.arrival_rate(platform) * stream.mean_size() * stream.runtime.mean() / stream.capacity(platform)
@@ -394,19 +409,18 @@ def _stream_preview(stream, platform, jobs: JobTable, window: float, policy, rng
 
 
 def _coallocated_preview(stream, platform, jobs: JobTable, window: float, rng, work: np.ndarray,
-                         entry: dict[str, Any]) -> dict[str, Any]:
+                         entry: dict[str, Any], placement: str) -> dict[str, Any]:
     """A co-allocated stream: every job is N_c components of ``jobs.processors`` each.
 
     The components per job are drawn as the grid layer draws them (``processor_counts`` of
-    the ``components`` distribution: rounded up, at least 1). Worst-Fit places them only
-    during the simulation, so their work is spread in proportion to capacity (the load it
-    evens out on average).
+    the ``components`` distribution: rounded up, at least 1). The ``placement`` policy places
+    them only during the simulation, so their work is spread in proportion to capacity.
     """
     capacities = np.array([c.processors * c.speed for c in platform.clusters], dtype=np.float64)
     components = processor_counts(stream.components.sample(rng, len(jobs)))
     demand = components * jobs.processors.astype(np.float64) * jobs.runtime  # all components' work
     entry["components"] = histogram(components, discrete=True)
-    entry["routing"] = "worst-fit"
+    entry["routing"], entry["placement"] = "placement", placement
     entry["expected_load"] = float(
         stream.arrival_rate(platform) * stream.mean_components() * stream.mean_size() * stream.runtime.mean()
         / stream.capacity(platform)

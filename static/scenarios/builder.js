@@ -309,7 +309,7 @@
   }
 
   function schemaField(name, raw, localDefs, path, value, required) {
-    const special = specialWidget(name, raw, path, value);
+    const special = specialWidget(name, raw, path, value, localDefs);
     if (special !== undefined) return special;
     const outer = unwrapOptional(raw);
     const p = resolve(outer, localDefs);
@@ -358,18 +358,19 @@
   }
 
   /** Fields whose widget is not a plain input: policies, arrivals, targets, traces, names. */
-  function specialWidget(name, raw, path, value) {
+  function specialWidget(name, raw, path, value, localDefs) {
     const ref = refName(unwrapOptional(raw));
-    if (ref === "PolicyRef") {
+    // A field naming a policy: the catalog marks it with its registry ("x-registry"), in the
+    // scenario's schema and in policies' parameters alike (rars-heft's admission, KOALA's preemption).
+    if (ref === "PolicyRef" || raw["x-registry"] !== undefined) {
       const onCluster = /^platform\.clusters\.\d+\.([^.]+)$/.exec(path);
-      if (onCluster) {
-        // Each policy field of a cluster draws from its own registry (scheduler, preemption, …).
-        const policies = catalog.cluster_policies || [{ field: "scheduler", title: "Local scheduler", ...catalog.cluster_scheduler }];
-        const entry = policies.find((p) => p.field === onCluster[1]);
-        return policyWidget(entry ? entry.title : titleOf(name, raw), path, entry && entry.registry, value, entry && entry.default);
-      }
-      const grid = catalog.grid_policies.find((g) => `grid.${g.field}` === path);
-      return policyWidget(grid ? grid.title : titleOf(name, raw), path, grid && grid.registry, value, grid && grid.default);
+      const known = onCluster ? (catalog.cluster_policies || []).find((p) => p.field === onCluster[1])
+        : catalog.grid_policies.find((g) => `grid.${g.field}` === path);
+      const inner = resolve(unwrapOptional(raw), localDefs);
+      const nameSchema = (inner.properties && inner.properties.name) || {};
+      const fallback = raw.default && typeof raw.default === "object" ? raw.default.name : nameSchema.default;
+      return policyWidget(known ? known.title : titleOf(name, raw), path, known ? known.registry : raw["x-registry"],
+        value, known ? known.default : fallback, nameSchema.enum);
     }
     if (ref === "Arrival") return arrivalWidget(path, value);
     if (/^workload\.streams\.\d+\.target$/.test(path)) {
@@ -432,7 +433,9 @@
     return fieldset(title, path, parts, isDistribution ? "union distribution" : "union");
   }
 
-  function policyWidget(title, path, registryKey, value, defaultName) {
+  /** A policy picker: the policies of a registry (those of `allowed` only, when given: a field may
+   *  offer part of one) and the chosen one's parameters, drawn from its parameter schema. */
+  function policyWidget(title, path, registryKey, value, defaultName, allowed) {
     const registry = registryKey ? catalog.registries[registryKey] : null;
     const ref = value && typeof value === "object" ? value : {};
     if (!registry) {
@@ -443,7 +446,8 @@
       ], "policy");
     }
     const name = ref.name || defaultName;
-    const options = registry.policies.map((p) => [p.name, p.name, p.summary]);
+    const offered = allowed ? registry.policies.filter((p) => allowed.includes(p.name)) : registry.policies;
+    const options = offered.map((p) => [p.name, p.name, p.summary]);
     // An optional policy (no default: the grid's placement, deadline policy) can be taken out again.
     if (!defaultName) options.unshift(["", "not set", ""]);
     const nameSelect = select(`${path}.name`, "text", options, name);
@@ -1278,15 +1282,25 @@
         (skipped.length ? `; not previewed (fix their errors): ${skipped.map((i) => `stream ${i + 1}`).join(", ")}` : "");
     }
     const balanced = data.streams.some((s) => s.routing === "balanced");
-    const coallocated = data.streams.some((s) => s.routing === "worst-fit");
+    // Co-allocated components are placed by the grid's placement policy during the run: the
+    // note names the one(s) the streams use, with their summaries from the catalog.
+    const placements = [...new Set(data.streams.filter((s) => s.routing === "placement").map((s) => s.placement))];
+    const placementField = catalog.grid_policies.find((g) => g.field === "placement");
+    const placementRegistry = placementField && catalog.registries[placementField.registry];
+    const describe = (name) => {
+      const policy = placementRegistry && placementRegistry.policies.find((p) => p.name === name);
+      return policy && policy.summary ? `${name} (${policy.summary})` : name;
+    };
     load.replaceChildren(...(data.clusters.length && data.streams.length
       ? [h("h3", {}, "Offered load per cluster"), loadChart(data.clusters),
         h("p", { class: "muted", hidden: !balanced },
           "Grid jobs of a policy that decides during the run are spread in proportion to capacity."),
-        h("p", { class: "muted", id: "preview-coallocation-note", hidden: !coallocated },
-          "Co-allocated jobs count every component (components × component size × runtime). Worst-Fit " +
-          "places them during the run, on the clusters with the most idle processors; on average that " +
-          "evens out the load, so their work is spread in proportion to capacity.")]
+        h("p", { class: "muted", id: "preview-coallocation-note", hidden: !placements.length,
+          "data-placement": placements.join(",") },
+          "Co-allocated jobs count every component (components × component size × runtime). " +
+          `${placements.map(describe).join("; ")} places them during the run, from the clusters' state ` +
+          "then; the preview spreads their work in proportion to capacity, as a placement that evens out " +
+          "the load would.")]
       : []));
     // What the engine will do that the numbers alone do not say: a stop that cuts the workload short
     // (issue: uploaded traces were silently cut), a trace retimed or cut by the horizon, ...

@@ -456,7 +456,7 @@ def test_preview_counts_every_component_of_co_allocated_jobs(alice):
 
     assert data["errors"] == {}
     glob = data["streams"][-1]
-    assert glob["kind"] == "coallocated" and glob["routing"] == "worst-fit"
+    assert glob["kind"] == "coallocated" and glob["routing"] == "placement" and glob["placement"] == "worst-fit"
     assert glob["expected_load"] == pytest.approx(global_load, rel=1e-9)
     assert glob["offered_load"] == pytest.approx(global_load, rel=0.2)
     # the components per job: one bar for each of 2, 3 and 4, about a third of the jobs each
