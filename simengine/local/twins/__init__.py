@@ -8,3 +8,4 @@ Registered in simengine.parts, like every built-in policy.
 """
 from simengine.local.twins import queue  # noqa: F401  events-fcfs, events-easy
 from simengine.local.twins import conservative  # noqa: F401  events-conservative
+from simengine.local.twins import lwr  # noqa: F401  events-lwr
