@@ -369,7 +369,8 @@
       const inner = resolve(unwrapOptional(raw), localDefs);
       const nameSchema = (inner.properties && inner.properties.name) || {};
       const fallback = raw.default && typeof raw.default === "object" ? raw.default.name : nameSchema.default;
-      return policyWidget(known ? known.title : titleOf(name, raw), path, known ? known.registry : raw["x-registry"],
+      const title = known ? known.title : titleOf(name, raw).replace(/^./, (c) => c.toUpperCase());
+      return policyWidget(title, path, known ? known.registry : raw["x-registry"],
         value, known ? known.default : fallback, nameSchema.enum);
     }
     if (ref === "Arrival") return arrivalWidget(path, value);
@@ -750,8 +751,19 @@
       setBandwidth(path, value);
     } else {
       setPath(state.doc, path, value);
+      nameShownPolicy(el);
     }
     changed();
+  }
+
+  /** A parameter of a policy the picker shows as the default (its name not in the document yet):
+   *  the document names that policy too, so its parameters are not sent without a name. */
+  function nameShownPolicy(el) {
+    const box = el.closest("fieldset.policy");
+    const base = box && box.dataset.group;
+    if (!base || !el.dataset.path.startsWith(`${base}.params.`) || getPath(state.doc, `${base}.name`) !== undefined) return;
+    const nameSelect = box.querySelector(`select[data-path="${base}.name"]`);
+    if (nameSelect && nameSelect.value) setPath(state.doc, `${base}.name`, nameSelect.value);
   }
 
   function setBandwidth(path, value) {
