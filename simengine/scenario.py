@@ -152,18 +152,10 @@ class Cluster(_Model):
             raise _problems(found)
         return ref
 
-    @field_validator("preemption")
+    @field_validator("preemption", "victims")
     @classmethod
-    def _preemption(cls, ref: PolicyRef) -> PolicyRef:
-        found = _check_policy(ref, PREEMPTION, ())
-        if found:
-            raise _problems(found)
-        return ref
-
-    @field_validator("victims")
-    @classmethod
-    def _victims(cls, ref: PolicyRef) -> PolicyRef:
-        found = _check_policy(ref, VICTIMS, ())
+    def _preemption(cls, ref: PolicyRef, info: ValidationInfo) -> PolicyRef:
+        found = _check_policy(ref, {"preemption": PREEMPTION, "victims": VICTIMS}[info.field_name], ())
         if found:
             raise _problems(found)
         return ref
