@@ -33,6 +33,9 @@ from simengine.registry import CLAIMING, VICTIMS
 from simengine.schedulers.base import ClusterSchedule
 from tests.conftest import ROOT
 
+#: local schedulers of one-processor jobs only (LWR and its twin on the event API)
+SERIAL_ONLY = ("lwr", "events-lwr")
+
 #: kinds of segment that hold their processors (a reservation window's job runs inside it; a
 #: transfer or a suspended job holds none)
 HOLDING = {KIND_NAMES.index(k) for k in ("run", "claimed", "killed", "stretched")}
@@ -69,7 +72,7 @@ def scenario_for(registry, entry: Entry) -> dict:
             for c in data["platform"]["clusters"]:
                 c["scheduler"] = ref
             return data
-        if entry.name == "lwr":
+        if entry.name in SERIAL_ONLY:
             data = example("zikos-random.yaml", stop={"completions": 4000}, warmup={"completions": 500})
             data["platform"] = {"clusters": [{"name": f"s{k}", "processors": p, "scheduler": ref}
                                              for k, p in enumerate((8, 16))]}
@@ -186,6 +189,8 @@ def random_jobs(seed: int = 7, n: int = 400, P: int = 32):
 @pytest.mark.parametrize("name", LOCAL_SCHEDULERS.with_capability("event_driven"))
 def test_an_event_driven_scheduler_gives_the_kernel_schedule_on_the_event_driven_path(name):
     submit, runtime, estimate, size, P = random_jobs()
+    if name in SERIAL_ONLY:
+        size = np.ones_like(size)
     entry = LOCAL_SCHEDULERS.get(name)
     kernel = entry.implementation(submit, runtime, estimate, size, P, entry.params()).start
     sim = ClusterSim(P, name, submit, runtime, estimate, size)
@@ -203,7 +208,7 @@ def test_a_kernel_path_scheduler_returns_start_times_and_is_compiled_iff_it_says
 
 def check_kernel_scheduler(entry: Entry) -> None:
     submit, runtime, estimate, size, P = random_jobs(n=200)
-    if entry.name == "lwr":
+    if entry.name in SERIAL_ONLY:
         size = np.ones_like(size)
     out = entry.implementation(submit, runtime, estimate, size, P, entry.params())
     assert isinstance(out, ClusterSchedule), f"{entry.name} returned {type(out).__name__}, not a ClusterSchedule"
