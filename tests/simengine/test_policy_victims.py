@@ -14,6 +14,7 @@ import pytest
 import simengine
 from simengine.errors import ScenarioError
 from simengine.local.cluster import ClusterSim
+from simengine.local.twins.queue import EventsEASY
 from simengine.policy import Job, PolicyError, VictimChoice, register
 from simengine.preemption import LowestPriorityNewest, choose_victims, victim_choice
 from simengine.registry import VICTIMS
@@ -176,6 +177,40 @@ def test_the_policy_is_told_the_job_to_start_and_the_candidates_in_start_order(s
 
     sim = simulate("easy", 0, "suspend", victims="test-watching")
     assert calls and sim.preemptions.sum() > 0
+
+
+def test_an_event_policy_names_the_job_to_start_by_passing_it(scratch_victims):
+    """cluster.victims(job): the victim choice is told that job (here never the first of its priority,
+    the one a bare priority names)."""
+    told = []
+
+    class Asking(EventsEASY):
+        name = "test-asking"
+        passing = None  # the job passed to cluster.victims now
+
+        def decide(self, now):
+            c = self.cluster
+            for job in c.queue[1:]:
+                if job.priority > 0 and job is not next(q for q in c.queue if q.priority == job.priority):
+                    self.passing = job
+                    c.victims(job)
+            self.passing = None
+            super().decide(now)
+
+    @register
+    class Telling(VictimChoice):
+        name = "test-telling"
+
+        def order(self, now, preemptor, candidates):
+            passing = self.cluster.policy.passing
+            if passing is not None:
+                told.append(preemptor is passing)
+            return candidates
+
+    submit, runtime, estimate, size, prio, ars = jobs(0, 3)
+    ClusterSim(32, "test-asking", submit, runtime, estimate, size, prio, ars, MODES["suspend"], python=Asking,
+               victims="test-telling").run()
+    assert told and all(told)
 
 
 def test_candidates_left_out_are_never_taken(scratch_victims):
