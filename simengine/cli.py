@@ -218,7 +218,7 @@ def _plural(kind: str) -> str:
 
 def _default(field) -> Any:
     """A parameter's default as a scenario would write it (a default factory called)."""
-    from pydantic import BaseModel
+    from pydantic import BaseModel  # (imported by the commands that list policies, so --help answers at once)
 
     value = field.get_default(call_default_factory=True)
     return value.model_dump(mode="json") if isinstance(value, BaseModel) else value
