@@ -50,7 +50,7 @@ FINISHED, REACHED_UNTIL, REPORT_DUE, DECIDE = range(4)
 LOG_SUBMIT, LOG_END, LOG_PREEMPTED, LOG_AR_ACCEPTED, LOG_AR_REJECTED, LOG_AR_MOVED, LOG_AR_START, LOG_AR_END, \
     LOG_TIMER = range(9)
 #: ctl[]: the scalars an EXTERNAL caller reads and writes without a call
-CTL_NLOG, CTL_NFREE, CTL_TIMER_LOGGED = range(3)
+CTL_NLOG, CTL_NFREE, CTL_TIMER_LOGGED, CTL_QH, CTL_QN = range(5)
 
 
 @structref.register
@@ -134,7 +134,7 @@ def new_state(processors: int, policy: int, step: float, horizon: float, preempt
         # times, and one timer; room for two instants' worth: a lazy pass is woken when half is used
         log_kind=np.empty(2 * (2 * n + 4 * len(ar_p) + 1) + 16 if policy == EXTERNAL else 1, np.int64),
         log_id=np.empty(2 * (2 * n + 4 * len(ar_p) + 1) + 16 if policy == EXTERNAL else 1, np.int64),
-        ctl=np.zeros(3, np.int64), decide_t=np.full(1, np.nan),
+        ctl=np.zeros(5, np.int64), decide_t=np.full(1, np.nan),
     )
     cap = max(16, 2 * n)
     values = dict(
@@ -624,9 +624,11 @@ def _join_queue(s, j, t, replan):
     """Put j in the queue; conservative: it gets the earliest reservation that fits, and the
     queued jobs it now ranks before are placed again after it, in queue order -- unless not
     ``replan``: a replan from an earlier place follows before anything reads the reservations.
-    An EXTERNAL pass keeps its own queue (simengine.local.external)."""
+    An EXTERNAL pass keeps the queue in order only (qbuf: what a vectorized policy reads, through
+    ctl's CTL_QH/CTL_QN) and decides itself."""
     if s.policy == EXTERNAL:
         s.nwait += 1
+        _enqueue(s, j)
         return
     pos = _enqueue(s, j)
     if s.cons and replan:
@@ -1112,7 +1114,7 @@ def act_start(s, j, t, procs):
         _start(s, j, t, off)
     else:
         _start(s, j, t)
-    s.nwait -= 1
+    _leave_queue(s, j)
     s.ctl[CTL_NFREE] = s.nfree
     return ACT_OK
 
@@ -1124,8 +1126,32 @@ def act_reject(s, j, t):
         return ACT_NOT_WAITING
     s.state[j] = REJECTED
     s.end[j] = t
-    s.nwait -= 1
+    _leave_queue(s, j)
     return ACT_OK
+
+
+@njit(cache=True)
+def _leave_queue(s, j):
+    """An EXTERNAL pass took waiting job j out of the queue (started or rejected it)."""
+    s.nwait -= 1
+    q = _position(s, j)
+    if q == 0:  # the head: the queue's start moves
+        s.qh += 1
+    else:
+        qbuf = s.qbuf
+        for i in range(s.qh + q, s.qh + s.qn - 1):
+            qbuf[i] = qbuf[i + 1]
+    s.qn -= 1
+    if s.qn == 0:
+        s.qh = 0
+    _publish_queue(s)
+
+
+@njit(cache=True)
+def _publish_queue(s):
+    """Where the queue is in qbuf, for the Python side (simengine.local.external)."""
+    s.ctl[CTL_QH] = s.qh
+    s.ctl[CTL_QN] = s.qn
 
 
 @njit(cache=True)
@@ -1136,6 +1162,7 @@ def act_preempt(s, j, t, how):
         return ACT_NOT_RUNNING
     _preempt(s, j, t, how == 2, how == 1, s.overhead if how else 0.0, False)
     s.ctl[CTL_NFREE] = s.nfree
+    _publish_queue(s)
     return ACT_OK
 
 
@@ -1176,6 +1203,16 @@ def own_free(s, j, exclude):
     out = _procs_free(s, j, exclude.shape[0] > 0)
     for v in exclude:
         s.excl[v] = False
+    return out
+
+
+@njit(cache=True)
+def own_free_each(s, ids):
+    """For each job of ``ids``: not suspended, or its processors are free (it may start now)."""
+    out = np.ones(ids.shape[0], np.bool_)
+    for k in range(ids.shape[0]):
+        if s.state[ids[k]] == SUSPENDED:
+            out[k] = _procs_free(s, ids[k], False)
     return out
 
 
@@ -1283,11 +1320,14 @@ def advance(s, until, report_every, fresh):
             s.arrived += 1
         # 6. one scheduling pass
         if s.policy == EXTERNAL:
+            for j in range(first_new, s.arrived):
+                _enqueue(s, j)
             # (a pass at every event time, as the compiled ones: a stale event's instant too -- plans
             # of overrunning jobs move with the clock)
             if not s.lazy or (s.nwait > 0 and s.nfree > 0) or 2 * s.ctl[CTL_NLOG] >= s.log_kind.shape[0]:
                 s.decide_t[0] = t
                 s.ctl[CTL_NFREE] = s.nfree
+                _publish_queue(s)
                 return DECIDE
         elif s.cons:
             _pass_conservative(s, t, first_new, s.arrived)

@@ -61,6 +61,10 @@ class Cluster:
     reservations : list of AdvanceReservation
         The cluster's advance reservations (``status``: simengine.local.cluster's AR_* codes,
         ``start``/``end`` the granted window, ``processors`` the count held).
+    sizes, plans : numpy arrays, by job id
+        Every job's processors and planned duration (its estimate; after a preemption what is
+        left of it plus the overhead): with :meth:`waiting_ids`, what a policy scanning a long
+        queue with numpy reads (read-only).
     """
 
     def __init__(self, sim: "ClusterSim", policy_class: type, params, mode: PreemptionMode,
@@ -84,6 +88,8 @@ class Cluster:
         self._pplan, self._state_arr, self._off = a["pplan"], a["state"], a["off"]
         self._log_kind, self._log_id, self._ctl = a["log_kind"], a["log_id"], a["ctl"]
         self._decide_t, self._end = a["decide_t"], a["end"]
+        self._qbuf = a["qbuf"]
+        self.sizes, self.plans = _read_only(a["size"]), _read_only(a["pplan"])
         #: the cluster's victim choice when it is written in Python (None: the core's own order)
         self._victims = None if victims is None else victims[0](victims[1], self)
         self.name = policy_class.name
@@ -104,6 +110,17 @@ class Cluster:
     def free(self) -> int:
         """Idle processors now (those of open reservation windows are not idle)."""
         return int(self._ctl[core.CTL_NFREE])
+
+    def waiting_ids(self) -> np.ndarray:
+        """The waiting jobs' ids in queue order (those of ``queue``), as a numpy array: a view of
+        the core's queue, valid until the queue next changes (copy it before starting jobs)."""
+        ctl = self._ctl
+        qh = int(ctl[core.CTL_QH])
+        return self._qbuf[qh:qh + int(ctl[core.CTL_QN])]
+
+    def job(self, job_id: int) -> Job:
+        """The Job of this id (one that has arrived)."""
+        return self._jobs[job_id]
 
     def allocation(self, job: Job) -> tuple[int, ...]:
         """The processor ids a running (or suspended: its checkpoint's) job holds."""
@@ -133,6 +150,11 @@ class Cluster:
         """Are suspended ``job``'s processors (its checkpoint's) free -- counting those of the running
         jobs of ``exclude`` as freed?"""
         return bool(core.own_free(self._state, job.id, _ids(exclude)))
+
+    def own_processors_free_each(self, ids: np.ndarray) -> np.ndarray:
+        """For the jobs of ``ids`` (e.g. some of :meth:`waiting_ids`), as a bool array: is each one
+        either not suspended or suspended with its own processors free (may it start now)?"""
+        return core.own_free_each(self._state, np.asarray(ids, np.int64))
 
     def own_processors_free_at(self, job: Job) -> float:
         """When every processor of suspended ``job`` is expected to be free, by plan."""
@@ -303,6 +325,12 @@ class Cluster:
         except Exception as exc:  # noqa: BLE001 - the researcher's code: any failure
             raise policy_raised(self.name, f"a call at t={now:g} ({len(self.queue)} waiting, {self.free} "
                                            f"processors free)", exc) from exc
+
+
+def _read_only(a: np.ndarray) -> np.ndarray:
+    view = a.view()
+    view.flags.writeable = False
+    return view
 
 
 def _ids(jobs) -> np.ndarray:

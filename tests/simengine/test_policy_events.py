@@ -65,36 +65,69 @@ def assert_same(a: ClusterSim, b: ClusterSim):
 # ---- the built-ins, written against the event API -----------------------------------------------------------
 
 
+#: (compiled built-in, its plain-Python twin on the event API)
+TWINS = [("fcfs", "events-fcfs"), ("easy", "events-easy"), ("easy", "events-easy-arrays")]
+
+
 @pytest.mark.parametrize("mode", list(MODES))
-@pytest.mark.parametrize("builtin", ["fcfs", "easy"])
+@pytest.mark.parametrize("builtin,twin", TWINS)
 @pytest.mark.parametrize("seed", range(4))
-def test_events_fcfs_and_easy_give_the_builtin_schedules_with_reservations_priorities_preemption(builtin, seed, mode):
+def test_events_fcfs_and_easy_give_the_builtin_schedules_with_reservations_priorities_preemption(builtin, twin, seed,
+                                                                                                 mode):
     compiled = simulate(builtin, seed, mode, relaxed=seed % 2 == 1)
-    python = simulate("events-" + builtin, seed, mode, relaxed=seed % 2 == 1)
+    python = simulate(twin, seed, mode, relaxed=seed % 2 == 1)
     assert_same(compiled, python)
     if mode != "none" and builtin == "easy":  # (FCFS on this overloaded queue runs few low-priority jobs)
         assert python.preemptions.sum() > 0  # preemption happened: the test reached that code
 
 
-@pytest.mark.parametrize("builtin", ["fcfs", "easy"])
-def test_events_fcfs_and_easy_match_the_plain_python_reference_simulator(builtin):
+@pytest.mark.parametrize("builtin,twin", TWINS)
+def test_events_fcfs_and_easy_match_the_plain_python_reference_simulator(builtin, twin):
     """The reference the compiled core was checked against (tests/simengine/reference_cluster.py)."""
     submit, runtime, estimate, size, prio, ars = workload(7)
     ref = reference_cluster.ClusterSim(32, builtin, submit, runtime, estimate, size, prio, copy.deepcopy(ars),
                                        MODES["suspend"]).run()
-    python = simulate("events-" + builtin, 7)
+    python = simulate(twin, 7)
     np.testing.assert_array_equal(python.first_start, ref.first_start)
     np.testing.assert_array_equal(python.end, ref.end)
 
 
-@pytest.mark.parametrize("path", [c for s, c in PARAMS if s in ("fcfs", "easy")], ids=lambda c: c.name)
-def test_events_fcfs_and_easy_reproduce_the_pyss_finish_times(path):
-    builtin = next(s for s, c in PARAMS if c == path)
+@pytest.mark.parametrize("builtin,twin,path", [(b, t, c) for b, t in TWINS for s, c in PARAMS if s == b],
+                         ids=lambda v: getattr(v, "name", v))
+def test_events_fcfs_and_easy_reproduce_the_pyss_finish_times(builtin, twin, path):
     case = read_case(path)
-    entry = LOCAL_SCHEDULERS.get("events-" + builtin)
-    sim = ClusterSim(PROCESSORS, "events-" + builtin, case.submit, case.runtime, case.estimate, case.processors).run()
+    entry = LOCAL_SCHEDULERS.get(twin)
+    sim = ClusterSim(PROCESSORS, twin, case.submit, case.runtime, case.estimate, case.processors).run()
     assert entry.implementation.kernel_path is False
     np.testing.assert_array_equal(np.floor(case.runtime + sim.first_start).astype(np.int64), case.expected_finish)
+
+
+def test_waiting_ids_is_the_queue_and_easy_arrays_looks_at_arrivals_alone_when_it_can():
+    """cluster.waiting_ids (the core's queue) lists cluster.queue at every decision, through
+    priorities, preemptions and backfilling; events-easy-arrays takes its arrivals-only shortcut
+    (and still gives the compiled schedule, above)."""
+    seen = {"decisions": 0, "shortcuts": 0}
+
+    @register
+    class Checked(simengine.local.twins.queue.EventsEASYArrays):
+        name = "test-checked-easy-arrays"
+
+        def decide(self, now):
+            c = self.cluster
+            assert c.waiting_ids().tolist() == [job.id for job in c.queue]
+            seen["decisions"] += 1
+            super().decide(now)
+            assert c.waiting_ids().tolist() == [job.id for job in c.queue]
+
+        def _fits(self, job, now, lim):
+            seen["shortcuts"] += 1
+            return super()._fits(job, now, lim)
+
+    try:
+        assert_same(simulate("easy", 2, "suspend"), simulate("test-checked-easy-arrays", 2, "suspend"))
+        assert seen["shortcuts"] > 10 and seen["decisions"] > 300
+    finally:
+        LOCAL_SCHEDULERS._entries.pop("test-checked-easy-arrays")
 
 
 def test_the_comparison_can_fail():
@@ -308,10 +341,10 @@ def scenario(scheduler: str) -> dict:
             "run": {"seed": 3, "replications": 2}}
 
 
-@pytest.mark.parametrize("builtin", ["fcfs", "easy"])
-def test_a_python_policy_runs_with_reservations_priorities_and_preemption(builtin):
+@pytest.mark.parametrize("builtin,twin", TWINS)
+def test_a_python_policy_runs_with_reservations_priorities_and_preemption(builtin, twin):
     compiled = simengine.run(scenario(builtin))
-    python = simengine.run(scenario("events-" + builtin))
+    python = simengine.run(scenario(twin))
     assert (compiled.jobs["preemptions"] > 0).any()
     for column, values in compiled.jobs.items():
         np.testing.assert_array_equal(python.jobs[column], values, err_msg=column)

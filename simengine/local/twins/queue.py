@@ -10,9 +10,13 @@ Built in (simengine.local.twins); the builder lists them.
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
+from operator import attrgetter
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from simengine.local.external import Profile
 from simengine.policy import EventScheduler, register
 
 
@@ -99,10 +103,11 @@ class EventsFCFS(EventScheduler):
             c.start(job)
             profile.take(now, now + job.plan, job.size)
 
-    def shadow_profile(self, head, now):
-        """Free processors by plan, with the head's reservation at its earliest fit."""
+    def shadow_profile(self, head, now, profile=None):
+        """Free processors by plan (``profile``: the cluster's now, when already read), with the
+        head's reservation at its earliest fit."""
         c = self.cluster
-        profile = c.profile()
+        profile = c.profile() if profile is None else profile
         after = c.own_processors_free_at(head) if head.status == "suspended" else now
         shadow = profile.earliest(after, head.plan, head.size)
         if shadow < math.inf:  # a head asking for no time still holds its processors at that instant
@@ -117,3 +122,135 @@ class EventsEASY(EventsFCFS):
 
     name = "events-easy"
     backfill = True
+
+
+@register
+class EventsEASYArrays(EventsEASY):
+    """EASY again (the same decisions as ``events-easy``, in the same order), written for long
+    queues: the backfill scan is a few numpy operations over the queue (``cluster.waiting_ids``,
+    ``sizes``, ``plans``), and at an instant when only arrivals happened it looks at the new jobs
+    alone -- nothing freed processors or moved a plan, so a job that did not fit at the last
+    instant still does not."""
+
+    name = "events-easy-arrays"
+
+    def __init__(self, params, cluster):
+        super().__init__(params, cluster)
+        #: the last instant's backfill, when it was the last decision: (head, free left, the
+        #: profile with the head's reservation, its fit limits, the profile without it, until when
+        #: it holds (its next step), when a suspended head's processors are free)
+        self._last = self._this = None
+        self._arrived, self._other = None, False
+
+    def on_submit(self, now, jobs):
+        self._arrived = jobs
+
+    def on_complete(self, now, jobs):
+        self._other = True
+
+    on_preempted = on_complete
+
+    def on_reservation(self, now, reservation, event):
+        self._other = True
+
+    def on_timer(self, now):
+        self._other = True
+
+    def decide(self, now):
+        self._last, self._this = self._this, None
+        try:
+            super().decide(now)
+        finally:
+            self._arrived, self._other = None, False
+
+    def backfill_behind(self, head, now):
+        c = self.cluster
+        last = self._last
+        if (last is not None and last[0] is head and last[1] == c.free and self._arrived is not None
+                and not self._other and now < last[5] and _same_from(last[4], c.profile(), now)
+                and (head.status != "suspended" or c.own_processors_free_at(head) == last[6])):
+            # (the plans, and so the head's reservation, are the same too: a job due to end at the
+            # last instant but still running is planned again without an event saying so)
+            profile, lim, plain = last[2], last[3], last[4]
+            for job in sorted(self._arrived, key=_key):  # (queue order)
+                if job.status == "waiting" and job is not head and self._fits(job, now, lim):
+                    c.start(job)
+                    profile.take(now, now + job.plan, job.size)
+                    plain.take(now, now + job.plan, job.size)
+                    lim = fit_limits(profile, now, c.free)
+            self._remember(head, profile, lim, plain, now, last[6])
+            return
+        rest = c.waiting_ids()[1:].copy()  # (behind the head; a copy: starting jobs changes the queue)
+        if not rest.size:
+            return
+        sizes = c.sizes[rest]
+        free = c.free
+        at = int((sizes <= free).argmax())
+        if sizes[at] > free:
+            return  # nobody is small enough: no profile needed
+        plans = c.plans[rest]
+        ends = now + plans  # (the same float additions as the compiled pass)
+        plain = c.profile()
+        # (as the reservation is placed: starting jobs below may take a suspended head's processors)
+        head_after = c.own_processors_free_at(head) if head.status == "suspended" else None
+        profile = self.shadow_profile(head, now, Profile(plain.times[:], plain.free[:]))
+        lim = fit_limits(profile, now, free)
+        # the jobs that fit now; each start leaves less room (never more), so the later ones are
+        # checked again when their turn comes -- a suspended one's processors too (a start may
+        # have taken them)
+        ok = (sizes[at:] <= free) & ((plans[at:] <= 0) | (ends[at:] <= lim[np.minimum(sizes[at:], free)]))
+        fitting = np.flatnonzero(ok) + at
+        if fitting.size:
+            fitting = fitting[c.own_processors_free_each(rest[fitting])]
+        started = False
+        for i in fitting.tolist():
+            size, plan = int(sizes[i]), plans[i]
+            if size > free or (plan > 0 and ends[i] > lim[size]):
+                continue
+            job = c.job(int(rest[i]))
+            if started and job.status == "suspended" and not c.own_processors_free(job):
+                continue
+            c.start(job)
+            started = True
+            free = c.free
+            profile.take(now, now + job.plan, job.size)
+            plain.take(now, now + job.plan, job.size)
+            if free == 0:
+                break
+            lim = fit_limits(profile, now, free)
+        self._remember(head, profile, lim, plain, now, head_after)
+
+    def _remember(self, head, profile, lim, plain, now, head_after):
+        times = profile.times
+        k = bisect_right(times, now)
+        self._this = (head, self.cluster.free, profile, lim, plain, times[k] if k < len(times) else math.inf,
+                      head_after)
+
+    def _fits(self, job, now, lim) -> bool:
+        size = job.size
+        return size <= self.cluster.free and (job.plan <= 0 or now + job.plan <= lim[size])
+
+
+
+def _same_from(before, now_profile, now: float) -> bool:
+    """Is ``before`` (a profile from an earlier instant) from ``now`` on the profile the cluster
+    has now (which starts at now)?"""
+    k = bisect_right(before.times, now) - 1
+    return (before.free[k] == now_profile.free[0] and before.times[k + 1:] == now_profile.times[1:]
+            and before.free[k + 1:] == now_profile.free[1:])
+
+
+def fit_limits(profile, now: float, nfree: int) -> np.ndarray:
+    """For p = 0 .. nfree: until when p processors stay free from ``now`` on ``profile`` (inf: for
+    ever, -inf: not even now); a job of p processors and plan d > 0 fits iff now + d <= lim[p]
+    (simengine.local.profile.fit_limits, read with numpy)."""
+    k0 = bisect_right(profile.times, now) - 1
+    low = np.minimum.accumulate(np.asarray(profile.free[k0:]))  # the fewest free from now to each step
+    first_short = np.searchsorted(-low, -np.arange(nfree + 1), side="right")  # first step below p
+    ends = np.append(np.asarray(profile.times[k0:], float), math.inf)
+    lim = ends[first_short]
+    lim[first_short == 0] = -math.inf
+    return lim
+
+
+_key = attrgetter("key")
