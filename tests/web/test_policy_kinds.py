@@ -21,7 +21,6 @@ from pydantic import BaseModel
 import simengine
 from gridweb.runs.services import describe_policy
 from gridweb.runs.sweep_form import sweepable_parameters
-from gridweb.scenarios import catalog
 from simengine import policy_fields
 from simengine.errors import ScenarioError
 from simengine.scenario import Cluster, Grid
