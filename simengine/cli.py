@@ -254,7 +254,7 @@ def _type_text(raw: dict, defs: dict) -> str:
         text = f"list of {_type_text(raw['items'], defs)}"
     bounds = [f"{op} {raw[key]:g}" for key, op in (("minimum", ">="), ("exclusiveMinimum", ">"),
                                                    ("maximum", "<="), ("exclusiveMaximum", "<")) if key in raw]
-    return " ".join([text, *bounds])
+    return f"{text} {' and '.join(bounds)}" if bounds else text
 
 
 def cmd_policies(args) -> int:
