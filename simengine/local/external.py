@@ -61,10 +61,11 @@ class Cluster:
     reservations : list of AdvanceReservation
         The cluster's advance reservations (``status``: simengine.local.cluster's AR_* codes,
         ``start``/``end`` the granted window, ``processors`` the count held).
-    sizes, plans : numpy arrays, by job id
-        Every job's processors and planned duration (its estimate; after a preemption what is
-        left of it plus the overhead): with :meth:`waiting_ids`, what a policy scanning a long
-        queue with numpy reads (read-only).
+    sizes, plans, priorities : numpy arrays, by job id
+        Every job's processors, planned duration (its estimate; after a preemption what is left
+        of it plus the overhead) and priority: with :meth:`waiting_ids`, what a policy scanning a
+        long queue with numpy reads (read-only; index them with arrived jobs' ids: the entries of
+        jobs yet to arrive are there too, but not the policy's to know).
     """
 
     def __init__(self, sim: "ClusterSim", policy_class: type, params, mode: PreemptionMode,
@@ -89,7 +90,7 @@ class Cluster:
         self._log_kind, self._log_id, self._ctl = a["log_kind"], a["log_id"], a["ctl"]
         self._decide_t, self._end = a["decide_t"], a["end"]
         self._qbuf = a["qbuf"]
-        self.sizes, self.plans = _read_only(a["size"]), _read_only(a["pplan"])
+        self.sizes, self.plans, self.priorities = _read_only(a["size"]), _read_only(a["pplan"]), _read_only(a["prio"])
         #: the cluster's victim choice when it is written in Python (None: the core's own order)
         self._victims = None if victims is None else victims[0](victims[1], self)
         self.name = policy_class.name

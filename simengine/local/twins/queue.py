@@ -55,6 +55,11 @@ class EventsFCFS(EventScheduler):
         if self.backfill and queue and c.free > 0:
             self.backfill_behind(queue[0], now)
 
+    def __init__(self, params, cluster):
+        super().__init__(params, cluster)
+        #: nobody ranks below a job of the lowest priority: it preempts no one
+        self.lowest_priority = int(cluster.priorities.min()) if len(cluster.priorities) else 0
+
     def can_start(self, job, profile) -> bool:
         c = self.cluster
         if job.size > c.free:
@@ -67,7 +72,7 @@ class EventsFCFS(EventScheduler):
         """Preempt the fewest lower-priority jobs (in the victim order) after which ``job`` can
         start now and run its plan; nobody when even all of them would not do."""
         c = self.cluster
-        if not c.preemption.preempts:
+        if not c.preemption.preempts or job.priority <= self.lowest_priority:
             return False
         candidates = c.victims(job.priority)
         free = c.free
@@ -243,14 +248,20 @@ def _same_from(before, now_profile, now: float) -> bool:
 def fit_limits(profile, now: float, nfree: int) -> np.ndarray:
     """For p = 0 .. nfree: until when p processors stay free from ``now`` on ``profile`` (inf: for
     ever, -inf: not even now); a job of p processors and plan d > 0 fits iff now + d <= lim[p]
-    (simengine.local.profile.fit_limits, read with numpy)."""
-    k0 = bisect_right(profile.times, now) - 1
-    low = np.minimum.accumulate(np.asarray(profile.free[k0:]))  # the fewest free from now to each step
-    first_short = np.searchsorted(-low, -np.arange(nfree + 1), side="right")  # first step below p
-    ends = np.append(np.asarray(profile.times[k0:], float), math.inf)
-    lim = ends[first_short]
-    lim[first_short == 0] = -math.inf
-    return lim
+    (simengine.local.profile.fit_limits; a few dozen steps: plain Python is quicker than numpy)."""
+    times, free = profile.times, profile.free
+    k = bisect_right(times, now) - 1
+    low = max(min(free[k], nfree), 0)
+    lim = [math.inf] * (low + 1) + [-math.inf] * (nfree - low)
+    for i in range(k + 1, len(times)):
+        if low == 0:
+            break
+        f = free[i]
+        if f < low:
+            f = max(f, 0)
+            lim[f + 1:low + 1] = [times[i]] * (low - f)  # p in (f, low] last until this step
+            low = f
+    return np.array(lim)
 
 
 _key = attrgetter("key")
