@@ -164,19 +164,40 @@ class EventsConservative(EventScheduler):
         window counted as free) if that is sooner."""
         after = self._after(now, [job for job in self.q if self.rstart[job.id] > now])
         profile = self.profile
+        # a move starts where p processors are free: reach[p], the first such instant from now on,
+        # skips the jobs that cannot move without a search (moves only take processors, but the
+        # windows they leave: from ``freed`` on, any count may be free)
+        reach = self._reach(now)
+        freed = INF
         for job in self.q:
             j, p = job.id, job.size
             s_old, e_old = self.rstart[j], self.rend[j]
             a = max(now, after.get(j, now))
-            if s_old <= now or a >= s_old:
+            if s_old <= now or a >= s_old or min(reach[p], freed) >= s_old:
                 continue
             profile.take(s_old, e_old, -p)
             s = profile.earliest(a, self.plan[j], p)
             if s < s_old:
                 self._reserve(job, s)
                 self.next_start = min(self.next_start, s)
+                if max(s_old, s + self.plan[j]) < e_old:
+                    freed = min(freed, max(s_old, s + self.plan[j]))
             else:
                 profile.take(s_old, e_old, p)
+
+    def _reach(self, now):
+        """For each count p of processors, the first instant from ``now`` on when p are free."""
+        reach = [INF] * (self.processors + 1)
+        times, free = self.profile.times, self.profile.free
+        top = 0  # reach is set for every count up to top
+        for i in range(max(bisect_right(times, now) - 1, 0), len(times)):
+            if free[i] > top:
+                for p in range(top + 1, min(free[i], self.processors) + 1):
+                    reach[p] = max(times[i], now)
+                top = max(top, min(free[i], self.processors))
+                if top == self.processors:
+                    break
+        return reach
 
     def _start_due(self, now):
         if self.next_start > now:
