@@ -23,7 +23,7 @@ from simengine.traces import read_trace
 from simengine.local.twins.conservative import EventsConservative
 from simengine.local.twins.lwr import EventsLWR
 from tests.conftest import CONFORMANCE, ROOT
-from tests.simengine.test_policy_events import MODES, assert_same, workload
+from tests.simengine.test_policy_events import MODES, assert_same, scenario, workload
 
 DAS2 = ROOT / "gridweb" / "demo" / "DAS2-fs1-2003-1.swf.gz"
 
@@ -124,6 +124,23 @@ def test_events_conservative_plans_jobs_asking_for_no_time_as_the_compiled_one()
     submit, runtime, estimate, size, _, _ = workload(1, n=120, nar=0)
     assert ((estimate == 0) & (runtime == 0)).any()
     assert_same(*both(submit, runtime, estimate, size))
+
+
+def test_events_conservative_runs_through_simengine_run_as_conservative_does():
+    """A whole scenario: two priorities, suspension with its overhead, four reservations."""
+    def small(scheduler):
+        data = scenario(scheduler)
+        for stream, count in zip(data["workload"]["streams"], (150, 40)):
+            stream["count"] = count
+        data["run"]["replications"] = 1
+        return data
+
+    compiled, python = simengine.run(small("conservative")), simengine.run(small("events-conservative"))
+    assert (compiled.jobs["preemptions"] > 0).any()
+    for column, values in compiled.jobs.items():
+        np.testing.assert_array_equal(python.jobs[column], values, err_msg=column)
+    for column, values in compiled.segments.items():
+        np.testing.assert_array_equal(python.segments[column], values, err_msg=column)
 
 
 def test_the_conservative_comparison_can_fail():

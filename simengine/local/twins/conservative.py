@@ -15,7 +15,8 @@ now ranks before are placed again after it. The top waiting job preempts lower-p
 jobs when that lets it start now.
 
 The compiled pass stops at its own event times (planned ends, reservation starts); this policy
-asks for a timer at each of them.
+asks for a timer at each of them. A stale timer (a reservation that moved earlier) adds an instant
+at which nothing changes: its pass does nothing the previous one did not.
 
 Where it cannot be identical, because the compiled pass reads what a policy is never shown -- the
 real run time: a job of run time 0 holds no processors there (here it holds them for the instant it
@@ -58,7 +59,8 @@ class EventsConservative(EventScheduler):
         self.windows = {}  # advance reservation index -> (start, end, processors) on the profile
         self.overruns = {}  # time -> jobs planned to end then (the compiled pass's overrun events)
         self.asked = set()  # times a timer was asked for
-        self.next_start = INF
+        self.next_start = INF  # the earliest reservation
+        self.early = self.repaired = False  # this instant: a plan or window came back; a repair
         self._arrived, self._ended, self._preempted, self._ar = [], [], [], []
 
     # ---- what happened (kept until decide, which replays it in the core's order) -----------------
@@ -81,7 +83,8 @@ class EventsConservative(EventScheduler):
         c = self.cluster
         self.early = self.repaired = False
         self._tidy(now)
-        for job in self._ended:  # the unused rest of the plan comes back
+        # 1. completions: the unused rest of the plan comes back; overruns: plans grow, then repair
+        for job in self._ended:
             self._plan_ends(job, now)
         ext_hi = -INF
         for j in self.overruns.pop(now, ()):
@@ -95,6 +98,9 @@ class EventsConservative(EventScheduler):
             ext_hi = max(ext_hi, new_end)
         if ext_hi > now:
             self._repair(now, ext_hi)
+        # 2.-3. advance reservations accepted or slid earlier take their windows (then repair);
+        # (one accepted and slid at the same instant is taken where it slid to: the repair between
+        # the two is not made)
         started = []
         for r, event in self._ar:
             if event == "accepted":
@@ -108,13 +114,15 @@ class EventsConservative(EventScheduler):
                 started.append(r)
             elif event == "ended":
                 self.windows.pop(r.index, None)
+        # 4. the jobs the windows opening now preempted join the queue
         if self._preempted:
             self._replay_windows(now, started)
+        # 6. the pass: compression if something came back, arrivals (5.) join, due jobs start, the
+        # top job may preempt
         if self.early or self.repaired:
             self._compress(now)
         for job in self._arrived:
-            job_plan = job.estimate if job.estimate > 0 else self.step  # (a job asking for no time: see above)
-            self.plan[job.id] = job_plan
+            self.plan[job.id] = self._plan0(job)
             self._join(job, now)
         self._arrived, self._ended, self._preempted, self._ar = [], [], [], []
         while True:
@@ -226,8 +234,9 @@ class EventsConservative(EventScheduler):
         del self.q[bisect_left(self.q, job.key, key=_key)]
 
     def _next_event(self, now):
-        """The next time the pass is sure to run (the compiled pass: its next event; a job's real
-        end is not among what a policy is shown)."""
+        """The next time the pass is sure to run. (The compiled pass takes its next event, which
+        may be a job's real end, hidden from a policy; for a suspended job -- the only one found
+        blocked in the tests -- that is never later than when its processors are planned free.)"""
         times = [t for t in self.overruns if t > now]
         times += [r.end for r in self.cluster.reservations if r.status == AR_ACTIVE and r.end > now]
         return min(times, default=now + self.step)
@@ -235,8 +244,8 @@ class EventsConservative(EventScheduler):
     # ---- preemption ------------------------------------------------------------------------------
 
     def _preempt_top(self, job, now):
-        """The top job preempts the fewest lower-priority running jobs (in the core's victim order)
-        after which it can start now and run its plan."""
+        """The top job preempts the fewest lower-priority running jobs (in the cluster's victim
+        order, ``cluster.victims``) after which it can start now and run its plan."""
         c = self.cluster
         if not c.preemption.preempts:
             return False
@@ -279,9 +288,13 @@ class EventsConservative(EventScheduler):
             rest = self.plan[job.id] - (now - self.began[job.id])
             self.plan[job.id] = (rest if rest > 0 else self.step) + mode.overhead
         else:
-            base = job.estimate if job.estimate > 0 else self.step
-            self.plan[job.id] = base + mode.overhead
+            self.plan[job.id] = self._plan0(job) + mode.overhead
         self._join(job, now, owners)
+
+    def _plan0(self, job):
+        """A run's planned duration: the estimate; a job asking for no time holds one overrun step
+        (the compiled pass: if it runs -- see the module docstring)."""
+        return job.estimate if job.estimate > 0 else self.step
 
     def _plan_ends(self, job, now):
         """A running job stopped: the rest of its plan comes back (and the queue is compressed)."""
