@@ -38,7 +38,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from simengine.jit import njit
-from simengine.policy import PolicyKind, register
+from simengine.policy_kind import PolicyKind, register
 from simengine.policy_types import Job, PolicyError, policy_raised
 from simengine.registry import PREEMPTION, VICTIMS, NoParams
 

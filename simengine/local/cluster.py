@@ -146,7 +146,8 @@ class ClusterSim:
             if policy not in PYTHON_TWINS:
                 raise ValueError(f"victim choice {choice[0].name!r}: the {policy} scheduler has no plain-Python twin "
                                  f"yet; a Python victim choice needs {', '.join(PYTHON_TWINS)} or a Python scheduler")
-            import simengine.local.twins  # noqa: F401  (registers the twins when simengine.parts has not)
+            # (by name: simengine.parts registers the twins; importing them here would make the
+            # engine import the policy API, which imports the engine)
             python = LOCAL_SCHEDULERS.get(PYTHON_TWINS[policy]).implementation.policy
             if isinstance(params, BaseModel):
                 params = params.model_dump()
