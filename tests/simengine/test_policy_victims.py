@@ -14,6 +14,7 @@ import pytest
 import simengine
 from simengine.errors import ScenarioError
 from simengine.local.cluster import ClusterSim
+from simengine.local.schema import PYTHON_TWINS
 from simengine.local.twins.queue import EventsEASY
 from simengine.policy import Job, PolicyError, VictimChoice, register
 from simengine.preemption import LowestPriorityNewest, choose_victims, victim_choice
@@ -64,7 +65,7 @@ def test_the_built_in_order_in_plain_python_gives_the_compiled_schedules(policy,
                         lambda self, *a: asked.append(a[0]) or order(self, *a))
     compiled = simulate(policy, 0, mode, priorities)
     python = simulate(policy, 0, mode, priorities, victims="python-lowest-priority-newest")
-    assert compiled.external is None and python.external.policy.name == f"events-{policy}"  # the twin ran
+    assert compiled.external is None and python.external.policy.name == PYTHON_TWINS[policy]  # the twin ran
     assert asked and python.preemptions.sum() > 0  # the order was asked for, and taken
     assert_same(compiled, python)  # every start, end, state, preemption count and Gantt piece
 

@@ -74,7 +74,7 @@ class EventsFCFS(EventScheduler):
         c = self.cluster
         if not c.preemption.preempts or job.priority <= self.lowest_priority:
             return False
-        candidates = c.victims(job.priority)
+        candidates = c.victims(job)
         free = c.free
         for k, victim in enumerate(candidates):
             free += victim.size
