@@ -169,43 +169,49 @@ class EventsConservative(EventScheduler):
 
     def _compress(self, now):
         """Each reservation starting later, in queue order, moves to its earliest fit (its own
-        window counted as free) if that is sooner."""
+        window counted as free) if that is sooner.
+
+        Such a fit either reaches into the old window -- then it starts in the run of steps with
+        enough processors free just before it: a *slide* to where that run begins -- or lies wholly
+        before it: a *jump*, an earliest fit on the profile as it stands. A jump search tells where
+        the first window of its shape (size, duration) starts; the moves after it only take
+        processors, but for the windows they leave, where new fits may begin: so a later job of
+        that shape searches again only when that bound is before its reservation."""
         after = self._after(now, [job for job in self.q if self.rstart[job.id] > now])
         profile = self.profile
-        # a move starts where p processors are free: reach[p], the first such instant from now on,
-        # skips the jobs that cannot move without a search (moves only take processors, but the
-        # windows they leave: from ``freed`` on, any count may be free)
-        reach = self._reach(now)
-        freed = INF
+        bound = {}  # (size, duration) -> no window of that shape starts before it, from now on
         for job in self.q:
-            j, p = job.id, job.size
+            j, p, d = job.id, job.size, self.plan[job.id]
             s_old, e_old = self.rstart[j], self.rend[j]
             a = max(now, after.get(j, now))
-            if s_old <= now or a >= s_old or min(reach[p], freed) >= s_old:
+            if s_old <= now or a >= s_old:
                 continue
-            profile.take(s_old, e_old, -p)
-            s = profile.earliest(a, self.plan[j], p)
-            if s < s_old:
-                self._reserve(job, s)
-                self.next_start = min(self.next_start, s)
-                if max(s_old, s + self.plan[j]) < e_old:
-                    freed = min(freed, max(s_old, s + self.plan[j]))
-            else:
-                profile.take(s_old, e_old, p)
+            best = min(self._slide(a, s_old, p, d), s_old)
+            if bound.get((p, d), a) < best:
+                s = profile.earliest(a, d, p)
+                if a == now:  # (a suspended job searches from later on: its answer bounds nothing)
+                    bound[p, d] = s
+                best = min(best, s)
+            if best < s_old:
+                profile.take(s_old, e_old, -p)
+                self._reserve(job, best)
+                self.next_start = min(self.next_start, best)
+                left = max(s_old, best + d)  # [left, e_old) came free: fits holding an instant of it
+                for shape in bound:
+                    bound[shape] = min(bound[shape], left - shape[1])
 
-    def _reach(self, now):
-        """For each count p of processors, the first instant from ``now`` on when p are free."""
-        reach = [INF] * (self.processors + 1)
+    def _slide(self, a, s_old, p, d):
+        """The earliest start at or after ``a`` of a fit reaching into the job's own window at
+        ``s_old`` (inf: none): the start of the run of steps with p free just before it, if the
+        rest lies where its own processors are (the profile is not below zero there)."""
         times, free = self.profile.times, self.profile.free
-        top = 0  # reach is set for every count up to top
-        for i in range(max(bisect_right(times, now) - 1, 0), len(times)):
-            if free[i] > top:
-                for p in range(top + 1, min(free[i], self.processors) + 1):
-                    reach[p] = max(times[i], now)
-                top = max(top, min(free[i], self.processors))
-                if top == self.processors:
-                    break
-        return reach
+        i = bisect_left(times, s_old) - 1  # the step just before s_old
+        if free[i] < p:
+            return INF
+        while i > 0 and times[i] > a and free[i - 1] >= p:
+            i -= 1
+        s = max(times[i], a)
+        return s if s + d <= s_old or self.profile.min_free(s_old, s + d) >= 0 else INF
 
     def _start_due(self, now):
         if self.next_start > now:
