@@ -23,8 +23,9 @@ Then the event API (issue 35): the same trace with ten advance reservations of a
 machine, a second stream of high-priority jobs (2,000, priority 1) and suspend/resume preemption
 (60 s overhead), by the built-in compiled ``easy`` and by ``events-easy``
 (simengine/local/twins/queue.py: EASY written against the event API,
-reservations, priorities and preemption included), checked to give the same job table first;
-target >= 30,000 jobs/s. docs/performance.md quotes it.
+reservations, priorities and preemption included) and by ``events-easy-arrays`` (the same EASY
+scanning the queue with numpy, cluster.waiting_ids), each checked to give the same job table
+first; target >= 30,000 jobs/s. docs/performance.md quotes it.
 """
 from __future__ import annotations
 
@@ -114,9 +115,10 @@ def main() -> int:
 
     print("\nEvent API: + ten reservations, a high-priority stream, suspend/resume preemption")
     builtin = timed("easy", args.load, args.reps, with_reservations)
-    if not side_by_side("events-easy", "easy", builtin, timed("events-easy", args.load, args.reps, with_reservations),
-                        EVENTS_TARGET, tuple(builtin[1].jobs)):
-        return 1
+    for twin in ("events-easy", "events-easy-arrays"):
+        if not side_by_side(twin, "easy", builtin, timed(twin, args.load, args.reps, with_reservations),
+                            EVENTS_TARGET, tuple(builtin[1].jobs)):
+            return 1
     print(f"({int(builtin[1].jobs['preemptions'].sum())} preemptions in the replication)")
     return 0
 
