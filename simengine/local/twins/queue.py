@@ -185,34 +185,30 @@ class EventsEASYArrays(EventsEASY):
                     lim = fit_limits(profile, now, c.free)
             self._remember(head, profile, lim, plain, now, last[6])
             return
-        rest = c.waiting_ids()[1:].copy()  # (behind the head; a copy: starting jobs changes the queue)
-        if not rest.size:
-            return
-        sizes = c.sizes[rest]
+        rest = c.waiting_ids()[1:]  # (behind the head)
         free = c.free
-        at = int((sizes <= free).argmax())
-        if sizes[at] > free:
+        small = rest[c.sizes[rest] <= free]  # (a copy: starting jobs below changes the queue)
+        if not small.size:
             return  # nobody is small enough: no profile needed
-        plans = c.plans[rest]
+        sizes, plans = c.sizes[small], c.plans[small]
         ends = now + plans  # (the same float additions as the compiled pass)
         plain = c.profile()
         # (as the reservation is placed: starting jobs below may take a suspended head's processors)
         head_after = c.own_processors_free_at(head) if head.status == "suspended" else None
         profile = self.shadow_profile(head, now, Profile(plain.times[:], plain.free[:]))
         lim = fit_limits(profile, now, free)
-        # the jobs that fit now; each start leaves less room (never more), so the later ones are
-        # checked again when their turn comes -- a suspended one's processors too (a start may
-        # have taken them)
-        ok = (sizes[at:] <= free) & ((plans[at:] <= 0) | (ends[at:] <= lim[np.minimum(sizes[at:], free)]))
-        fitting = np.flatnonzero(ok) + at
+        # the jobs that fit now, in queue order; each start leaves less room (never more), so the
+        # later ones are checked again when their turn comes -- a suspended one's processors too
+        # (a start may have taken them)
+        fitting = np.flatnonzero((plans <= 0) | (ends <= lim[sizes]))
         if fitting.size:
-            fitting = fitting[c.own_processors_free_each(rest[fitting])]
+            fitting = fitting[c.own_processors_free_each(small[fitting])]
         started = False
         for i in fitting.tolist():
             size, plan = int(sizes[i]), plans[i]
             if size > free or (plan > 0 and ends[i] > lim[size]):
                 continue
-            job = c.job(int(rest[i]))
+            job = c.job(int(small[i]))
             if started and job.status == "suspended" and not c.own_processors_free(job):
                 continue
             c.start(job)
