@@ -196,9 +196,22 @@ class EventsConservative(EventScheduler):
                 profile.take(s_old, e_old, -p)
                 self._reserve(job, best)
                 self.next_start = min(self.next_start, best)
-                left = max(s_old, best + d)  # [left, e_old) came free: fits holding an instant of it
+                # [left, e_old) came free: a new fit holds an instant of it with its size free there
+                left = max(s_old, best + d)
+                top = self._max_free(left, e_old)
                 for shape in bound:
-                    bound[shape] = min(bound[shape], left - shape[1])
+                    if shape[0] <= top:
+                        bound[shape] = min(bound[shape], left - shape[1])
+
+    def _max_free(self, a, b):
+        """The most processors free at any instant of [a, b)."""
+        times, free = self.profile.times, self.profile.free
+        i = max(bisect_right(times, a) - 1, 0)
+        top = free[i]
+        while i + 1 < len(times) and times[i + 1] < b:
+            i += 1
+            top = max(top, free[i])
+        return top
 
     def _slide(self, a, s_old, p, d):
         """The earliest start at or after ``a`` of a fit reaching into the job's own window at
