@@ -210,6 +210,27 @@ def test_events_lwr_refuses_a_job_wider_than_one_processor():
         ClusterSim(4, "events-lwr", [0, 1], [5, 5], [5, 5], [1, 2]).run()
 
 
+def test_events_lwr_refuses_advance_reservations():
+    ar = AdvanceReservation(0, 2, 10.0, 20.0, request_time=0.0)
+    with pytest.raises(PolicyError, match=r"events-lwr: .*reservation 0 was accepted: LWR, like the compiled lwr"):
+        ClusterSim(4, "events-lwr", [0, 1], [5, 5], [5, 5], [1, 1], reservations=[ar]).run()
+
+
+def test_events_lwr_with_other_estimates_starts_each_job_when_its_processor_frees():
+    """Estimates that are not the run times steer the choice of processor only: each processor
+    still runs its jobs one after the other in arrival order, each from its arrival or the end of
+    the one before."""
+    submit, runtime, size = serial_jobs(1, n=600)
+    estimate = np.round(runtime * np.random.default_rng(1).choice([0.5, 1, 2], len(runtime)))
+    sim = ClusterSim(16, "events-lwr", submit, runtime, estimate, size).run()
+    proc = processors_of(sim, len(submit))
+    free_at = {}
+    for j in range(len(submit)):  # the straightforward reference: FCFS per processor
+        start = max(submit[j], free_at.get(proc[j], -np.inf))
+        assert sim.first_start[j] == start, j
+        free_at[proc[j]] = start + runtime[j]
+
+
 def test_the_lwr_comparison_can_fail():
     """An LWR that counts the jobs queued on a processor instead of their work chooses otherwise."""
 

@@ -44,6 +44,11 @@ class EventsLWR(EventScheduler):
             self.lines[best].append(job)
             self.ready.add(best)
 
+    def on_reservation(self, now, reservation, event):
+        if event == "accepted":  # (its window would take processors from under the queues)
+            raise ValueError(f"advance reservation {reservation.index} was accepted: LWR, like the compiled lwr, "
+                             f"schedules clusters without advance reservations")
+
     def on_complete(self, now, jobs):
         for job in jobs:
             p = self.on.pop(job.id)
