@@ -8,7 +8,8 @@ demand. A policy sees the requested time only, so this one counts a job's work a
 it gives exactly the compiled schedules -- every start and processor -- when the estimates are the
 run times, as in LWR's model (tests/simengine/test_policy_twins.py). With other estimates the
 starts still follow the real completions (a job starts when the one before it on its processor
-ends), but the choice of processor follows the estimates.
+ends), but the choice of processor follows the estimates. Like the compiled lwr it schedules
+clusters without advance reservations (it refuses them).
 """
 from __future__ import annotations
 
