@@ -54,6 +54,30 @@ def test_events_conservative_gives_the_compiled_schedules_with_reservations_prio
         assert python.preemptions.sum() > 0  # preemption happened: the test reached that code
 
 
+def crowded_windows(seed: int):
+    """150 jobs and 16 reservations (a third relaxed), twelve of them opening two by two at six
+    instants: windows preempting jobs whose plans run out at that very instant, several at once."""
+    rng = np.random.default_rng(seed)
+    submit, runtime, estimate, size, prio, _ = jobs_that_run(seed, n=150)
+    starts = np.round(rng.uniform(0, submit[-1], 6))
+    ars = []
+    for i in range(16):
+        start = float(starts[i % 6]) if i < 12 else float(np.round(rng.uniform(0, submit[-1])))
+        length = float(np.round(rng.uniform(50, 300)))
+        relaxed = i % 3 == 0
+        ars.append(AdvanceReservation(i, int(rng.integers(1, 10)), start, start + length,
+                                      request_time=max(0.0, start - float(np.round(rng.uniform(0, 500)))),
+                                      est=start - 100 if relaxed else None,
+                                      lft=start + length + 300 if relaxed else None))
+    return submit, runtime, estimate, size, prio, ars
+
+
+@pytest.mark.parametrize("seed,mode", [(18, "suspend"), (26, "requeue"), (31, "kill")])
+def test_events_conservative_with_crowded_reservation_windows(seed, mode):
+    compiled, python = both(*crowded_windows(seed), mode=mode)
+    assert_same(compiled, python)
+
+
 def test_events_conservative_on_a_plain_cluster_gives_the_kernels_starts():
     """Without reservations, priorities or preemption: the event core's conservative and the
     kernel of the plain path (simengine.schedulers.conservative) as well."""

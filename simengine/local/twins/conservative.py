@@ -87,8 +87,9 @@ class EventsConservative(EventScheduler):
         for job in self._ended:
             self._plan_ends(job, now)
         ext_hi = -INF
+        preempted = {job.id: job for job in self._preempted}  # (by a window, after its overrun)
         for j in self.overruns.pop(now, ()):
-            job = c.running.get(j)
+            job = c.running.get(j) or preempted.get(j)
             if job is None or self.pend.get(j) != now:
                 continue  # ended, preempted, or planned again since
             new_end = planned_end(self.began[j], self.plan[j], now, self.step, True)
