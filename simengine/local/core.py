@@ -27,6 +27,7 @@ from simengine.gantt import KIND_KILLED, KIND_RESERVATION, KIND_RUN, KIND_SUSPEN
 from simengine.jit import njit, types
 from simengine.local.profile import (_min_free_lo, first_backfill_within, fit_limits, give_window, queue_delete,
                                      queue_insert, replan_queue, steps_of_points)
+from simengine.policy_types import AR_ACCEPTED, AR_ACTIVE, AR_DONE, AR_PENDING, AR_REJECTED  # noqa: F401
 from simengine.preemption import order_victims
 from simengine.profile import prof_add, prof_find_start
 from simengine.schedulers._linked_profile import (HEAD, LB, NEXT, lp_activate, lp_advance,
@@ -38,7 +39,6 @@ from simengine.schedulers.conservative import compress, end_plan, plan_from_now,
 INF = math.inf
 
 WAITING, QUEUED, RUNNING, SUSPENDED, DONE, KILLED, REJECTED = range(7)
-AR_PENDING, AR_ACCEPTED, AR_ACTIVE, AR_DONE, AR_REJECTED = range(5)
 EV_JOB_END, EV_AR_END, EV_OVERRUN, EV_TIMER = range(4)
 #: the scheduling pass: a compiled strategy, or EXTERNAL -- the pass is the caller's (a Python
 #: policy, simengine.local.external): advance() stops with DECIDE once the events of an instant are

@@ -15,7 +15,7 @@ that arrivals are appended to (or inserted in, with priorities) and started jobs
 from __future__ import annotations
 
 import math
-from bisect import bisect_left, bisect_right, insort
+from bisect import bisect_left, insort
 from operator import attrgetter
 from typing import TYPE_CHECKING
 
@@ -24,7 +24,7 @@ import numpy as np
 from simengine.local import core
 from simengine.local.core import AR_ACCEPTED, AR_ACTIVE, LOG_END, LOG_PREEMPTED, LOG_SUBMIT, LOG_TIMER
 from simengine.preemption import PreemptionMode, VictimChoice, ordered_victims
-from simengine.policy_types import Job, PolicyError, policy_raised
+from simengine.policy_types import Job, PolicyError, Profile, policy_raised  # noqa: F401  (Profile: read from here too)
 
 if TYPE_CHECKING:
     from simengine.local.cluster import AdvanceReservation, ClusterSim
@@ -336,77 +336,6 @@ def _read_only(a: np.ndarray) -> np.ndarray:
 
 def _ids(jobs) -> np.ndarray:
     return np.fromiter((j.id for j in jobs), np.int64) if jobs else _NO_PROCESSORS
-
-
-class Profile:
-    """Free processors over time, a step function: ``free[i]`` processors on [``times[i]``,
-    ``times[i + 1]``), the last step for ever (plain lists: read them freely)."""
-
-    __slots__ = ("times", "free")
-
-    def __init__(self, times: list[float], free: list[int]):
-        self.times, self.free = times, free
-
-    def _index(self, t: float) -> int:
-        """The step holding t (the first one when t is before it)."""
-        return max(bisect_right(self.times, t) - 1, 0)
-
-    def min_free(self, a: float, b: float) -> int:
-        """The fewest processors free at any time of [a, b) (at a when b <= a)."""
-        times, free = self.times, self.free
-        i = self._index(a)
-        low = free[i]
-        for k in range(i + 1, len(times)):
-            if times[k] >= b:
-                break
-            low = min(low, free[k])
-        return low
-
-    def fits(self, start: float, duration: float, size: int) -> bool:
-        """Do ``size`` processors stay free over [start, start + duration)? (Asking for no time
-        holds nothing: always.)"""
-        return duration <= 0 or self.min_free(start, start + duration) >= size
-
-    def earliest(self, after: float, duration: float, size: int) -> float:
-        """The earliest start at or after ``after`` with ``size`` processors free for ``duration``
-        (inf: never)."""
-        times, free = self.times, self.free
-        n = len(times)
-        k = self._index(after)
-        s = after
-        while s < math.inf:
-            end, j, blocked = s + duration, k, None
-            while True:
-                seg_end = times[j + 1] if j + 1 < n else math.inf
-                if free[j] < size:
-                    blocked = seg_end
-                    break
-                if seg_end >= end or seg_end == math.inf:
-                    break
-                j += 1
-            if blocked is None:
-                return s
-            s = blocked  # nothing can start before the blocking step ends
-            while k + 1 < n and times[k + 1] <= s:
-                k += 1
-        return math.inf
-
-    def take(self, a: float, b: float, size: int) -> None:
-        """Count ``size`` processors as busy over [a, b) (a at or after the profile's start)."""
-        if b <= a:
-            return
-        i, j = self._split(a), self._split(b)
-        free = self.free
-        for k in range(i, j):
-            free[k] -= size
-
-    def _split(self, x: float) -> int:
-        times = self.times
-        i = bisect_left(times, x)
-        if i == len(times) or times[i] != x:
-            times.insert(i, x)
-            self.free.insert(i, self.free[i - 1])
-        return i
 
 
 #: what on_reservation is told

@@ -29,10 +29,9 @@ import math
 from bisect import bisect_left, bisect_right
 from operator import attrgetter
 
-from simengine.local.cluster import AR_ACCEPTED, AR_ACTIVE
-from simengine.local.external import Profile
 from simengine.local.twins.queue import QueueParams
 from simengine.policy import EventScheduler, register
+from simengine.policy_types import AR_ACCEPTED, AR_ACTIVE, Profile
 from simengine.schedulers.base import planned_end as _compiled_planned_end
 
 #: the kernels' rule for when a running job is expected to end, called as plain Python
@@ -97,27 +96,28 @@ class EventsConservative(EventScheduler):
             self.profile.take(now, new_end, job.size)
             self._overrun_at(new_end, j)
             ext_hi = max(ext_hi, new_end)
+        # until the windows opening now take their processors (4.), the processors are held as
+        # before: those windows' are free, the jobs they preempt still hold theirs
+        started = [r for r, event in self._ar if event == "started"]
+        owners = self._owners_before(now, started) if started else None
         if ext_hi > now:
-            self._repair(now, ext_hi)
+            self._repair(now, ext_hi, owners)
         # 2.-3. advance reservations accepted or slid earlier take their windows (then repair);
         # (one accepted and slid at the same instant is taken where it slid to: the repair between
         # the two is not made)
-        started = []
         for r, event in self._ar:
             if event == "accepted":
-                self._hold_window(r, now)
+                self._hold_window(r, now, owners)
             elif event == "moved":
                 a, b, p = self.windows.pop(r.index)
                 self.profile.take(a, b, -p)
                 self.early = True  # its old window came free
-                self._hold_window(r, now)
-            elif event == "started":
-                started.append(r)
+                self._hold_window(r, now, owners)
             elif event == "ended":
                 self.windows.pop(r.index, None)
         # 4. the jobs the windows opening now preempted join the queue
         if self._preempted:
-            self._replay_windows(now, started)
+            self._replay_windows(now, started, owners)
         # 6. the pass: compression if something came back, arrivals (5.) join, due jobs start, the
         # top job may preempt
         if self.early or self.repaired:
@@ -158,13 +158,13 @@ class EventsConservative(EventScheduler):
         self.rstart[job.id], self.rend[job.id] = s, s + self.plan[job.id]
         self.profile.take(s, s + self.plan[job.id], job.size)
 
-    def _repair(self, now, until):
+    def _repair(self, now, until, owners=None):
         """Reservations the profile went below zero under, before ``until``, are placed again, in
         queue order, after all the others."""
         if until <= now or self.profile.min_free(now, until) >= 0:
             return
         evicted = [job for job in self.q if self.rstart[job.id] < until]
-        self._replan(now, evicted, evicted)
+        self._replan(now, evicted, evicted, owners)
         self.next_start = min((self.rstart[job.id] for job in self.q), default=INF)
         self.repaired = True
 
@@ -323,19 +323,25 @@ class EventsConservative(EventScheduler):
             self.profile.take(now, pend, -job.size)
             self.early = True
 
-    def _replay_windows(self, now, started):
-        """The jobs the reservation windows opening now preempted, one window after the other as
-        the core took them: each victim joins the queue seeing the processors as they were then
-        (later victims still on theirs, later windows not yet open)."""
-        c = self.cluster
+    def _owners_before(self, now, started):
+        """:meth:`_owners` before the windows ``started`` now opened: theirs free, the jobs they
+        preempted on theirs."""
         owners = self._owners(now)
-        victims = list(self._preempted)
         for r in started:
             for p in r.procs:
                 owners.pop(p, None)
-        for v in victims:
-            for p in c.allocation(v):
+        for v in self._preempted:
+            for p in self.cluster.allocation(v):
                 owners[p] = self.pend[v.id]
+        return owners
+
+    def _replay_windows(self, now, started, owners):
+        """The jobs the reservation windows opening now preempted, one window after the other as
+        the core took them: each victim joins the queue seeing the processors as they were then
+        (``owners``: before the windows opened; later victims still on theirs, later windows not
+        yet open)."""
+        c = self.cluster
+        victims = list(self._preempted)
         free = c.free + sum(r.processors for r in started) - sum(v.size for v in victims)
         for r in started:
             while free < r.processors and victims:
@@ -386,10 +392,10 @@ class EventsConservative(EventScheduler):
                 view.take(max(r.start, now), r.end, r.processors)
         return view
 
-    def _hold_window(self, r, now):
+    def _hold_window(self, r, now, owners):
         self.windows[r.index] = (r.start, r.end, r.processors)
         self.profile.take(r.start, r.end, r.processors)
-        self._repair(now, r.end)
+        self._repair(now, r.end, owners)
 
     # ---- timers ----------------------------------------------------------------------------------
 

@@ -16,8 +16,8 @@ from operator import attrgetter
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from simengine.local.external import Profile
 from simengine.policy import EventScheduler, register
+from simengine.policy_types import Profile
 
 
 class QueueParams(BaseModel):
