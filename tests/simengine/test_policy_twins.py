@@ -17,6 +17,7 @@ import simengine
 from simengine.conformance import PROCESSORS, read_case
 from simengine.local.cluster import AdvanceReservation, ClusterSim
 from simengine.policy import PolicyError, register
+from simengine.preemption import PreemptionMode
 from simengine.registry import LOCAL_SCHEDULERS, NoParams
 from simengine.schedulers import lwr
 from simengine.traces import read_trace
@@ -75,6 +76,30 @@ def crowded_windows(seed: int):
 @pytest.mark.parametrize("seed,mode", [(18, "suspend"), (26, "requeue"), (31, "kill")])
 def test_events_conservative_with_crowded_reservation_windows(seed, mode):
     compiled, python = both(*crowded_windows(seed), mode=mode)
+    assert_same(compiled, python)
+
+
+def test_events_conservative_when_a_window_slides_onto_a_suspended_jobs_processors():
+    """A relaxed window slides to now and opens on the processors of a suspended job: the repair
+    its slide makes sees them free (the window opens after it), as the core's instant does."""
+    rng = np.random.default_rng(102)
+    P, n = int(rng.choice([8, 16, 32])), 150
+    submit = np.sort(np.round(rng.uniform(0, n * 30 / P * rng.uniform(0.5, 3), n)))
+    runtime = np.round(rng.exponential(100, n)) + 1
+    estimate = np.round(runtime * rng.choice([0.5, 1, 1.5, 3], n))
+    size, prio = rng.integers(1, P + 1, n), rng.choice([0, 0, 1, 2, 3], n)
+    ars = []
+    for i in range(int(rng.integers(0, 12))):
+        start, length = float(np.round(rng.uniform(0, submit[-1]))), float(np.round(rng.uniform(20, 400)))
+        relaxed = rng.random() < 0.4
+        ars.append(AdvanceReservation(
+            i, int(rng.integers(1, P)), start, start + length,
+            request_time=max(0.0, start - float(np.round(rng.uniform(0, 800)))),
+            est=start - float(np.round(rng.uniform(0, 200))) if relaxed else None,
+            lft=start + length + float(np.round(rng.uniform(0, 400))) if relaxed else None))
+    mode = PreemptionMode("suspend", True, False, True, 0.0)
+    compiled, python = [ClusterSim(P, policy, submit, runtime, estimate, size, prio, copy.deepcopy(ars), mode).run()
+                        for policy in ("conservative", "events-conservative")]
     assert_same(compiled, python)
 
 
