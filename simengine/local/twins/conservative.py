@@ -53,7 +53,7 @@ class EventsConservative(EventScheduler):
         self.profile = Profile([-INF], [cluster.processors])  # plans, windows and reservations
         self.q = []  # the queued jobs that hold a reservation, in queue order
         self.rstart, self.rend = {}, {}  # their reservations
-        self.pend, self.began = {}, {}  # running jobs: planned end, start of the current run
+        self.pend, self.began, self.sizes = {}, {}, {}  # running jobs: planned end, start, size
         self.plan = {}  # planned duration of a job's current (or next) run
         self.windows = {}  # advance reservation index -> (start, end, processors) on the profile
         self.overruns = {}  # time -> jobs planned to end then (the compiled pass's overrun events)
@@ -102,12 +102,13 @@ class EventsConservative(EventScheduler):
         owners = self._owners_before(now, started) if started else None
         if ext_hi > now:
             self._repair(now, ext_hi, owners)
-        # 2.-3. advance reservations accepted or slid earlier take their windows (then repair);
-        # (one accepted and slid at the same instant is taken where it slid to: the repair between
-        # the two is not made)
+        # 2.-3. advance reservations accepted or slid earlier take their windows (then repair)
+        moved = {r.index for r, event in self._ar if event == "moved"}
         for r, event in self._ar:
             if event == "accepted":
-                self._hold_window(r, now, owners)
+                # (one that also slid now was accepted elsewhere first: that window is taken and
+                # repaired around before the slide)
+                self._hold_window(r, now, owners, self._admitted(r, now) if r.index in moved else r.start)
             elif event == "moved":
                 a, b, p = self.windows.pop(r.index)
                 self.profile.take(a, b, -p)
@@ -247,7 +248,7 @@ class EventsConservative(EventScheduler):
 
     def _run(self, job, now, pend):
         self.cluster.start(job)
-        self.began[job.id], self.pend[job.id] = now, pend
+        self.began[job.id], self.pend[job.id], self.sizes[job.id] = now, pend, job.size
         self._overrun_at(now + self.plan[job.id], job.id)
 
     def _dequeue(self, job):
@@ -392,10 +393,23 @@ class EventsConservative(EventScheduler):
                 view.take(max(r.start, now), r.end, r.processors)
         return view
 
-    def _hold_window(self, r, now, owners):
-        self.windows[r.index] = (r.start, r.end, r.processors)
-        self.profile.take(r.start, r.end, r.processors)
-        self._repair(now, r.end, owners)
+    def _hold_window(self, r, now, owners, start=None):
+        start = r.start if start is None else start
+        end = start + (r.end - r.start)
+        self.windows[r.index] = (start, end, r.processors)
+        self.profile.take(start, end, r.processors)
+        self._repair(now, end, owners)
+
+    def _admitted(self, r, now):
+        """Where relaxed reservation ``r`` was accepted now, before it slid: the core's admission,
+        its earliest fit from the start asked for on the plans of the running jobs and the windows
+        held before it."""
+        view = Profile([now], [self.processors])
+        for j, end in self.pend.items():
+            view.take(now, end, self.sizes[j])
+        for a, b, p in self.windows.values():
+            view.take(max(a, now), b, p)
+        return view.earliest(r.asked_start, r.end - r.start, r.processors)
 
     # ---- timers ----------------------------------------------------------------------------------
 
