@@ -18,6 +18,11 @@ The compiled pass stops at its own event times (planned ends, reservation starts
 asks for a timer at each of them. A stale timer (a reservation that moved earlier) adds an instant
 at which nothing changes: its pass does nothing the previous one did not.
 
+The callbacks tell what happened at an instant grouped by kind, not in the order the core did it;
+this policy works out the rest: which window preempted which jobs (windows take the fewest victims
+in order), how the processors were held before this instant's windows opened, and where a
+reservation accepted and slid at the same instant was accepted.
+
 Where it cannot be identical, because the compiled pass reads what a policy is never shown -- the
 real run time: a job of run time 0 holds no processors there (here it holds them for the instant it
 runs, so jobs started at that instant may get other processors), and a job asking for no time is
