@@ -17,7 +17,7 @@ __all__ = ["RelaxedFrame", "ReservationJob", "Reservation", "reservation_problem
 #: the plain-Python twin (simengine.local.twins: the same schedules, through the event API) of each
 #: compiled pass that has one. The engine runs the twin where a decision the pass makes is written
 #: in Python: a cluster's victim choice (simengine.local.cluster). A new twin is one entry here.
-PYTHON_TWINS = {"fcfs": "events-fcfs", "easy": "events-easy-arrays"}
+PYTHON_TWINS = {"fcfs": "events-fcfs", "easy": "events-easy-arrays", "conservative": "events-conservative"}
 
 
 class RelaxedFrame(StrictModel):

@@ -277,7 +277,9 @@ def two_clusters(victims: dict, **east) -> dict:
      "cluster 'c' uses the conservative scheduler, which takes victims in the event core's own order and has no "
      "plain-Python twin yet; a Python victim choice (least-work-lost) needs fcfs, easy or a Python scheduler"),
 ])
-def test_a_bad_victim_choice_is_an_error_naming_the_field(victims, east, field, message):
+def test_a_bad_victim_choice_is_an_error_naming_the_field(victims, east, field, message, monkeypatch):
+    # (every compiled pass has its twin now: a pass without one is made by taking conservative's out)
+    monkeypatch.setattr("simengine.local.schema.PYTHON_TWINS", {"fcfs": "events-fcfs", "easy": "events-easy-arrays"})
     with pytest.raises(ScenarioError) as err:
         simengine.load_scenario(two_clusters(victims, **east))
     assert [(e.path, e.message[:len(message)]) for e in err.value.errors] == [(field, message)]
@@ -293,6 +295,16 @@ def test_the_default_is_left_out_of_the_scenario_and_a_choice_round_trips():
     simengine.load_scenario(two_clusters({"name": "lowest-priority-newest"}, scheduler={"name": "conservative"}))
 
 
-def test_a_compiled_pass_without_a_twin_refuses_a_python_victim_choice_when_simulated_directly():
+def test_a_compiled_pass_without_a_twin_refuses_a_python_victim_choice_when_simulated_directly(monkeypatch):
+    monkeypatch.delitem(PYTHON_TWINS, "conservative")
     with pytest.raises(ValueError, match="the conservative scheduler has no plain-Python twin yet"):
         simulate("conservative", 0, "suspend", victims="least-work-lost")
+
+
+def test_conservative_with_a_python_victim_choice_runs_its_twin_and_takes_the_victims_it_names():
+    python = simulate("conservative", 0, "suspend", victims="python-lowest-priority-newest")
+    assert python.external.policy.name == "events-conservative" and python.preemptions.sum() > 0
+    compiled = simulate("conservative", 0, "suspend")
+    np.testing.assert_array_equal(python.first_start, compiled.first_start)  # the built-in order, written again
+    lost = simulate("conservative", 0, "suspend", victims="least-work-lost")
+    assert not np.array_equal(lost.first_start, compiled.first_start)  # another order: another schedule
