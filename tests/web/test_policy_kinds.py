@@ -139,11 +139,15 @@ def test_the_api_schema_lists_the_names_of_every_policy_field_nested_ones_too():
             node = node["items"] if part == "*" else node["properties"][part]
         return node
 
+    def real(names) -> list[str]:
+        # other tests register scratch policies (test-*) as they go; the schema is built once a process
+        return [n for n in names if not n.startswith("test-")]
+
     fields = scenario_fields()
     for path, key in fields.items():
         node = at(spec, path)
-        assert node["properties"]["name"]["enum"] == found[key].names(), path
-        assert [a["title"] for a in node["anyOf"]] == found[key].names()
+        assert real(node["properties"]["name"]["enum"]) == real(found[key].names()), path
+        assert real(a["title"] for a in node["anyOf"]) == real(found[key].names())
     where = {key: path for path, key in fields.items()}
     for parent, name, field, key in nested_fields():
         alternative = next(a for a in at(spec, where[parent])["anyOf"] if a["title"] == name)

@@ -457,12 +457,17 @@ def test_sweep_runs_every_point_and_aggregates_with_confidence_intervals(alice):
     assert sweep.aggregate[2]["metrics"]["mean_wait"]["mean"] > sweep.aggregate[0]["metrics"]["mean_wait"]["mean"]
 
 
-def test_a_failed_point_fails_the_sweep_but_keeps_the_others(alice):
+def test_a_failed_point_fails_the_sweep_but_keeps_the_others(alice, monkeypatch):
+    from gridweb.runs import services
+
     spec = small_spec(replications=1, completions=500)
+    monkeypatch.setattr(services, "_dispatch_sweep", lambda sweep_id: None)  # (dispatched below)
     sweep = create_sweep(alice, spec, {"run.seed": [1, 2]})
     first, second = Run.objects.filter(sweep=sweep).order_by("pk")
-    # The second point's snapshot breaks after validation (as a trace deleted meanwhile would).
+    # The second point's snapshot breaks after validation (as a trace deleted meanwhile would),
+    # before any worker can have read it
     Run.objects.filter(pk=second.pk).update(spec={"platform": "nonsense"})
+    execution.dispatch_sweep(sweep.pk)
     deadline = time.monotonic() + 120
     while Sweep.objects.get(pk=sweep.pk).status not in (Status.DONE, Status.FAILED):
         assert time.monotonic() < deadline
