@@ -197,6 +197,10 @@ class LiveGantt:
         end = max(self.frontier, float(rows["t1"].max()) if len(rows["t1"]) else -math.inf)
         end = np.nextafter(end, math.inf) if math.isfinite(end) else self.begin
         self.open = empty_rows()
+        if self.queued is not None:
+            # the queues where the Gantt ends, from the job table -- not the last live update's,
+            # which depends on how the wall clock sliced the run (same run, same chunks)
+            self.queued = _waiting_at(jobs, end, len(self.queued)) if jobs is not None else None
         self._send(end, rows, final=True)
 
     def _send(self, until: float, rows: dict[str, np.ndarray], final: bool) -> None:
@@ -263,3 +267,11 @@ def _split(t1: np.ndarray, size: int) -> list[tuple[int, int]]:
         a = b
     pieces.append((a, n))
     return pieces
+
+
+def _waiting_at(jobs: dict[str, np.ndarray], t: float, clusters: int) -> list[int]:
+    """Jobs of ``jobs`` waiting at ``t`` in each of ``clusters`` clusters: submitted, not started
+    and not ended (a rejected job ends without starting); a grid job not yet sent anywhere (cluster
+    -1) is in no cluster's queue."""
+    waiting = (jobs["submit"] <= t) & ~(jobs["start"] <= t) & ~(jobs["end"] <= t) & (jobs["cluster"] >= 0)
+    return np.bincount(jobs["cluster"][waiting], minlength=clusters)[:clusters].tolist()

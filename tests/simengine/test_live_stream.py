@@ -272,3 +272,24 @@ def test_every_queueing_model_streams_its_queue_lengths(monkeypatch, name):
     assert all(len(q) >= clusters and min(q) >= 0 for q in queued)
     if name not in ("koala-w30.yaml", "das2-replay.yaml"):  # (nobody waits in one; at no frontier in the other)
         assert any(sum(q) > 0 for q in queued), "no job waited at any chunk's frontier"
+
+
+def test_the_last_chunk_says_the_queues_where_the_gantt_ends_however_the_run_was_sliced(monkeypatch):
+    """The final chunk's queue lengths come from the job table at its end, not from the last live
+    update (which depends on the wall clock): a repeated run sends the same chunks. (A CI run saw
+    [0] once and [7] the other time.)"""
+    spec = {"platform": {"clusters": [{"name": "main", "processors": 32, "scheduler": {"name": "easy"}}]},
+            "workload": {"streams": [{"kind": "synthetic", "name": "users", "target": "main",
+                                      "arrival": {"target_load": 0.95}, "size": {"kind": "uniform", "low": 1, "high": 16},
+                                      "runtime": {"kind": "exponential", "mean": 600}}]},
+            "run": {"seed": 7, "stop": {"completions": 1500}}}
+    finals = []
+    for interval in (0.0, 3600.0):  # a chunk at every update; one at the end only
+        monkeypatch.setattr(streaming, "LIVE_INTERVAL", interval)
+        chunks = []
+        result = simengine.run(spec, on_progress=chunks.append)
+        finals.append(next(c for c in chunks if c["kind"] == "segments" and c.get("final"))["queued"])
+    jobs = result.jobs
+    end = float(np.max(result.segments["t1"]))
+    waiting = int(np.sum((jobs["submit"] <= end) & ~(jobs["start"] <= end)))
+    assert finals[0] == finals[1] == [waiting]
