@@ -34,6 +34,7 @@ from rest_framework.views import APIView
 from gridweb.accounts import throttle
 from gridweb.accounts.models import must_change_password
 from gridweb.runs import exports, frames, jobs_table
+from gridweb.runs.gallery import uses_policy
 from gridweb.reproductions.models import Reproduction
 from gridweb.runs.models import IDEMPOTENCY_KEY_LENGTH, Comment, Run, RunChunk, Status, Sweep
 from gridweb.runs.views import gantt_frame
@@ -406,9 +407,7 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Update
         params = self.request.query_params
         errors: dict[str, list[str]] = {}
         if params.get("policy"):
-            p = params["policy"]
-            queryset = queryset.filter(Q(policy=p) | Q(policy__startswith=f"{p},") | Q(policy__endswith=f",{p}")
-                                       | Q(policy__contains=f",{p},"))
+            queryset = queryset.filter(uses_policy(params["policy"]))  # (as the gallery's filter)
         if params.get("platform"):
             queryset = queryset.filter(platform__icontains=params["platform"])
         if params.get("status"):
