@@ -328,7 +328,8 @@ class ClusterSim:
         live Gantt advances every cluster slice by slice). ``finished`` says nothing is left."""
         every = STEP_EVENTS if on_step is not None else 0
         fresh = True
-        state, until, advance, external = self._state, float(until), core.advance, self.external
+        state, until, external = self._state, float(until), self.external
+        advance = core.advance if external is None else external.advance
         while True:
             code = advance(state, until, every, fresh)
             fresh = False

@@ -972,7 +972,7 @@ def _backfill(s, t, h, gone, ng, times, free, have_view):
         return ng
     if not have_view:
         times, free = _view(s, t, False, False, -1)
-    times, free = _shadow_view(s, t, head, times, free)
+    times, free = _shadow_view(s, t, head, _head_after(s, head, t), times, free)
     lim = np.empty(s.P + 1)
     fit_limits(times, free, t, s.nfree, lim)
     while k < qj.shape[0] and s.nfree > 0:
@@ -994,12 +994,16 @@ def _backfill(s, t, h, gone, ng, times, free, have_view):
 
 
 @njit(cache=True)
-def _shadow_view(s, t, head, times, free):
+def _head_after(s, head, t):
+    """From when the blocked head may start: now, or a suspended head when its own processors are
+    free (by plan)."""
+    return _identity_free_at(s, head, t) if s.state[head] == SUSPENDED else t
+
+
+@njit(cache=True)
+def _shadow_view(s, t, head, after, times, free):
     """The profile of running jobs (this pass's starts too) and reservations (times, free: _view's),
-    with the blocked head's reservation at its shadow time (its earliest fit)."""
-    after = t
-    if s.state[head] == SUSPENDED:
-        after = _identity_free_at(s, head, t)
+    with the blocked head's reservation at its shadow time (its earliest fit at or after ``after``)."""
     shadow = _earliest(times, free, after, s.pplan[head], s.size[head], INF)
     if shadow < INF:
         # a head asking for no time still holds its processors at the shadow instant
@@ -1222,6 +1226,20 @@ def free_profile(s, t, still_running, exclude):
     for j in exclude:
         s.excl[j] = False
     return out
+
+
+@njit(cache=True)
+def backfill_limits(s, t, head, after):
+    """For p = 0 .. nfree: until when p processors stay free from t by plan (running jobs, live
+    reservations; fit_limits), with waiting job ``head`` (-1: none) held at its earliest fit at or
+    after ``after`` -- the limits the EASY pass backfills by."""
+    times, free = _view(s, t, False, False, -1)
+    if head >= 0:
+        times, free = _shadow_view(s, t, head, after, times, free)
+    lim = np.empty(s.nfree + 1)
+    lim[0] = INF
+    fit_limits(times, free, t, s.nfree, lim)
+    return lim
 
 
 @njit(cache=True)

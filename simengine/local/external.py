@@ -14,11 +14,12 @@ that arrivals are appended to (or inserted in, with priorities) and started jobs
 """
 from __future__ import annotations
 
+import functools
 import math
-from bisect import bisect_left, insort
-from operator import attrgetter
+from bisect import bisect_left
 from typing import TYPE_CHECKING
 
+import numba
 import numpy as np
 
 from simengine.local import core
@@ -30,7 +31,6 @@ if TYPE_CHECKING:
     from simengine.local.cluster import AdvanceReservation, ClusterSim
 
 _NO_PROCESSORS = np.zeros(0, np.int64)
-_key = attrgetter("key")
 #: how act_* refusals read
 _WHY = {
     core.ACT_NOT_WAITING: "it is not waiting",
@@ -43,6 +43,14 @@ _WHY = {
 }
 #: the status of a job the core preempted, as the policy reads it
 _STATUS = {core.QUEUED: "waiting", core.SUSPENDED: "suspended", core.KILLED: "killed"}
+
+
+def _compiled(function, *args):
+    """A cached property: ``function`` compiled for (the cluster's state, arguments of the types of
+    ``args``), called without numba's dispatch (the arguments must then have exactly those types)."""
+    def bind(self):
+        return function.compile((numba.typeof(self._state), *(numba.typeof(a) for a in args)))
+    return functools.cached_property(bind)
 
 
 class Cluster:
@@ -76,8 +84,10 @@ class Cluster:
         self.processors = sim.P
         self.now = -math.inf
         self.queue: list[Job] = []
+        self._keys: list[tuple] = []  # (the queue's jobs' keys, in the same order: bisected without a key function)
         self.running: dict[int, Job] = {}
         self.reservations: list[AdvanceReservation] = sim.ars
+        self._ahead_until: float | None = None  # (reservations_ahead: the last window's end)
         #: the scenario's preemption mode (simengine.preemption): what ``preempt`` does, and the
         #: overhead ``requeue`` and ``suspend`` add
         self.preemption = mode
@@ -131,6 +141,7 @@ class Cluster:
     def idle_processors(self) -> np.ndarray:
         """The ids of the idle processors, ascending."""
         self._sim._read()
+        self._ahead_until = None
         return np.flatnonzero(self._sim._a["owner"] == -1)
 
     def profile(self, exclude=(), still_running: bool = False) -> "Profile":
@@ -138,28 +149,45 @@ class Cluster:
         (but those of ``exclude``) until their planned end -- start + plan, extended by the overrun
         step, then twice as long each time, once outlived; ``still_running``: a job due to end now
         counts one step more -- and the accepted reservations over their windows."""
-        times, free = core.free_profile(self._state, self.now, still_running, _ids(exclude))
+        times, free = self._free_profile(self._state, self.now, bool(still_running), _ids(exclude))
         return Profile(times.tolist(), free.tolist())
+
+    def fit_limits(self, reserve: Job | None = None, after: float | None = None) -> np.ndarray:
+        """For p = 0 .. ``free``: until when p processors stay free from now by plan (the running jobs
+        until their planned end, as :meth:`profile` counts them, and the accepted reservations), as
+        a float array ``lim``: a job of p processors and plan d > 0 may start now and run its plan
+        iff ``now + d <= lim[p]`` (inf: for ever; -inf: not even now). With ``reserve`` (a waiting
+        job), that job is first held at its earliest fit at or after ``after`` (default: now; a
+        suspended job, when its own processors are free): what a backfilling scheduler reads to
+        start jobs without delaying it. Computed by the engine, as its own EASY does."""
+        if reserve is None:
+            return self._backfill_limits(self._state, self.now, -1, self.now)
+        if after is None:
+            after = self.own_processors_free_at(reserve) if reserve.status == "suspended" else self.now
+        return self._backfill_limits(self._state, self.now, reserve.id, float(after))
 
     def reservations_ahead(self) -> bool:
         """Is an accepted or open reservation window not over yet (so a job's estimate may run into
         one)?"""
-        now = self.now
-        return any(r.status in (AR_ACCEPTED, AR_ACTIVE) and r.end > now for r in self.reservations)
+        until = self._ahead_until
+        if until is None:  # (recomputed after the reservations change)
+            until = self._ahead_until = max((r.end for r in self.reservations if r.status in (AR_ACCEPTED, AR_ACTIVE)),
+                                            default=-math.inf)
+        return self.now < until
 
     def own_processors_free(self, job: Job, exclude=()) -> bool:
         """Are suspended ``job``'s processors (its checkpoint's) free -- counting those of the running
         jobs of ``exclude`` as freed?"""
-        return bool(core.own_free(self._state, job.id, _ids(exclude)))
+        return bool(self._own_free(self._state, job.id, _ids(exclude)))
 
     def own_processors_free_each(self, ids: np.ndarray) -> np.ndarray:
         """For the jobs of ``ids`` (e.g. some of :meth:`waiting_ids`), as a bool array: is each one
         either not suspended or suspended with its own processors free (may it start now)?"""
-        return core.own_free_each(self._state, np.asarray(ids, np.int64))
+        return self._own_free_each(self._state, np.ascontiguousarray(ids, np.int64))
 
     def own_processors_free_at(self, job: Job) -> float:
         """When every processor of suspended ``job`` is expected to be free, by plan."""
-        return float(core.own_free_at(self._state, job.id, self.now))
+        return self._own_free_at(self._state, job.id, self.now)
 
     def victims(self, priority: "int | Job | None" = None) -> list[Job]:
         """The running jobs that may be preempted for a job of ``priority`` (None: any; or the
@@ -172,7 +200,7 @@ class Cluster:
         if preemptor is not None:
             priority = preemptor.priority
         below = np.iinfo(np.int64).max if priority is None else int(priority)
-        ids = core.victims(self._state, self.now, below).tolist()
+        ids = self._victims_of(self._state, self.now, below).tolist()
         if self._victims is None:
             return [self.running[j] for j in ids]
         if preemptor is None and priority is not None:
@@ -195,10 +223,10 @@ class Cluster:
         if processors is None:
             procs = _NO_PROCESSORS
         else:
-            procs = np.asarray(processors, np.int64).ravel()
+            procs = np.ascontiguousarray(processors, np.int64).ravel()
             if len(np.unique(procs)) != len(procs):
                 self._refused("start", job, "a processor is named twice")
-        why = core.act_start(self._state, job.id, self.now, procs)
+        why = self._act_start(self._state, job.id, self.now, procs)
         if why:
             self._refused("start", job, _WHY[why].format(size=job.size))
         self._dequeue(job)
@@ -243,6 +271,19 @@ class Cluster:
 
     # ---- the engine's side ----------------------------------------------------------------------
 
+    # The core's functions the policy calls most, bound once to their compiled code for this
+    # cluster's state: numba's dispatcher types every argument of every call first (about 0.6 of
+    # the 1.3-2 µs a call costs; a policy on a long queue makes several per decision).
+    _free_profile = _compiled(core.free_profile, 0.0, False, _NO_PROCESSORS)
+    _backfill_limits = _compiled(core.backfill_limits, 0.0, 0, 0.0)
+    _own_free_each = _compiled(core.own_free_each, _NO_PROCESSORS)
+    _own_free_at = _compiled(core.own_free_at, 0, 0.0)
+    _act_start = _compiled(core.act_start, 0, 0.0, _NO_PROCESSORS)
+    _own_free = _compiled(core.own_free, 0, _NO_PROCESSORS)
+    _victims_of = _compiled(core.victims, 0.0, 0)
+    #: the core's loop (ClusterSim.run calls it once per decision)
+    advance = _compiled(core.advance, 0.0, 0, False)
+
     def _refused(self, what: str, job: Job, why: str):
         raise PolicyError(f"{self.name}: at t={self.now:g} it asked to {what} job {job.id} "
                           f"({job.size} processors, {self.free} free): {why}")
@@ -256,19 +297,25 @@ class Cluster:
         job.plan = float(self._pplan[job.id])
 
     def _enqueue(self, job: Job) -> None:
-        q = self.queue
-        job.key = (-job.priority, 0 if job.status == "suspended" else 1, job.id)
-        if not q or q[-1].key < job.key:
+        q, keys = self.queue, self._keys
+        key = job.key = (-job.priority, 0 if job.status == "suspended" else 1, job.id)
+        if not q or keys[-1] < key:
             q.append(job)
+            keys.append(key)
         else:
-            insort(q, job, key=_key)
+            i = bisect_left(keys, key)
+            q.insert(i, job)
+            keys.insert(i, key)
 
     def _dequeue(self, job: Job) -> None:
         q = self.queue
         if q and q[0] is job:
             del q[0]
+            del self._keys[0]
         else:
-            del q[bisect_left(q, job.key, key=_key)]
+            i = bisect_left(self._keys, job.key)
+            del q[i]
+            del self._keys[i]
 
     def decide(self) -> None:
         """The core stopped with DECIDE: read its log, tell the policy, let it act."""
@@ -284,8 +331,9 @@ class Cluster:
             if kind == LOG_SUBMIT:
                 job = jobs[i] = Job(i, self._submit[i], self._size[i], self._estimate[i], self._prio[i])
                 if self._plain:
-                    job.key = (0, 1, i)
+                    job.key = key = (0, 1, i)
                     self.queue.append(job)
+                    self._keys.append(key)
                 else:
                     self._enqueue(job)
                 submitted.append(job)
@@ -307,6 +355,7 @@ class Cluster:
                 changed.append((i, kind))
         if changed:
             self._sim._read()  # the reservations' windows and statuses
+            self._ahead_until = None
         p = self.policy
         try:
             if submitted and self._on_submit:

@@ -119,15 +119,66 @@ def test_waiting_ids_is_the_queue_and_easy_arrays_looks_at_arrivals_alone_when_i
             super().decide(now)
             assert c.waiting_ids().tolist() == [job.id for job in c.queue]
 
-        def _fits(self, job, now, lim):
-            seen["shortcuts"] += 1
-            return super()._fits(job, now, lim)
+        def _arrivals_only(self, head, free, lim):
+            ids = super()._arrivals_only(head, free, lim)
+            if ids is not None:
+                # the shortcut's claim: no waiting job but the arrivals fits now
+                seen["shortcuts"] += 1
+                c, new = self.cluster, set(ids.tolist())
+                for j in c.waiting_ids()[1:].tolist():
+                    job = c.job(j)
+                    if j not in new and job.size <= free and (job.plan <= 0 or c.now + job.plan <= lim[job.size]):
+                        assert job.status == "suspended" and not c.own_processors_free(job)
+            return ids
 
     try:
         assert_same(simulate("easy", 2, "suspend"), simulate("test-checked-easy-arrays", 2, "suspend"))
         assert seen["shortcuts"] > 10 and seen["decisions"] > 300
     finally:
         LOCAL_SCHEDULERS._entries.pop("test-checked-easy-arrays")
+
+
+def limits_by_scan(profile, now: float, free: int) -> list[float]:
+    """For p = 0 .. free, straight from the step function: -inf if fewer than p are free now, else
+    the first step time after now with fewer than p free (inf: none)."""
+    k = max(i for i, t in enumerate(profile.times) if t <= now)
+    out = []
+    for p in range(free + 1):
+        if p == 0:
+            out.append(math.inf)
+        elif min(profile.free[k], free) < p:
+            out.append(-math.inf)
+        else:
+            out.append(next((profile.times[i] for i in range(k + 1, len(profile.times)) if profile.free[i] < p),
+                            math.inf))
+    return out
+
+
+@pytest.mark.parametrize("mode", ["none", "suspend"])
+def test_fit_limits_say_what_the_profile_says_with_and_without_a_reserved_head(mode):
+    """cluster.fit_limits (computed by the engine) against a scan of cluster.profile with the
+    head held at its earliest fit by the Profile's own methods, at every backfill of a run with
+    reservations, priorities and suspended heads."""
+    seen = {"checked": 0, "suspended heads": 0}
+
+    @register
+    class Checked(simengine.local.twins.queue.EventsEASY):
+        name = "test-checked-limits"
+
+        def backfill_behind(self, head, now):
+            c = self.cluster
+            assert c.fit_limits().tolist() == limits_by_scan(c.profile(), now, c.free)
+            expected = limits_by_scan(self.shadow_profile(head, now), now, c.free)
+            assert c.fit_limits(head).tolist() == expected
+            seen["checked"] += 1
+            seen["suspended heads"] += head.status == "suspended"
+            super().backfill_behind(head, now)
+
+    try:
+        assert_same(simulate("easy", 3, mode), simulate("test-checked-limits", 3, mode))
+        assert seen["checked"] > 100 and (mode == "none" or seen["suspended heads"] > 0)
+    finally:
+        LOCAL_SCHEDULERS._entries.pop("test-checked-limits")
 
 
 def test_the_comparison_can_fail():

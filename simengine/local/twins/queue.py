@@ -10,7 +10,6 @@ Built in (simengine.local.twins); the builder lists them.
 from __future__ import annotations
 
 import math
-from bisect import bisect_right
 from operator import attrgetter
 
 import numpy as np
@@ -39,11 +38,15 @@ class EventsFCFS(EventScheduler):
         queue = c.queue
         if not queue:
             return
-        # a profile is needed only while a reservation window lies ahead: a job must not run into it
+        # a profile is needed only while a reservation window lies ahead (a job must not run into
+        # it), and read when a job small enough first needs it (on a long queue the top job is
+        # mostly too large)
         ahead = c.reservations_ahead()
-        profile = c.profile() if ahead else None
+        profile = None
         while queue:  # start the top job while it can (started jobs leave the queue)
             job = queue[0]
+            if ahead and profile is None and job.size <= c.free:
+                profile = c.profile()
             if not self.can_start(job, profile):
                 if not self.preempt_for(job):
                     break
@@ -133,131 +136,87 @@ class EventsEASY(EventsFCFS):
 class EventsEASYArrays(EventsEASY):
     """EASY again (the same decisions as ``events-easy``, in the same order), written for long
     queues: the backfill scan is a few numpy operations over the queue (``cluster.waiting_ids``,
-    ``sizes``, ``plans``), and at an instant when only arrivals happened it looks at the new jobs
-    alone -- nothing freed processors or moved a plan, so a job that did not fit at the last
-    instant still does not."""
+    ``sizes``, ``plans``) against the engine's limits (``cluster.fit_limits``), and when only
+    arrivals happened since the last scan, with the same head, free processors and limits, it
+    looks at the new jobs alone -- a job that did not fit then does not fit now."""
 
     name = "events-easy-arrays"
 
     def __init__(self, params, cluster):
         super().__init__(params, cluster)
-        #: the last instant's backfill, when it was the last decision: (head, free left, the
-        #: profile with the head's reservation, its fit limits, the profile without it, until when
-        #: it holds (its next step), when a suspended head's processors are free)
-        self._last = self._this = None
-        self._arrived, self._other = None, False
+        #: the last backfill scan: (head, free processors, limits); and the jobs that arrived since
+        #: (None: something else happened, so every waiting job is looked at again)
+        self._last, self._since = None, None
 
     def on_submit(self, now, jobs):
-        self._arrived = jobs
+        if self._since is not None:
+            self._since += jobs
 
     def on_complete(self, now, jobs):
-        self._other = True
+        self._since = None
 
     on_preempted = on_complete
 
     def on_reservation(self, now, reservation, event):
-        self._other = True
+        self._since = None
 
     def on_timer(self, now):
-        self._other = True
-
-    def decide(self, now):
-        self._last, self._this = self._this, None
-        try:
-            super().decide(now)
-        finally:
-            self._arrived, self._other = None, False
+        self._since = None
 
     def backfill_behind(self, head, now):
         c = self.cluster
-        last = self._last
-        if (last is not None and last[0] is head and last[1] == c.free and self._arrived is not None
-                and not self._other and now < last[5] and _same_from(last[4], c.profile(), now)
-                and (head.status != "suspended" or c.own_processors_free_at(head) == last[6])):
-            # (the plans, and so the head's reservation, are the same too: a job due to end at the
-            # last instant but still running is planned again without an event saying so)
-            profile, lim, plain = last[2], last[3], last[4]
-            for job in sorted(self._arrived, key=_key):  # (queue order)
-                if job.status == "waiting" and job is not head and self._fits(job, now, lim):
-                    c.start(job)
-                    profile.take(now, now + job.plan, job.size)
-                    plain.take(now, now + job.plan, job.size)
-                    lim = fit_limits(profile, now, c.free)
-            self._remember(head, profile, lim, plain, now, last[6])
-            return
-        rest = c.waiting_ids()[1:]  # (behind the head)
         free = c.free
-        small = rest[c.sizes[rest] <= free]  # (a copy: starting jobs below changes the queue)
+        # (from when the head may start is read once: starting jobs below may take a suspended
+        # head's processors, and its reservation stays where it was placed)
+        after = c.own_processors_free_at(head) if head.status == "suspended" else now
+        lim = c.fit_limits(head, after)
+        ids = self._arrivals_only(head, free, lim)
+        self._last, self._since = (head, free, lim), []
+        if ids is None:
+            ids = c.waiting_ids()[1:]  # (behind the head)
+        small = ids[c.sizes[ids] <= free]  # (a copy: starting jobs below changes the queue)
         if not small.size:
-            return  # nobody is small enough: no profile needed
+            return
         sizes, plans = c.sizes[small], c.plans[small]
         ends = now + plans  # (the same float additions as the compiled pass)
-        plain = c.profile()
-        # (as the reservation is placed: starting jobs below may take a suspended head's processors)
-        head_after = c.own_processors_free_at(head) if head.status == "suspended" else None
-        profile = self.shadow_profile(head, now, Profile(plain.times[:], plain.free[:]))
-        lim = fit_limits(profile, now, free)
-        # the jobs that fit now, in queue order; each start leaves less room (never more), so the
-        # later ones are checked again when their turn comes -- a suspended one's processors too
-        # (a start may have taken them)
-        fitting = np.flatnonzero((plans <= 0) | (ends <= lim[sizes]))
-        if fitting.size:
-            fitting = fitting[c.own_processors_free_each(small[fitting])]
-        started = False
-        for i in fitting.tolist():
-            size, plan = int(sizes[i]), plans[i]
-            if size > free or (plan > 0 and ends[i] > lim[size]):
-                continue
+        fits = (plans <= 0) | (ends <= lim[sizes])
+        idx = fits.nonzero()[0]
+        if not idx.size:
+            return
+        fits[idx] = c.own_processors_free_each(small[idx])  # (a suspended job resumes on its own processors)
+        at, started = 0, False
+        while True:
+            # the first job from ``at`` on that fits now, in queue order; each start leaves less
+            # room (never more), so the later ones are checked again
+            i = int(fits[at:].argmax()) + at if at < len(fits) else at
+            if i >= len(fits) or not fits[i]:
+                break
             job = c.job(int(small[i]))
+            at = i + 1
             if started and job.status == "suspended" and not c.own_processors_free(job):
-                continue
+                continue  # (a start since may have taken its processors)
             c.start(job)
             started = True
             free = c.free
-            profile.take(now, now + job.plan, job.size)
-            plain.take(now, now + job.plan, job.size)
-            if free == 0:
+            if free == 0:  # (nobody else fits; the next scan follows a completion)
+                self._last = None
+                return
+            lim = c.fit_limits(head, after)
+            self._last = (head, free, lim)
+            if at >= len(fits):
                 break
-            lim = fit_limits(profile, now, free)
-        self._remember(head, profile, lim, plain, now, head_after)
+            rest = sizes[at:]
+            fits[at:] &= (rest <= free) & ((plans[at:] <= 0) | (ends[at:] <= lim[np.minimum(rest, free)]))
 
-    def _remember(self, head, profile, lim, plain, now, head_after):
-        times = profile.times
-        k = bisect_right(times, now)
-        self._this = (head, self.cluster.free, profile, lim, plain, times[k] if k < len(times) else math.inf,
-                      head_after)
-
-    def _fits(self, job, now, lim) -> bool:
-        size = job.size
-        return size <= self.cluster.free and (job.plan <= 0 or now + job.plan <= lim[size])
-
-
-
-def _same_from(before, now_profile, now: float) -> bool:
-    """Is ``before`` (a profile from an earlier instant) from ``now`` on the profile the cluster
-    has now (which starts at now)?"""
-    k = bisect_right(before.times, now) - 1
-    return (before.free[k] == now_profile.free[0] and before.times[k + 1:] == now_profile.times[1:]
-            and before.free[k + 1:] == now_profile.free[1:])
-
-
-def fit_limits(profile, now: float, nfree: int) -> np.ndarray:
-    """For p = 0 .. nfree: until when p processors stay free from ``now`` on ``profile`` (inf: for
-    ever, -inf: not even now); a job of p processors and plan d > 0 fits iff now + d <= lim[p]
-    (simengine.local.profile.fit_limits; a few dozen steps: plain Python is quicker than numpy)."""
-    times, free = profile.times, profile.free
-    k = bisect_right(times, now) - 1
-    low = max(min(free[k], nfree), 0)
-    lim = [math.inf] * (low + 1) + [-math.inf] * (nfree - low)
-    for i in range(k + 1, len(times)):
-        if low == 0:
-            break
-        f = free[i]
-        if f < low:
-            f = max(f, 0)
-            lim[f + 1:low + 1] = [times[i]] * (low - f)  # p in (f, low] last until this step
-            low = f
-    return np.array(lim)
+    def _arrivals_only(self, head, free, lim):
+        """When only arrivals happened since the last scan, with the same head, free processors
+        and limits, the ids of the arrivals still waiting (in queue order): no other job fits
+        now, as none did then. Else None: every waiting job is looked at."""
+        last, since = self._last, self._since
+        if (since is None or last is None or last[0] is not head or last[1] != free
+                or last[2].tobytes() != lim.tobytes()):
+            return None
+        return np.array([j.id for j in sorted(since, key=_key) if j.status == "waiting" and j is not head], np.int64)
 
 
 _key = attrgetter("key")
