@@ -130,9 +130,11 @@ class PythonEASYArrays(PythonEASY):
             head = queue[h]
             shadow, extra = head_reservation(head, now, free, running, started, self.params.overrun_step)
             lo = head.id + 1  # (every job before the head has started)
-            estimate = self.estimate[lo:len(jobs)]
-            size = self.size[lo:len(jobs)]
-            before_shadow = now + estimate <= shadow  # (the same float additions as python-easy's)
+            # the jobs small enough for the free processors, in queue order (a started job's size
+            # is STARTED: never small enough); the scan below looks at them alone
+            small = (self.size[lo:len(jobs)] <= free).nonzero()[0]
+            size = self.size[lo:len(jobs)][small]
+            before_shadow = now + self.estimate[lo:len(jobs)][small] <= shadow  # (python-easy's float additions)
             at = 0
             while at < len(size):
                 # the first job from ``at`` that fits now and either ends by the shadow time or
@@ -143,7 +145,7 @@ class PythonEASYArrays(PythonEASY):
                 if not fits[i]:
                     break
                 at += i
-                job = jobs[lo + at]
+                job = jobs[lo + int(small[at])]
                 if not before_shadow[at]:
                     extra -= job.size
                 free -= job.size
