@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from simengine.local.cluster import AdvanceReservation, ClusterSim
 
 _NO_PROCESSORS = np.zeros(0, np.int64)
+_NFREE = core.CTL_NFREE
 #: how act_* refusals read
 _WHY = {
     core.ACT_NOT_WAITING: "it is not waiting",
@@ -62,6 +63,9 @@ class Cluster:
         The cluster's processors (ids 0 .. processors - 1).
     now : float
         The current simulated time.
+    free : int
+        Idle processors now (those of open reservation windows are not idle); kept up to date
+        as the policy acts.
     queue : list of Job
         The waiting jobs (suspended ones too), in queue order; read it, do not change it.
     running : dict of job id -> Job
@@ -83,6 +87,7 @@ class Cluster:
         a = sim._a
         self.processors = sim.P
         self.now = -math.inf
+        self.free = sim.P  # (read from the core at every decision and after every action)
         self.queue: list[Job] = []
         self._keys: list[tuple] = []  # (the queue's jobs' keys, in the same order: bisected without a key function)
         self.running: dict[int, Job] = {}
@@ -116,11 +121,6 @@ class Cluster:
         self._on_timer = p.on_timer if own("on_timer") else None
 
     # ---- what the policy reads ------------------------------------------------------------------
-
-    @property
-    def free(self) -> int:
-        """Idle processors now (those of open reservation windows are not idle)."""
-        return int(self._ctl[core.CTL_NFREE])
 
     def waiting_ids(self) -> np.ndarray:
         """The waiting jobs' ids in queue order (those of ``queue``), as a numpy array: a view of
@@ -229,6 +229,7 @@ class Cluster:
         why = self._act_start(self._state, job.id, self.now, procs)
         if why:
             self._refused("start", job, _WHY[why].format(size=job.size))
+        self.free = int(self._ctl[_NFREE])
         self._dequeue(job)
         job.start = self.now
         job.status = "running"
@@ -292,6 +293,7 @@ class Cluster:
         if self.running.get(job.id) is not job:
             self._refused(("kill", "requeue", "suspend")[how], job, "it is not running")
         core.act_preempt(self._state, job.id, self.now, how)
+        self.free = int(self._ctl[_NFREE])
         del self.running[job.id]
         job.start = math.nan
         job.plan = float(self._pplan[job.id])
@@ -324,6 +326,7 @@ class Cluster:
         ctl[core.CTL_NLOG] = 0
         ctl[core.CTL_TIMER_LOGGED] = 0
         now = self.now = float(self._decide_t[0])
+        self.free = int(ctl[_NFREE])
         submitted, ended, preempted, changed = [], [], [], []
         timer = False
         running, jobs = self.running, self._jobs
