@@ -1,13 +1,17 @@
 """JSON bodies are checked in linear time and bounded memory, and numbers JSON can write but Python
 or the database cannot hold are refused by path (issue 34, items 4 and 7: the depth check's regular
 expression took ~115 bytes per character of a string -- a 5 MB string grew the server by 600 MB --
-and an integer of more than 4,300 digits raised ValueError, a 500). gridweb/safe_json.py."""
+and an integer of more than 4,300 digits raised ValueError, a 500). gridweb/safe_json.py.
+
+What these tests check is deterministic: the memory a check takes (tracemalloc's peak) and that a
+document too large is refused by its size before anything walks its keys. How long the hostile
+bodies take is measured by benchmarks/hostile.py, not asserted here (a timed assertion fails on a
+loaded machine without anything being wrong)."""
 
 from __future__ import annotations
 
 import json
 import random
-import time
 import tracemalloc
 
 import pytest
@@ -38,45 +42,37 @@ def reference_depth(text: str) -> int:
     return deepest
 
 
-def measured(body: bytes) -> tuple[float, int]:
-    """(seconds, peak bytes allocated) of safe_json.loads(body)."""
+def peak_memory(body: bytes) -> int:
+    """The peak bytes allocated by safe_json.loads(body)."""
     tracemalloc.start()
     try:
-        t0 = time.perf_counter()
         safe_json.loads(body)
-        seconds = time.perf_counter() - t0
-        return seconds, tracemalloc.get_traced_memory()[1]
+        return tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
 
 
 def test_a_5mb_string_is_checked_in_memory_of_the_order_of_its_size():
     body = json.dumps({"name": "x" * 5_000_000}).encode()
-    seconds, peak = measured(body)
     # the text decoded and the parsed string (~2x); the regular expression took ~150x
-    assert peak < 3 * len(body), f"{peak / len(body):.1f} x the body"
-    assert seconds < 1, seconds
+    assert peak_memory(body) < 3 * len(body), f"{peak_memory(body) / len(body):.1f} x the body"
 
 
-def test_a_5mb_string_of_escapes_and_a_body_of_100k_keys_are_checked_quickly():
+def test_a_5mb_string_of_escapes_and_a_body_of_1000_keys_are_checked_in_memory_of_their_size():
     escapes = json.dumps({"name": "\\\"[{" * 1_000_000}).encode()
-    seconds, peak = measured(escapes)
-    assert peak < 3 * len(escapes) and seconds < 1.5, (peak / len(escapes), seconds)
+    assert peak_memory(escapes) < 3 * len(escapes), peak_memory(escapes) / len(escapes)
     keys = json.dumps({f"key{i:06d}": "v" * 36 for i in range(1000)}).encode()
-    t0 = time.perf_counter()
     assert len(safe_json.loads(keys)) == 1000
-    assert time.perf_counter() - t0 < 2  # (a loaded machine; what it guards against took 6-11 s)
+    assert peak_memory(keys) < 40 * len(keys)  # (1,000 small Python strings and a dict: ~22x; the regular expression took ~150x)
 
 
 def test_an_object_of_more_than_1000_keys_is_refused_naming_its_path():
     """(issue 34 item 4: a scenario of 100k unknown keys took 6-11 s to list them as errors, one by one)"""
     keys = {f"k{i}": i for i in range(100_000)}
     for body, path in (({"spec": {"run": keys}}, "spec.run"), (keys, "")):
-        t0 = time.perf_counter()
         with pytest.raises(BadJson) as refused:
             safe_json.loads(json.dumps(body))
         assert (refused.value.path, refused.value.reason) == (path, "an object of 100,000 keys (more than 1,000)")
-        assert time.perf_counter() - t0 < 2
     assert len(safe_json.loads(json.dumps({f"k{i}": i for i in range(1000)}))) == 1000
 
 
@@ -93,12 +89,10 @@ def test_a_document_of_100k_keys_is_refused_at_once_by_the_api_and_the_builder(d
     for client, path, body, field in ((api, "/api/runs/", {"spec": spec}, "spec"),
                                       (api, "/api/scenarios/", {"spec": spec}, "spec"),
                                       (browser, "/scenarios/validate/", spec, "body")):
-        t0 = time.perf_counter()
         response = client.post(path, json.dumps(body), content_type="application/json")
-        seconds = time.perf_counter() - t0
         assert response.status_code == 400, (path, response.content[:300])
         assert "an object of 100,000 keys (more than 1,000)" in response.content.decode(), (path, response.content[:300])
-        assert field in response.content.decode() and seconds < 5, (path, seconds)  # (loaded: 2.1 s; it was 6-11 s)
+        assert field in response.content.decode(), path
 
 
 @pytest.mark.parametrize("chunk", [1, 2, 3, 7, 64, 1 << 16])
