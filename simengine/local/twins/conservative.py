@@ -34,10 +34,9 @@ import math
 from bisect import bisect_left, bisect_right
 from operator import attrgetter
 
-from simengine.local.twins.queue import QueueParams
 from simengine.policy import EventScheduler, register
 from simengine.policy_types import AR_ACCEPTED, AR_ACTIVE, Profile
-from simengine.schedulers.base import planned_end as _compiled_planned_end
+from simengine.schedulers.base import BackfillParams, planned_end as _compiled_planned_end
 
 #: the kernels' rule for when a running job is expected to end, called as plain Python
 planned_end = _compiled_planned_end.py_func
@@ -50,7 +49,7 @@ class EventsConservative(EventScheduler):
     """Conservative backfilling with reservations, priorities and preemption (plain Python, event API)."""
 
     name = "events-conservative"
-    Params = QueueParams
+    Params = BackfillParams
 
     def __init__(self, params, cluster):
         super().__init__(params, cluster)

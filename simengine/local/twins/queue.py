@@ -13,16 +13,9 @@ import math
 from operator import attrgetter
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
-
 from simengine.policy import EventScheduler, register
 from simengine.policy_types import Profile
-
-
-class QueueParams(BaseModel):
-    model_config = ConfigDict(strict=True, extra="forbid")
-    overrun_step: float = Field(60.0, gt=0, description="A job running past its estimate is planned to end this "
-                                                        "many seconds later, then twice as long again each time")
+from simengine.schedulers.base import BackfillParams
 
 
 @register
@@ -30,7 +23,7 @@ class EventsFCFS(EventScheduler):
     """First-come first-served with reservations, priorities and preemption (plain Python, event API)."""
 
     name = "events-fcfs"
-    Params = QueueParams
+    Params = BackfillParams  # (the built-ins' own: the same parameters, the same forms)
     backfill = False
 
     def decide(self, now):
