@@ -46,7 +46,9 @@ class Claim:
 
     ``passed``: True (PASS), False (FAIL) or None (NOT REPRODUCIBLE: ``reason`` says why, starting
     with one of NOT_REPRODUCIBLE_REASONS, and with the values tried or the measurements that show
-    it). The marks say how much a verdict rests on the project's own choices: ``fit`` -- a
+    it). A verdict is the outcome of its check, PASS or FAIL; NOT REPRODUCIBLE is a finding given
+    as such (no measured outcome that could pass turns into it), and a FAIL may carry in ``reason``
+    what an investigation of it found. The marks say how much a verdict rests on the project's own choices: ``fit`` -- a
     parameter behind it was chosen by fit to the paper; ``reading`` -- the threshold is the
     project's reading of the paper's words (e.g. "about the same" as "within 2 points");
     ``construction`` -- it holds by construction of a model decision (which one)."""

@@ -105,3 +105,51 @@ def test_the_docs_generator_refuses_a_folder_without_claims(tmp_path, capsys):
     assert doc.main(["--from", str(tmp_path)]) == 2
     assert "no NAME/claims.csv there" in capsys.readouterr().err
     assert doc.DOC.read_text() == before  # nothing written
+
+
+# ---- a verdict is its check's outcome (issue 36) ---------------------------------------------------
+
+
+def verdict_branches(source: str) -> list[int]:
+    """The lines of ``Claim(...)`` calls whose verdict can come out None (NOT REPRODUCIBLE): a None
+    given as the verdict, or an ``x if check else None`` choosing it."""
+    import ast
+
+    def may_be_none(node) -> bool:
+        if isinstance(node, ast.Constant):
+            return node.value is None
+        if isinstance(node, ast.IfExp):
+            return may_be_none(node.body) or may_be_none(node.orelse)
+        return False
+
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) == "Claim":
+            verdict = node.args[3] if len(node.args) > 3 else next(
+                (k.value for k in node.keywords if k.arg == "passed"), None)
+            if verdict is not None and may_be_none(verdict):
+                found.append(node.lineno)
+    return found
+
+
+def test_no_recipe_turns_a_failed_check_into_not_reproducible():
+    """Every recipe's verdicts can be PASS or FAIL and nothing else: seven rows used to say
+    ``True if dip else None``, so a failed check read NOT REPRODUCIBLE."""
+    from pathlib import Path
+
+    import simengine.reproductions as reproductions
+
+    recipes = sorted(Path(reproductions.__file__).parent.glob("*.py"))
+    assert len(recipes) >= 6
+    assert {path.name: verdict_branches(path.read_text()) for path in recipes} == {path.name: [] for path in recipes}
+
+
+def test_the_verdict_check_finds_a_branch_to_not_reproducible():
+    assert verdict_branches('c = Claim("a", "b", "m", True if dip else None, reason="x")\n') == [1]
+    assert verdict_branches('c = Claim("a", "b", "m", passed=None, reason="x")\n') == [1]
+    assert verdict_branches('c = Claim("a", "b", "m", dip, reason="" if dip else "found")\n') == []
+
+
+def test_a_failed_check_carries_what_its_investigation_found():
+    claim = Claim("dip", "best below 1", "flat", False, reason="investigated: no dip under our GP reading")
+    assert claim.verdict == FAIL and claim.marks == "investigated: no dip under our GP reading"
