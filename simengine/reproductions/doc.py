@@ -6,8 +6,11 @@ Each paper's table sits between ``<!-- claims: NAME -->`` and ``<!-- /claims -->
 docs/reproductions.md and is made from ``docs/reproductions/NAME-claims.csv``, the ``claims.csv``
 of the last full ``python -m simengine reproduce NAME`` (kept in the repository as the evidence the
 tables come from). ``--from DIR`` first copies ``DIR/NAME/claims.csv`` there (DIR as in
-``reproduce NAME --out DIR/NAME``), for the names it holds; ``--check`` changes nothing and exits 1
-when a table is not what its file gives (a test runs it: the tables are never edited by hand).
+``reproduce NAME --out DIR/NAME``), for the names it holds, and beside each stores the claims of
+a ``--quick`` run made now, by the same engine (``NAME-quick-claims.csv``): a test re-runs the quick
+recipes and fails when they no longer give those, i.e. when the engine's results moved and the full
+evidence is stale. ``--check`` changes nothing and exits 1 when a table is not what its file gives
+(a test runs it: the tables are never edited by hand).
 """
 from __future__ import annotations
 
@@ -15,9 +18,10 @@ import argparse
 import re
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 
-from simengine.reproductions import RECIPES, Claim, read_claims, summary
+from simengine.reproductions import RECIPES, Claim, get, read_claims, summary, write_claims
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "reproductions.md"
@@ -27,6 +31,17 @@ BLOCK = re.compile(r"(<!-- claims: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /cl
 
 def evidence(name: str) -> Path:
     return EVIDENCE / f"{name}-claims.csv"
+
+
+def quick_evidence(name: str) -> Path:
+    """The claims of a quick run made with the full run's engine: what tells the evidence is current."""
+    return EVIDENCE / f"{name}-quick-claims.csv"
+
+
+def store_quick_claims(name: str) -> None:
+    """Run recipe ``name`` quickly (into a scratch folder) and keep its claims as its quick evidence."""
+    with tempfile.TemporaryDirectory() as scratch:
+        write_claims(get(name)(Path(scratch), quick=True, log=lambda _: None), quick_evidence(name))
 
 
 def _cell(text: str) -> str:
@@ -69,7 +84,9 @@ def main(argv: list[str] | None = None) -> int:
         EVIDENCE.mkdir(parents=True, exist_ok=True)
         for name, path in found.items():
             shutil.copyfile(path, evidence(name))
-            print(f"{name}: {path} -> {evidence(name).relative_to(ROOT)}")
+            store_quick_claims(name)
+            print(f"{name}: {path} -> {evidence(name).relative_to(ROOT)}; "
+                  f"quick claims -> {quick_evidence(name).relative_to(ROOT)}")
     text = DOC.read_text()
     new = regenerate(text)
     if args.check:
