@@ -2,7 +2,7 @@
 
 Every metric of a Result is a mean over replications with a 95% interval: Student's t interval
 of the replications' values, **intersected with the metric's domain** (waits ≥ 0, slowdowns ≥ 1,
-utilisations and rates in [0, 1]; :func:`domain`). The intersection keeps the coverage: the
+utilisations and rates in [0, 1]; :data:`DOMAINS`). The intersection keeps the coverage: the
 true mean lies in the domain, so whenever the t interval holds it, so does its part inside the
 domain; it only removes values the metric cannot take (a 3-replication wait interval no longer
 starts at -854 s). ``tests/simengine/test_statistics.py`` measures the coverage on simulated
@@ -33,10 +33,52 @@ JOB_MEANS = {"mean_wait": "wait", "mean_response": "response", "mean_slowdown": 
 #: a half-width beyond this share of the mean gives a shaky interval
 WIDE = 0.5
 
-_AT_LEAST_ONE = ("slowdown",)
-_UNIT = ("utilisation", "claimed", "fraction", "rate", "share")
-_NONNEGATIVE = ("wait", "response", "makespan", "throughput", "jobs", "users", "reservations", "preemptions", "lost",
-                "work", "load", "queue", "tries", "kills", "killed", "workflows", "cross_slice")
+_UNIT = (0.0, 1.0)
+_NONNEGATIVE = (0.0, math.inf)
+_PERCENT = (0.0, 100.0)
+_SIGNED = (-math.inf, math.inf)
+
+#: Every metric's domain: the values it can take, declared once per metric (a per-cluster metric
+#: ``name.<cluster>`` is ``name``'s), from how its model computes it -- not guessed from words in
+#: its name, which gave placement times, transfer times, job spreads, Cao's RRs and the wasted
+#: processor time no lower bound and measured loads none above 1 (issue 36). A metric not here
+#: gets no bound; tests/simengine/test_statistics.py runs every model and fails on one.
+DOMAINS: dict[str, tuple[float, float]] = {
+    # the job metrics of every model (simengine.results)
+    "mean_wait": _NONNEGATIVE, "p95_wait": _NONNEGATIVE, "mean_response": _NONNEGATIVE,
+    "max_response": _NONNEGATIVE, "mean_slowdown": (1.0, math.inf), "mean_bounded_slowdown": (1.0, math.inf),
+    "utilisation": _UNIT, "throughput": _NONNEGATIVE, "makespan": _NONNEGATIVE, "jobs_measured": _NONNEGATIVE,
+    # the event-driven cluster's reservations and preemption
+    "reservations_accepted": _NONNEGATIVE, "reservations_rejected": _NONNEGATIVE, "preemptions": _NONNEGATIVE,
+    "jobs_preempted_killed": _NONNEGATIVE, "lost_work": _NONNEGATIVE,
+    # users (Jain's index of n users is in [1/n, 1])
+    "users_measured": _NONNEGATIVE, "jain_wait": _UNIT, "jain_bounded_slowdown": _UNIT,
+    "worst_user_mean_wait": _NONNEGATIVE, "worst_user_mean_bounded_slowdown": (1.0, math.inf),
+    # Ballier's grid (simengine.grid.run): busy processor time over capacity x window, and the
+    # offered loads, which can exceed 1
+    "total_load": _UNIT, "local_load": _UNIT, "global_load": _UNIT, "processor_wasted_time": _UNIT,
+    "offered_global_load": _NONNEGATIVE, "offered_local_load": _NONNEGATIVE,
+    "global_success_rate": _UNIT, "local_kill_rate": _UNIT, "global_jobs_measured": _NONNEGATIVE,
+    "local_jobs_measured": _NONNEGATIVE, "local_response": _NONNEGATIVE, "mean_global_tries": _NONNEGATIVE,
+    # KOALA (simengine.grid.koala_run): times are durations; the spread is distinct clusters over
+    # components; the start delay is the actual start minus the first planned one (either sign)
+    "background_load": _UNIT, "koala_load": _UNIT, "pwt_utilisation": _UNIT, "pgt_utilisation": _UNIT,
+    "coallocated_fraction": _UNIT, "mean_job_spread": _UNIT,
+    "mean_placement_time": _NONNEGATIVE, "median_placement_time": _NONNEGATIVE,
+    "p90_placement_time": _NONNEGATIVE, "mean_placement_tries": _NONNEGATIVE, "mean_claiming_tries": _NONNEGATIVE,
+    "mean_ftt": _NONNEGATIVE, "mean_twt": _NONNEGATIVE, "mean_start_delay": _SIGNED,
+    "max_placement_queue": _NONNEGATIVE, "last_arrival": _NONNEGATIVE, "koala_jobs_done": _NONNEGATIVE,
+    "koala_jobs_failed": _NONNEGATIVE, "koala_jobs_killed": _NONNEGATIVE, "koala_jobs_measured": _NONNEGATIVE,
+    # Cao (simengine.cao.run): RR = (end - ready) / max(run time, 1 s), so below 1 for sub-second jobs
+    "rr_medium": _NONNEGATIVE, "rr_long": _NONNEGATIVE, "rr_medium_local": _NONNEGATIVE,
+    "rr_long_local": _NONNEGATIVE, "rr_medium_task": _NONNEGATIVE, "rr_long_task": _NONNEGATIVE,
+    "grid_makespan": _NONNEGATIVE, "reservation_share": _UNIT, "tasks": _NONNEGATIVE, "workflows": _NONNEGATIVE,
+    "cross_slice": _NONNEGATIVE,
+    # Klein (simengine.evolving.metrics): ratios to the CBF baseline, percentages
+    "reservation_vs_cbf": _NONNEGATIVE, "makespan_vs_cbf": _NONNEGATIVE, "jct_vs_cbf": _NONNEGATIVE,
+    "jwt_vs_cbf": _NONNEGATIVE, "utilisation_pct": _PERCENT, "stretches_pct": _PERCENT,
+    "waste_pct": _NONNEGATIVE, "mean_job_waste_pct": _NONNEGATIVE, "mean_job_stretch_pct": _NONNEGATIVE,
+}
 
 
 def t_quantile(df: int, p: float) -> float:
@@ -105,19 +147,9 @@ def batch_means_half_width(values) -> float | None:
 
 
 def domain(name: str) -> tuple[float, float]:
-    """The values metric ``name`` can take (``utilisation.<cluster>`` as ``utilisation``)."""
-    words = name.split(".")[0].split("_")
-    if words[0] == "jain":  # Jain's fairness index (of waits, slowdowns ...): in [1/n, 1]
-        return 0.0, 1.0
-    if words[-1] == "pct":  # a percentage (evolving applications' metrics)
-        return (0.0, 100.0) if words[0] in _UNIT else (0.0, math.inf)
-    if any(w in _AT_LEAST_ONE for w in words):
-        return 1.0, math.inf
-    if words[-1] in _UNIT or words[0] in _UNIT:
-        return 0.0, 1.0
-    if any(w in _NONNEGATIVE for w in words):
-        return 0.0, math.inf
-    return -math.inf, math.inf
+    """The values metric ``name`` can take (``utilisation.<cluster>`` as ``utilisation``): its
+    declaration in DOMAINS; no bound for a metric not declared."""
+    return DOMAINS.get(name.split(".")[0], _SIGNED)
 
 
 def within_domain(name: str, low: float, high: float) -> tuple[float, float]:

@@ -21,18 +21,59 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
     ("mean_wait", (0, math.inf)), ("p95_wait", (0, math.inf)), ("mean_response", (0, math.inf)),
     ("mean_slowdown", (1, math.inf)), ("mean_bounded_slowdown", (1, math.inf)), ("utilisation", (0, 1)),
     ("utilisation.das-vu", (0, 1)), ("makespan", (0, math.inf)), ("throughput", (0, math.inf)),
-    ("jobs_measured", (0, math.inf)), ("lost_work", (0, math.inf)), ("reservation_vs_cbf", (-math.inf, math.inf)),
+    ("jobs_measured", (0, math.inf)), ("lost_work", (0, math.inf)), ("reservation_vs_cbf", (0, math.inf)),
     ("utilisation_pct", (0, 100)), ("waste_pct", (0, math.inf)),
+    # (issue 36: these had no lower bound, or measured loads none above 1, by the words of their names)
+    ("processor_wasted_time", (0, 1)), ("mean_placement_time", (0, math.inf)), ("mean_ftt", (0, math.inf)),
+    ("mean_job_spread", (0, 1)), ("rr_medium_local", (0, math.inf)), ("global_load", (0, 1)),
+    ("background_load", (0, 1)), ("offered_global_load", (0, math.inf)), ("mean_start_delay", (-math.inf, math.inf)),
+    ("stretches_pct", (0, 100)), ("cross_slice", (0, math.inf)),
 ])
 def test_domains(name, expected):
     assert domain(name) == expected
+
+
+def every_example_metric() -> dict[str, set[str]]:
+    """The metrics the example scenarios' runs give (every model family), with where they came from."""
+    import json
+
+    import yaml
+
+    import simengine
+    from simengine.scenario import load_scenario
+    from tests.conftest import ROOT
+
+    found: dict[str, set[str]] = {}
+    for path in sorted((ROOT / "examples").glob("*.yaml")) + sorted((ROOT / "examples").glob("*.json")):
+        spec = yaml.safe_load(path.read_text()) if path.suffix == ".yaml" else json.loads(path.read_text())
+        spec.setdefault("run", {})["replications"] = 2
+        for name in simengine.run(load_scenario(spec, base_dir=path.parent)).metrics:
+            found.setdefault(name.split(".")[0], set()).add(path.name)
+    return found
+
+
+def test_every_metric_a_model_gives_has_its_domain_declared():
+    """One declaration per metric (statistics.DOMAINS), for every metric of every model family:
+    the examples cover them all (a metric missing here would get no bound)."""
+    from gridweb.runs.compare import METRICS
+    from simengine.results import USER_METRICS
+    from simengine.statistics import DOMAINS
+
+    found = every_example_metric()
+    families = set().union(*found.values())
+    assert {"ballier-4x32.yaml", "cao-scojo-rars.yaml", "klein-evolving.yaml", "koala-w30.yaml",
+            "zikos-random.yaml", "das2-replay.yaml", "reservations-preemption.yaml"} <= families
+    undeclared = {name: sorted(where) for name, where in found.items() if name not in DOMAINS}
+    assert not undeclared
+    assert not [m for m in list(METRICS) + list(USER_METRICS) if m not in DOMAINS]
 
 
 def test_an_interval_is_cut_to_the_domain_and_keeps_its_inside():
     assert within_domain("mean_wait", -854.3, 6635) == (0.0, 6635)
     assert within_domain("mean_slowdown", 0.0499, 9.878) == (1.0, 9.878)
     assert within_domain("utilisation", 0.93, 1.04) == (0.93, 1.0)
-    assert within_domain("reservation_vs_cbf", -3.0, 2.0) == (-3.0, 2.0)
+    assert within_domain("reservation_vs_cbf", -3.0, 2.0) == (0.0, 2.0)
+    assert within_domain("mean_start_delay", -3.0, 2.0) == (-3.0, 2.0)
 
 
 def test_the_issues_three_replication_sweep_point_reads_right_and_is_flagged():
