@@ -10,6 +10,7 @@ stage (e.g. "configurations") has come, for the web's progress bar.
 from __future__ import annotations
 
 import csv
+import math
 import importlib
 import os
 from dataclasses import dataclass
@@ -100,6 +101,23 @@ def read_claims(path: Path) -> list[Claim]:
     passed = {PASS: True, FAIL: False, NOT_REPRODUCIBLE: None}
     return [Claim(r["claim"], r["paper"], r["measured"], passed[r["verdict"]],
                   *(r.get(k) or "" for k in COLUMNS[4:])) for r in rows]
+
+
+def write_figure_csv(path: Path, labels: tuple[str, ...], points) -> None:
+    """A figure's data (a recipe's ``FIGURE.csv``): per point its labels (``labels`` names their
+    columns), then the metric's mean, its 95% interval cut to the metric's domain -- what the figure
+    draws (simengine.statistics) --, the t interval's half-width and how many replications gave it.
+    ``points``: (label values, Metric, scale), scale 100 for a metric shown as a percentage."""
+    def number(v, scale: float, fmt: str) -> str:
+        return "" if v is None or math.isnan(v) else format(v * scale, fmt)
+
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow([*labels, "mean", "ci95_low", "ci95_high", "ci95_half_width", "replications"])
+        for values, m, scale in points:
+            w.writerow([*values, number(m.mean, scale, ".6g"), number(m.ci_low, scale, ".6g"),
+                        number(m.ci_high, scale, ".6g"), number(m.half_width, scale, ".4g"),
+                        sum(1 for v in m.values if not math.isnan(v))])
 
 
 def verdict_counts(claims: list[Claim]) -> dict[str, int]:

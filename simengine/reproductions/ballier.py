@@ -37,14 +37,12 @@ unsuccessful placement try: M_p = 1, no final attempt). docs/reproductions.md ex
 """
 from __future__ import annotations
 
-import csv
-import math
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Callable, NamedTuple
 
-from simengine.reproductions import Claim, Progress, default_workers, no_progress, write_claims
+from simengine.reproductions import Claim, Progress, default_workers, no_progress, write_claims, write_figure_csv
 from simengine.results import Metric
 from simengine.grid.model import warm_up
 from simengine.grid.run import replication_metrics
@@ -264,13 +262,9 @@ def _scale(metric: str, v: float | None) -> float | None:
 
 
 def _write_csv(fig: dict, path: Path) -> None:
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow([fig["x"], "series", "metric", "mean", "ci95_half_width", "replications"])
-        for x, series, metric, m in fig["rows"]:
-            hw = _scale(metric, m.half_width)
-            w.writerow([x, series, metric, f"{_scale(metric, m.mean):.6g}", "" if hw is None else f"{hw:.4g}",
-                        sum(1 for v in m.values if not math.isnan(v))])
+    write_figure_csv(path, (fig["x"], "series", "metric"),
+                     (((x, series, metric), m, 100.0 if metric in PERCENT else 1.0)
+                      for x, series, metric, m in fig["rows"]))
 
 
 _COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",

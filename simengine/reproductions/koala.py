@@ -28,7 +28,7 @@ from typing import Callable
 
 import numpy as np
 
-from simengine.reproductions import Claim, Progress, no_progress, write_claims
+from simengine.reproductions import Claim, Progress, no_progress, write_claims, write_figure_csv
 from simengine.results import Metric, percentile_linear
 from simengine.grid.koala_run import simulate_koala_replication
 from simengine.scenario import load_scenario
@@ -179,15 +179,9 @@ def _figures(w: int, res: dict) -> list[dict]:
 
 
 def _write_csv(fig: dict, path: Path) -> None:
-    pct = fig.get("percent", False)
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow([fig["x"], "series", "metric", "mean", "ci95_half_width", "replications"])
-        for x, series, metric, m in fig["rows"]:
-            scale = 100.0 if pct else 1.0
-            hw = m.half_width
-            w.writerow([x, series, metric, "" if math.isnan(m.mean) else f"{m.mean * scale:.6g}",
-                        "" if hw is None else f"{hw * scale:.4g}", sum(1 for v in m.values if not math.isnan(v))])
+    scale = 100.0 if fig.get("percent", False) else 1.0
+    write_figure_csv(path, (fig["x"], "series", "metric"),
+                     (((x, series, metric), m, scale) for x, series, metric, m in fig["rows"]))
 
 
 _COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b")

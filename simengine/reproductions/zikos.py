@@ -13,8 +13,6 @@ All configurations share seed 1, so every policy sees the same arrivals and dema
 """
 from __future__ import annotations
 
-import csv
-import math
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -23,7 +21,7 @@ from typing import Callable
 import numpy as np
 
 from simengine.models import model_of
-from simengine.reproductions import Claim, Progress, default_workers, no_progress, write_claims
+from simengine.reproductions import Claim, Progress, default_workers, no_progress, write_claims, write_figure_csv
 from simengine.results import Metric
 from simengine.scenario import load_scenario
 
@@ -141,13 +139,8 @@ def _figures(res: dict[tuple, dict[str, Metric]]) -> list[dict]:
 
 
 def _write_csv(fig: dict, path: Path) -> None:
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow([fig["x"], "policy", fig["y"], "ci95_half_width", "replications"])
-        for x, series, m in fig["rows"]:
-            hw = m.half_width
-            w.writerow([x, series, f"{m.mean:.6g}", "" if hw is None else f"{hw:.4g}",
-                        sum(1 for v in m.values if not math.isnan(v))])
+    write_figure_csv(path, (fig["x"], "policy", "metric"),
+                     (((x, series, fig["y"]), m, 1.0) for x, series, m in fig["rows"]))
 
 
 def _write_html(fig: dict, path: Path) -> None:

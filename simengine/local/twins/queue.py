@@ -14,7 +14,6 @@ from operator import attrgetter
 
 import numpy as np
 from simengine.policy import EventScheduler, register
-from simengine.policy_types import Profile
 from simengine.schedulers.base import BackfillParams
 
 
