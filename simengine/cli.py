@@ -131,8 +131,9 @@ def cmd_replay(args) -> int:
     from simengine.scenario import load_scenario
     from simengine.traces import read_trace
 
-    if args.scheduler not in LOCAL_SCHEDULERS or args.scheduler == "lwr":
-        known = ", ".join(n for n in LOCAL_SCHEDULERS.names() if n != "lwr")
+    serial = {n for n in LOCAL_SCHEDULERS.names() if "serial" in LOCAL_SCHEDULERS.get(n).capabilities}
+    if args.scheduler not in LOCAL_SCHEDULERS or args.scheduler in serial:  # (a trace's jobs are parallel)
+        known = ", ".join(n for n in LOCAL_SCHEDULERS.names() if n not in serial)
         raise ScenarioError(FieldError("--scheduler", f"unknown scheduler {args.scheduler!r}; known: {known}"),
                             source="command line")
     if args.processors is not None and args.processors <= 0:

@@ -28,6 +28,8 @@ CAPABILITIES = {
                     "reservations, job priorities and preemption",
     "model": "stands for a model family of its own (simengine.models) or a part of one, not a policy "
              "object the engine calls",
+    "serial": "a local scheduler of one-processor jobs only: a scenario that can send its cluster larger jobs is "
+              "refused before it runs",
     "stateful": "a site-allocation policy that looks at the sites' state at each decision: simulated "
                 "together with the LWR sites, in one compiled pass (simengine.grid_lwr) or event by event "
                 "around a Python policy (simengine.site_state)",

@@ -715,14 +715,12 @@ def _core_problems(s: Scenario, check_policy=None) -> list[tuple[tuple, str]]:
                     f"({receivers[0].processors} processors)",
                 )
             )
-        lwr = [f"'{c.name}'" for c in receivers if c.scheduler.name == "lwr"]
-        if top > 1 and lwr:
-            who = f"cluster {lwr[0]} uses" if len(lwr) == 1 else f"clusters {known_list(lwr)} use"
+        serial = _serial_clusters(receivers)
+        if top > 1 and serial:
             found.append(
                 (
                     (*pre, "size"),
-                    f"{who} the lwr scheduler, which runs one-processor jobs only, "
-                    f"but this stream's jobs can need up to {top_text} processors",
+                    f"{serial}, but this stream's jobs can need up to {top_text} processors",
                 )
             )
         if st.arrival.target_load is not None and len(found) == size_found:  # (a size that fits: its mean)
@@ -768,11 +766,26 @@ def _lublin_problems(st: LublinStream, pre: tuple, clusters, by_name) -> list[tu
         where = "every cluster" if st.target == GRID_TARGET else f"cluster '{st.target}'"
         return [((*pre, "processors"), f"jobs of up to {st.processors} processors are larger than {where} "
                                        f"({room} processors)")]
-    lwr = [f"'{c.name}'" for c in receivers if c.scheduler.name == "lwr"]
-    if lwr:
-        return [((*pre, "target"), f"{known_list(lwr)} use the lwr scheduler, which runs one-processor jobs "
-                                   "only; Lublin-Feitelson jobs are parallel")]
+    serial = _serial_clusters(receivers)
+    if serial:
+        return [((*pre, "target"), f"{serial}; Lublin-Feitelson jobs are parallel")]
     return []
+
+
+def _serial_clusters(clusters) -> str:
+    """Which of ``clusters`` use a scheduler of one-processor jobs only (its "serial" capability),
+    as the errors say it ("cluster 'a' uses the lwr scheduler, which runs one-processor jobs
+    only"); "" if none."""
+    serial = [c for c in clusters if c.scheduler.name in LOCAL_SCHEDULERS
+              and "serial" in LOCAL_SCHEDULERS.get(c.scheduler.name).capabilities]
+    if not serial:
+        return ""
+    if len({c.scheduler.name for c in serial}) > 1:
+        named = [f"'{c.name}' ({c.scheduler.name})" for c in serial]
+        return f"clusters {known_list(named)} use schedulers that run one-processor jobs only"
+    names = [f"'{c.name}'" for c in serial]
+    who = f"cluster {names[0]} uses" if len(names) == 1 else f"clusters {known_list(names)} use"
+    return f"{who} the {serial[0].scheduler.name} scheduler, which runs one-processor jobs only"
 
 
 # --- errors: pydantic locations -> dotted field paths ---------------------------------------------

@@ -57,4 +57,4 @@ def schedule(submit, runtime, estimate, size, processors, params, horizon=math.i
 
 schedule.steps = steps
 LOCAL_SCHEDULERS.register("lwr", NoParams, "Least Work Remaining: per-processor FCFS queues (one-processor jobs)",
-                           capabilities=("compiled",))(schedule)
+                           capabilities=("compiled", "serial"))(schedule)

@@ -33,8 +33,8 @@ from simengine.registry import CLAIMING, VICTIMS
 from simengine.schedulers.base import ClusterSchedule
 from tests.conftest import ROOT
 
-#: local schedulers of one-processor jobs only (LWR and its twin on the event API)
-SERIAL_ONLY = ("lwr", "events-lwr")
+#: local schedulers of one-processor jobs only (their "serial" capability: LWR and its twin)
+SERIAL_ONLY = tuple(n for n in LOCAL_SCHEDULERS.names() if "serial" in LOCAL_SCHEDULERS.get(n).capabilities)
 
 #: kinds of segment that hold their processors (a reservation window's job runs inside it; a
 #: transfer or a suspended job holds none)
@@ -431,3 +431,19 @@ def test_a_victim_choice_orders_some_of_its_candidates_and_is_compiled_iff_it_is
         f"{name} answered with jobs that are not candidates, or named one twice"
     if "compiled" in entry.capabilities:
         assert got == LowestPriorityNewest(entry.params(), None).order(6.0, preemptor, list(candidates))
+
+
+def test_serial_schedulers_are_lwr_and_its_twin_and_refuse_parallel_jobs_before_the_run():
+    """The "serial" capability is what the scenario checks read (not a scheduler's name): a stream
+    that can send a serial scheduler's cluster a two-processor job is refused, naming the field."""
+    from simengine.scenario import load_scenario
+    from simengine.errors import ScenarioError
+
+    assert set(SERIAL_ONLY) == {"lwr", "events-lwr"}
+    for name in SERIAL_ONLY:
+        data = one_cluster(name, {})
+        data["workload"]["streams"][0]["size"] = {"kind": "uniform", "low": 1, "high": 2}
+        with pytest.raises(ScenarioError) as refused:
+            load_scenario(data)
+        assert (f"workload.streams.0.size: cluster 'c' uses the {name} scheduler, which runs one-processor jobs "
+                f"only, but this stream's jobs can need up to 2 processors") in str(refused.value)

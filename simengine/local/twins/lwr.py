@@ -25,6 +25,7 @@ class EventsLWR(EventScheduler):
 
     name = "events-lwr"
     Params = NoParams
+    capabilities = ("serial",)  # (a scenario sending it larger jobs is refused before the run)
 
     def __init__(self, params, cluster):
         super().__init__(params, cluster)
