@@ -21,7 +21,8 @@ import numpy as np
 
 from simengine.gantt import KIND_NAMES, SEGMENT_COLUMNS
 from simengine.jit import njit
-from simengine.statistics import JOB_MEANS, batch_means_half_width, shaky, t_half_width, within_domain
+from simengine.statistics import (JOB_MEANS, QUANTILES, batch_means_half_width, batch_quantile_half_width, shaky,
+                                  t_half_width, within_domain)
 from simengine.text_columns import column_text, csv_bytes
 from simengine.version import ENGINE_VERSION
 from simengine.workload import (STATUS_COMPLETED, STATUS_KILLED, STATUS_NAMES, STATUS_REJECTED,
@@ -81,9 +82,11 @@ class Metric:
             return None
         return self.batch_half if self.batch_half is not None else t_half_width(self.values)
 
-    def with_batch_means(self, job_values) -> "Metric":
-        """A one-replication metric with the batch-means interval of its jobs' values (arrival order)."""
-        half = batch_means_half_width(job_values)
+    def with_batch_means(self, job_values, percentile: float | None = None) -> "Metric":
+        """A one-replication metric with the batch-means interval of its jobs' values (arrival
+        order); a percentile of them (``percentile``) with the sectioning interval of its batches'."""
+        half = (batch_means_half_width(job_values) if percentile is None
+                else batch_quantile_half_width(job_values, percentile))
         if half is None or math.isnan(self.mean):
             return self
         low, high = within_domain(self.name, self.mean - half, self.mean + half)
@@ -670,6 +673,9 @@ def assemble_result(scenario, kept_jobs: list[dict[str, np.ndarray]], metric_val
         for name, column in JOB_MEANS.items():
             if name in metrics and column in jobs:
                 metrics[name] = metrics[name].with_batch_means(jobs[column][mine])
+        for name, (column, q) in QUANTILES.items():
+            if name in metrics and column in jobs:
+                metrics[name] = metrics[name].with_batch_means(jobs[column][mine], q)
     clusters = scenario.platform.clusters
     return Result(
         scenario=scenario.model_dump(mode="json"), scenario_hash=scenario_hash(scenario), seed=scenario.run.seed,

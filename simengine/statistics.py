@@ -30,6 +30,11 @@ MIN_BATCH = 10
 #: the metrics that are a mean over the measured jobs, and the job column each averages
 JOB_MEANS = {"mean_wait": "wait", "mean_response": "response", "mean_slowdown": "slowdown",
              "mean_bounded_slowdown": "bounded_slowdown"}
+#: the metrics that are a percentile of the measured jobs' values: (the job column, the percentile);
+#: a one-replication run's interval is by sectioning: the spread of the percentile over the batches
+QUANTILES = {"p95_wait": ("wait", 95.0)}
+#: ... each batch then holding at least this many jobs (ten above a 95th percentile)
+MIN_QUANTILE_BATCH = 200
 #: a half-width beyond this share of the mean gives a shaky interval
 WIDE = 0.5
 
@@ -144,6 +149,21 @@ def batch_means_half_width(values) -> float | None:
         return None
     means = v[:per * BATCHES].reshape(BATCHES, per).mean(axis=1)
     return float(t_quantile(BATCHES - 1, 0.975) * means.std(ddof=1) / math.sqrt(BATCHES))
+
+
+def batch_quantile_half_width(values, q: float) -> float | None:
+    """Half-width of the sectioning interval of the ``q``-th percentile of ``values`` (one
+    replication's per-job values in arrival order, NaNs left out): the t interval of the
+    percentiles of ``BATCHES`` equal batches, to be centred on the percentile of all the values
+    (Asmussen & Glynn, Stochastic Simulation, §III.5a); None with fewer than MIN_QUANTILE_BATCH
+    values per batch."""
+    v = np.asarray(values, dtype=float)
+    v = v[~np.isnan(v)]
+    per = len(v) // BATCHES
+    if per < MIN_QUANTILE_BATCH:
+        return None
+    per_batch = np.percentile(v[:per * BATCHES].reshape(BATCHES, per), q, axis=1)
+    return float(t_quantile(BATCHES - 1, 0.975) * per_batch.std(ddof=1) / math.sqrt(BATCHES))
 
 
 def domain(name: str) -> tuple[float, float]:

@@ -221,3 +221,33 @@ def test_the_t_quantile_refuses_what_it_cannot_compute():
     for df, p in ((0, 0.9), (3, 1.0), (3, 0.0)):
         with pytest.raises(ValueError, match="df >= 1 and 0 < p < 1"):
             t_quantile(df, p)
+
+
+def test_the_sectioning_interval_of_a_95th_percentile_covers_it():
+    """One replication's p95 interval (statistics.batch_quantile_half_width, centred on the p95 of
+    all the values) on independent exponential values, whose 95th percentile is -ln(0.05) x mean:
+    covered close to 95% of the time (500 sets of 4,000 values: 20 batches of 200)."""
+    from simengine.statistics import batch_quantile_half_width
+
+    rng = np.random.default_rng(5)
+    truth = -math.log(0.05) * 100.0
+    covered = 0
+    for _ in range(500):
+        v = rng.exponential(100.0, 4000)
+        half = batch_quantile_half_width(v, 95)
+        covered += abs(np.percentile(v, 95) - truth) <= half
+    assert 0.92 <= covered / 500 <= 0.98, covered / 500
+    assert batch_quantile_half_width(np.ones(3999), 95) is None  # (fewer than 200 per batch)
+
+
+def test_a_one_replication_run_gives_its_p95_wait_an_interval_and_flags_it():
+    import simengine
+
+    result = simengine.run({
+        "platform": {"clusters": [{"name": "c", "processors": 4, "scheduler": {"name": "fcfs"}}]},
+        "workload": {"streams": [{"kind": "synthetic", "name": "s", "target": "c", "count": 6000,
+                                  "arrival": {"target_load": 0.8}, "size": {"kind": "constant", "value": 1},
+                                  "runtime": {"kind": "exponential", "mean": 100}}]},
+        "run": {"seed": 2, "replications": 1}})
+    p95 = result.metrics["p95_wait"]
+    assert p95.ci_low is not None and 0 <= p95.ci_low < p95.mean < p95.ci_high and p95.shaky
