@@ -1232,9 +1232,12 @@ def free_profile(s, t, still_running, exclude):
 def backfill_limits(s, t, head, after):
     """For p = 0 .. nfree: until when p processors stay free from t by plan (running jobs, live
     reservations; fit_limits), with waiting job ``head`` (-1: none) held at its earliest fit at or
-    after ``after`` -- the limits the EASY pass backfills by."""
+    after ``after`` (NaN: from when it may start, _head_after) -- the limits the EASY pass
+    backfills by."""
     times, free = _view(s, t, False, False, -1)
     if head >= 0:
+        if after != after:
+            after = _head_after(s, head, t)
         times, free = _shadow_view(s, t, head, after, times, free)
     lim = np.empty(s.nfree + 1)
     lim[0] = INF

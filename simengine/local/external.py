@@ -140,8 +140,7 @@ class Cluster:
 
     def idle_processors(self) -> np.ndarray:
         """The ids of the idle processors, ascending."""
-        self._sim._read()
-        self._ahead_until = None
+        self._read_core()
         return np.flatnonzero(self._sim._a["owner"] == -1)
 
     def profile(self, exclude=(), still_running: bool = False) -> "Profile":
@@ -160,11 +159,8 @@ class Cluster:
         job), that job is first held at its earliest fit at or after ``after`` (default: now; a
         suspended job, when its own processors are free): what a backfilling scheduler reads to
         start jobs without delaying it. Computed by the engine, as its own EASY does."""
-        if reserve is None:
-            return self._backfill_limits(self._state, self.now, -1, self.now)
-        if after is None:
-            after = self.own_processors_free_at(reserve) if reserve.status == "suspended" else self.now
-        return self._backfill_limits(self._state, self.now, reserve.id, float(after))
+        return self._backfill_limits(self._state, self.now, -1 if reserve is None else reserve.id,
+                                     math.nan if after is None else float(after))
 
     def reservations_ahead(self) -> bool:
         """Is an accepted or open reservation window not over yet (so a job's estimate may run into
@@ -285,6 +281,12 @@ class Cluster:
     #: the core's loop (ClusterSim.run calls it once per decision)
     advance = _compiled(core.advance, 0.0, 0, False)
 
+    def _read_core(self) -> None:
+        """The core's arrays read into the cluster (reservations' statuses and windows too): what
+        reservations_ahead keeps is computed again."""
+        self._sim._read()
+        self._ahead_until = None
+
     def _refused(self, what: str, job: Job, why: str):
         raise PolicyError(f"{self.name}: at t={self.now:g} it asked to {what} job {job.id} "
                           f"({job.size} processors, {self.free} free): {why}")
@@ -357,8 +359,7 @@ class Cluster:
             else:
                 changed.append((i, kind))
         if changed:
-            self._sim._read()  # the reservations' windows and statuses
-            self._ahead_until = None
+            self._read_core()  # the reservations' windows and statuses
         p = self.policy
         try:
             if submitted and self._on_submit:
