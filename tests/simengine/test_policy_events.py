@@ -413,6 +413,18 @@ def test_the_simple_form_runs_with_reservations_priorities_and_preemption():
     assert (result.jobs["preemptions"] > 0).any()
 
 
+@pytest.mark.parametrize("mode", ["suspend", "requeue"])
+@pytest.mark.parametrize("seed", range(3))
+def test_the_array_easy_example_schedules_as_the_loop_when_jobs_jump_or_rejoin_the_queue(seed, mode):
+    """python-easy-arrays keeps the queue in arrays that follow a plain cluster's (arrivals at the
+    end, started jobs out); with priorities and preemption it must fall back to python-easy's loop,
+    not scan stale arrays."""
+    import gridweb_example_policies.reference  # noqa: F401
+    loop, arrays = simulate("python-easy", seed, mode), simulate("python-easy-arrays", seed, mode)
+    assert_same(loop, arrays)
+    assert loop.preemptions.sum() > 0
+
+
 # ---- the pybatsim shape ---------------------------------------------------------------------------------------
 
 

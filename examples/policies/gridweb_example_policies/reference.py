@@ -104,58 +104,83 @@ class PythonEASY(LocalScheduler):
 class PythonEASYArrays(PythonEASY):
     """EASY backfilling (plain Python) that keeps the waiting jobs' sizes and estimates in numpy
     arrays between calls, so the backfill scan is a few array operations instead of a Python loop
-    over a long queue. Same decisions as ``python-easy``, in the same order."""
+    over a long queue. Same decisions as ``python-easy``, in the same order.
+
+    It relies on the queue of a plain cluster: jobs leave it only when started, and arrive at its
+    end. With priorities or preemption (jobs inserted, or waiting again) it schedules as
+    ``python-easy`` does."""
 
     name = "python-easy-arrays"
 
     def __init__(self, params, processors):
         super().__init__(params, processors)
-        # indexed by job id (ids count arrivals: 0, 1, 2 ...); a started job's size is set to
-        # STARTED, which no free count reaches, so the scan below passes over it
+        # the jobs that arrived since the last compaction, in queue order: ``jobs``, their sizes
+        # and estimates; a started job's size is set to STARTED, which no free count reaches, so
+        # the scan below passes over it until the next compaction leaves it out
+        self.jobs: list = []
         self.size = np.empty(1024, np.int32)  # (int32: numpy compares it faster than int64)
         self.estimate = np.empty(1024)
-        self.jobs: list = []
+        self.index: dict = {}  # job id -> its index in those
+        self.arrived = 0  # jobs that have arrived (ids count them: 0, 1, 2 ...)
+        self.gone = 0  # jobs marked STARTED
+        self.plain = True
 
     def schedule(self, now, queue, free, running):
-        jobs = self.jobs
-        for job in queue[len(queue) - (queue[-1].id + 1 - len(jobs)):]:  # the arrivals since the last call
-            if job.id == len(self.size):
-                self.size = np.concatenate([self.size, np.empty_like(self.size)])
-                self.estimate = np.concatenate([self.estimate, np.empty_like(self.estimate)])
-            self.size[job.id], self.estimate[job.id] = job.size, job.estimate
-            jobs.append(job)
+        new = queue[-1].id + 1 - self.arrived  # (arrivals since the last call)
+        if not self.plain or new > len(queue) or queue[0].priority or queue[-1].priority:
+            self.plain = False  # (a job came back or jumped the queue: the arrays no longer follow it)
+            return super().schedule(now, queue, free, running)
+        self.add(queue[len(queue) - new:])
         started, free = start_from_head(queue, free)
         h = len(started)
         if h < len(queue) and free > 0:
-            head = queue[h]
+            head, jobs = queue[h], self.jobs
             shadow, extra = head_reservation(head, now, free, running, started, self.params.overrun_step)
-            lo = head.id + 1  # (every job before the head has started)
-            # the jobs small enough for the free processors, in queue order (a started job's size
-            # is STARTED: never small enough); the scan below looks at them alone
-            small = (self.size[lo:len(jobs)] <= free).nonzero()[0]
-            size = self.size[lo:len(jobs)][small]
-            before_shadow = now + self.estimate[lo:len(jobs)][small] <= shadow  # (python-easy's float additions)
-            at = 0
-            while at < len(size):
-                # the first job from ``at`` that fits now and either ends by the shadow time or
-                # leaves the head's processors alone; each start leaves the later jobs less room
-                rest = size[at:]
-                fits = (rest <= min(free, extra)) | (before_shadow[at:] & (rest <= free))
+            lo, hi = self.index[head.id] + 1, len(jobs)  # (every job before the head has started)
+            # a job fits iff it is small enough for the free processors and either ends by the
+            # shadow time or leaves the head's processors alone (a started job's size is STARTED:
+            # never small enough); each start leaves the later jobs less room, so the rest is
+            # tested again after it
+            while lo < hi:
+                size, ends = self.size[lo:hi], now + self.estimate[lo:hi]  # (python-easy's float additions)
+                fits = (size <= min(free, extra)) | ((ends <= shadow) & (size <= free))
                 i = int(fits.argmax())
                 if not fits[i]:
                     break
-                at += i
-                job = jobs[lo + int(small[at])]
-                if not before_shadow[at]:
+                job = jobs[lo + i]
+                if ends[i] > shadow:
                     extra -= job.size
                 free -= job.size
                 started.append(job)
-                at += 1
+                lo += i + 1
                 if free == 0:
                     break
+        index = self.index
         for job in started:
-            self.size[job.id] = STARTED
+            self.size[index.pop(job.id)] = STARTED
+        self.gone += len(started)
         return started
+
+    def add(self, arrivals) -> None:
+        """Append the arrivals to the arrays -- first leaving the started jobs out when they are
+        half of them, so a scan from the head passes over few."""
+        n = len(self.jobs)
+        if self.gone > n // 2:
+            keep = (self.size[:n] != STARTED).nonzero()[0]
+            n = len(keep)
+            self.jobs = [self.jobs[i] for i in keep.tolist()]
+            self.size[:n], self.estimate[:n] = self.size[keep], self.estimate[keep]
+            self.index = {job.id: i for i, job in enumerate(self.jobs)}
+            self.gone = 0
+        if n + len(arrivals) > len(self.size):
+            more = max(len(self.size), len(arrivals))
+            self.size = np.concatenate([self.size, np.empty(more, self.size.dtype)])
+            self.estimate = np.concatenate([self.estimate, np.empty(more)])
+        for i, job in enumerate(arrivals, n):
+            self.size[i], self.estimate[i] = job.size, job.estimate
+            self.index[job.id] = i
+        self.jobs += arrivals
+        self.arrived += len(arrivals)
 
 
 #: how PythonEASYArrays marks a started job in its size array: more processors than any cluster has
