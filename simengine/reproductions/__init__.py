@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from simengine.statistics import paired_difference
+
 #: name -> module that defines ``recipe`` (imported on first use: bokeh is heavy)
 RECIPES: dict[str, str] = {
     "zikos": "simengine.reproductions.zikos",
@@ -80,6 +82,37 @@ class Claim:
                                      f"threshold is our reading: {self.reading}" if self.reading else "",
                                      f"holds by construction: {self.construction}" if self.construction else "")
                          if m)
+
+
+#: How a difference claim ("A is lower than B") is decided in every recipe, written before measuring
+#: (docs/reproductions.md, "How a difference is decided"): when both arms share their seeds
+#: (replication r of each drew the same random numbers), the 95% t interval of the paired
+#: differences must exclude 0 on the claimed side; otherwise the arms' 95% intervals must not
+#: overlap. A difference inside the noise is not shown: the claim fails (and is re-measured with
+#: more replications where a recipe does so, whichever way its means lie).
+DIFFERENCE_RULE = ("paired 95% interval of the differences excluding 0 (arms sharing seeds), else non-overlapping "
+                   "95% intervals")
+
+
+def shown_lower(a, b, paired: bool = True) -> bool:
+    """Is ``a``'s mean shown to be lower than ``b``'s (two :class:`simengine.results.Metric` of the
+    same metric) by :data:`DIFFERENCE_RULE`? ``paired``: replication r of both used the same seeds."""
+    if paired and len(a.values) == len(b.values):
+        d = paired_difference(b.values, a.values)  # a - b, pair by pair
+        if d is not None:
+            return d["ci_high"] < 0
+    return a.ci_high is not None and b.ci_low is not None and a.ci_high < b.ci_low
+
+
+def difference_text(a, b, paired: bool = True, fmt: str = ".3f") -> str:
+    """``a - b`` as :func:`shown_lower` judged it: the paired mean difference and its 95% interval, or
+    both intervals side by side."""
+    d = paired_difference(b.values, a.values) if paired and len(a.values) == len(b.values) else None
+    if d is not None:
+        return f"paired difference {d['mean']:+{fmt}} [{d['ci_low']:+{fmt}}, {d['ci_high']:+{fmt}}]"
+    interval = lambda m: (f"[{m.ci_low:{fmt}}, {m.ci_high:{fmt}}]" if m.ci_low is not None  # noqa: E731
+                          else f"{m.mean:{fmt}} (no interval)")
+    return f"{interval(a)} against {interval(b)}"
 
 
 COLUMNS = ("claim", "paper", "measured", "verdict", "reason", "fit", "reading", "construction")

@@ -91,11 +91,15 @@ def test_fig4_points_unresolved_either_way_are_measured_again():
                         "global_success_rate": Metric.from_values("global_success_rate", by_wait[w])}
         return res
 
+    # replication r of every Wait-X used the same seeds: the comparisons are paired (DIFFERENCE_RULE)
     near = {0.0: [0.98, 0.97, 0.99], 10.0: [0.98, 0.97, 0.99], 100.0: [0.98, 0.97, 0.99],
-            1000.0: [0.975, 0.965, 0.985], None: [0.975, 0.965, 0.985]}   # in order, CIs overlap
+            1000.0: [0.985, 0.96, 0.98], None: [0.985, 0.96, 0.98]}    # in order, differences -0.005..+0.01
     apart = {0.0: [0.98, 0.98, 0.98], 10.0: [0.98, 0.98, 0.98], 100.0: [0.98, 0.98, 0.98],
              1000.0: [0.90, 0.90, 0.90], None: [0.90, 0.90, 0.90]}        # resolved already
-    reversed_ = {**near, 1000.0: [0.99, 0.98, 1.0]}                        # Wait-1000 above, CIs overlap
+    reversed_ = {**near, 1000.0: [0.99, 0.965, 1.0]}                       # Wait-1000 above, not resolved
+    # a difference the same in every pair is resolved even where the intervals overlap: not refined
+    shifted = {**near, 1000.0: [0.975, 0.965, 0.985], None: [0.975, 0.965, 0.985]}
+    assert fig4_to_refine(res_with({0.001: shifted, 0.002: apart}), size) == []
     got = fig4_to_refine(res_with({0.001: near, 0.002: apart}), size)
     assert sorted({(c.priority, c.global_value) for c in got}) == [("GP", 0.001), ("LP", 0.001)]
     assert len(got) == 2 * len(WAITS)

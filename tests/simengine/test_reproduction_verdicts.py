@@ -153,3 +153,21 @@ def test_the_verdict_check_finds_a_branch_to_not_reproducible():
 def test_a_failed_check_carries_what_its_investigation_found():
     claim = Claim("dip", "best below 1", "flat", False, reason="investigated: no dip under our GP reading")
     assert claim.verdict == FAIL and claim.marks == "investigated: no dip under our GP reading"
+
+
+def test_a_difference_is_shown_by_the_paired_interval_when_the_arms_share_seeds():
+    from simengine.reproductions import difference_text, shown_lower
+
+    # each replication's workload moves both arms: the intervals overlap, the pairs all say a < b
+    a = Metric.from_values("mean_response", [1.0, 2.0, 3.0, 4.0])
+    b = Metric.from_values("mean_response", [1.1, 2.1, 3.2, 4.1])
+    assert a.ci_high > b.ci_low
+    assert shown_lower(a, b) and not shown_lower(b, a)
+    assert "paired difference -0.125" in difference_text(a, b)
+    # not paired (the seeds differ): only non-overlapping intervals show it
+    assert not shown_lower(a, b, paired=False)
+    far = Metric.from_values("mean_response", [9.0, 9.5, 10.0, 10.5])
+    assert shown_lower(a, far, paired=False) and "against" in difference_text(a, far, paired=False)
+    # differences either side of 0: not shown either way, whatever order the means are in
+    c = Metric.from_values("mean_response", [1.2, 1.9, 3.3, 3.8])
+    assert not shown_lower(a, c) and not shown_lower(c, a)
