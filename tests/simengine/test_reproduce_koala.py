@@ -6,7 +6,7 @@ import csv
 import pytest
 
 from simengine import reproductions
-from simengine.reproductions.koala import CONFIGS, SHAPES, SPREAD_SHAPES
+from simengine.reproductions.koala import CONFIGS, HIGH_BACKGROUNDS, SHAPES, SPREAD_SHAPES
 
 
 _REPRODUCED: dict[str, tuple] = {}  # each recipe run once for the module's tests
@@ -41,6 +41,10 @@ def test_every_figure_has_its_data_and_a_standalone_page(quick):
     if w == "30":
         figs["w30-placement-time-statistics"] = len(CONFIGS) * len(SHAPES) * 4
         figs["w30-job-spread"] = len(CONFIGS) * len(SPREAD_SHAPES) * 2  # spread, co-allocated fraction
+        # §5.1.8, Figures 5.9 and 5.10: CF+rep at 30-40% (W30's row), 50% and 60% background
+        figs["w30-high-background-utilisation"] = (1 + len(HIGH_BACKGROUNDS)) * 5
+        figs["w30-high-background-per-shape"] = len(HIGH_BACKGROUNDS) * len(SHAPES) * 4
+        figs["w30-high-background-stability"] = (1 + len(HIGH_BACKGROUNDS)) * 3
     else:
         figs["w50-placement-queue"] = None
     for fig, n in figs.items():
@@ -79,3 +83,28 @@ def test_w30_job_spread_is_between_one_cluster_and_one_per_component(w30):
             assert 100 / c - 1e-6 <= float(r["mean"]) <= 100 + 1e-6
         else:
             assert 0 <= float(r["mean"]) <= 100
+
+
+def test_w30_high_background_loads_are_held_in_their_bands_and_every_job_finishes(w30):
+    """§5.1.8: the band controller holds the background in 50-60% and 60-70%; the utilisations add
+    up; with no limit on tries every KOALA job finishes (a claim that holds by construction)."""
+    _, out, claims = w30
+    u = {(r["background load"], r["metric"]): float(r["mean"]) for r in rows(out, "w30-high-background-utilisation")}
+    for label, (low, high) in HIGH_BACKGROUNDS.items():
+        assert 100 * low <= u[(label, "background_load")] <= 100 * high
+        parts = u[(label, "background_load")] + u[(label, "koala_load")] + u[(label, "pwt_utilisation")]
+        assert parts == pytest.approx(u[(label, "total_load")], rel=1e-3)
+    assert u[("60%", "koala_load")] < u[("50%", "koala_load")] < u[("30-40%", "koala_load")]
+    verdict = {c.claim.split(": ", 1)[1]: c for c in claims if "background" in c.claim.split(": ", 1)[0]}
+    finish = verdict["despite long placement times, all jobs finish successfully"]
+    assert finish.passed and finish.construction
+
+
+def test_every_koala_claim_but_the_constructed_one_names_the_fitted_parameters(quick):
+    """Issue 36: each KOALA claim's outcome rests on the bandwidths and the background-job model,
+    both chosen by fit; only 'all jobs finish' holds whatever they are."""
+    _, _, claims = quick
+    for c in claims:
+        if c.construction and "all jobs finish" in c.claim:
+            continue
+        assert "bandwidths" in c.fit and "background-job model" in c.fit, c.claim
