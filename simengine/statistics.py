@@ -74,6 +74,9 @@ DOMAINS: dict[str, tuple[float, float]] = {
     "mean_ftt": _NONNEGATIVE, "mean_twt": _NONNEGATIVE, "mean_start_delay": _SIGNED,
     "max_placement_queue": _NONNEGATIVE, "last_arrival": _NONNEGATIVE, "koala_jobs_done": _NONNEGATIVE,
     "koala_jobs_failed": _NONNEGATIVE, "koala_jobs_killed": _NONNEGATIVE, "koala_jobs_measured": _NONNEGATIVE,
+    # ... and the KOALA recipe's (simengine.reproductions.koala): the last completion's time after the
+    # last arrival; the done jobs' file transfers on their processors over the system
+    "drain_time": _NONNEGATIVE, "ftt_utilisation": _UNIT,
     # Cao (simengine.cao.run): RR = (end - ready) / max(run time, 1 s), so below 1 for sub-second jobs
     "rr_medium": _NONNEGATIVE, "rr_long": _NONNEGATIVE, "rr_medium_local": _NONNEGATIVE,
     "rr_long_local": _NONNEGATIVE, "rr_medium_task": _NONNEGATIVE, "rr_long_task": _NONNEGATIVE,

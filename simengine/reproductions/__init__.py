@@ -96,8 +96,9 @@ DIFFERENCE_RULE = ("paired 95% interval of the differences excluding 0 (arms sha
 
 def shown_lower(a, b, paired: bool = True) -> bool:
     """Is ``a``'s mean shown to be lower than ``b``'s (two :class:`simengine.results.Metric` of the
-    same metric) by :data:`DIFFERENCE_RULE`? ``paired``: replication r of both used the same seeds."""
-    if paired and len(a.values) == len(b.values):
+    same metric) by :data:`DIFFERENCE_RULE`? ``paired``: replication r of both used the same seeds
+    (an arm measured with more replications pairs on the ones both have: the same seeds)."""
+    if paired:
         d = paired_difference(b.values, a.values)  # a - b, pair by pair
         if d is not None:
             return d["ci_high"] < 0
@@ -107,7 +108,7 @@ def shown_lower(a, b, paired: bool = True) -> bool:
 def difference_text(a, b, paired: bool = True, fmt: str = ".3f") -> str:
     """``a - b`` as :func:`shown_lower` judged it: the paired mean difference and its 95% interval, or
     both intervals side by side."""
-    d = paired_difference(b.values, a.values) if paired and len(a.values) == len(b.values) else None
+    d = paired_difference(b.values, a.values) if paired else None
     if d is not None:
         return f"paired difference {d['mean']:+{fmt}} [{d['ci_low']:+{fmt}}, {d['ci_high']:+{fmt}}]"
     interval = lambda m: (f"[{m.ci_low:{fmt}}, {m.ci_high:{fmt}}]" if m.ci_low is not None  # noqa: E731
