@@ -171,3 +171,22 @@ def test_a_difference_is_shown_by_the_paired_interval_when_the_arms_share_seeds(
     # differences either side of 0: not shown either way, whatever order the means are in
     c = Metric.from_values("mean_response", [1.2, 1.9, 3.3, 3.8])
     assert not shown_lower(a, c) and not shown_lower(c, a)
+
+
+def test_a_spread_within_the_noise_of_about_the_same_is_measured_again_either_way():
+    """Figure 4's 'about the same' (within 2 points): a rate whose spread's paired interval holds
+    2 points is re-measured whether its spread is 1.9 or 2.1 points; a clear one is not."""
+    size = {"rates": (0.001,), "refine": 50}
+
+    def res_with(trio_low, trio_high):
+        by_wait = {0.0: trio_low, 10.0: trio_low, 100.0: trio_high,
+                   1000.0: [0.5, 0.5, 0.5], None: [0.5, 0.5, 0.5]}  # far below: 'beat' is decided
+        return {Config(0.3, "rate", r, wait_x=w, priority=p): {
+                    "global_success_rate": Metric.from_values("global_success_rate", by_wait[w])}
+                for p in ("LP", "GP") for r in size["rates"] for w in WAITS}
+
+    low = [0.90, 0.91, 0.92]
+    assert len(fig4_to_refine(res_with(low, [0.915, 0.935, 0.94]), size)) == 2 * len(WAITS)  # 1.9 points, noisy
+    assert len(fig4_to_refine(res_with(low, [0.925, 0.925, 0.958]), size)) == 2 * len(WAITS)  # 2.1 points, noisy
+    assert fig4_to_refine(res_with(low, [0.921, 0.931, 0.941]), size) == []  # 2.1 points in every pair
+    assert fig4_to_refine(res_with(low, [0.90, 0.91, 0.92]), size) == []     # the same: 0 in every pair
