@@ -158,12 +158,7 @@ def measure_background(replications: int, log, progress: Progress = no_progress)
             m = _with_drain(out.metrics)
             jobs = [k for k in out.outcome.jobs if k.state == "done"]
             per = defaultdict(lambda: defaultdict(list))
-            for k in jobs:
-                key = f"{len(k.job.sizes)}x{k.job.sizes[0]}"
-                per[key]["placement_time"].append(k.placement_time)
-                per[key]["ftt"].append(k.ftt)
-                per[key]["placement_tries"].append(k.place_tries)
-                per[key]["claiming_tries"].append(k.claim_tries)
+            _add_per_shape(per, jobs)
             for c, sz in SHAPES:
                 for name in PER_SHAPE:
                     v = per[f"{c}x{sz}"][name]
@@ -223,6 +218,16 @@ LABEL = {"background_load": "background", "koala_load": "KOALA load", "pwt_utili
          "coallocated": "jobs using co-allocation (%)"}
 
 
+def _add_per_shape(into: dict, jobs) -> None:
+    """Append each job's PER_SHAPE values to ``into[shape][name]`` (shape ``CxS``)."""
+    for k in jobs:
+        per = into[f"{len(k.job.sizes)}x{k.job.sizes[0]}"]
+        per["placement_time"].append(k.placement_time)
+        per["ftt"].append(k.ftt)
+        per["placement_tries"].append(k.place_tries)
+        per["claiming_tries"].append(k.claim_tries)
+
+
 def _with_drain(metrics: dict) -> dict:
     """A replication's metrics and its ``drain_time``: the last completion after the last arrival."""
     return {**metrics, "drain_time": metrics["makespan"] - metrics["last_arrival"]}
@@ -241,14 +246,7 @@ def measure(load: float, replications: int, log, progress: Progress = no_progres
         for r in range(replications):
             out = simulate_koala_replication(s, r, False, False)
             mets.append(_with_drain(out.metrics))
-            for k in out.outcome.jobs:
-                if k.state != "done":
-                    continue
-                key = f"{len(k.job.sizes)}x{k.job.sizes[0]}"
-                shape[key]["placement_time"].append(k.placement_time)
-                shape[key]["ftt"].append(k.ftt)
-                shape[key]["placement_tries"].append(k.place_tries)
-                shape[key]["claiming_tries"].append(k.claim_tries)
+            _add_per_shape(shape, [k for k in out.outcome.jobs if k.state == "done"])
             if r == 0:
                 queue = out.outcome.queue_trace
         names = sorted({k for m in mets for k in m})
