@@ -57,16 +57,20 @@ def shape_problems(data: object, limits: Limits) -> list[tuple[str, str]]:
             problems.append((".".join(path), f"{len(node):,} {what}; this server allows at most {most:,} "
                                              "per scenario"))
     if limits.list_items is not None:
-        problems += long_lists(data, limits.list_items)
+        # (a list refused above is not walked: 20,000 streams took seconds to look through)
+        problems += long_lists(data, limits.list_items, skip={tuple(path.split(".")) for path, _ in problems})
     return problems
 
 
-def long_lists(data: object, most: int, report: int = 10) -> list[tuple[str, str]]:
-    """(path, message) for the first ``report`` lists in ``data`` longer than ``most`` items."""
+def long_lists(data: object, most: int, report: int = 10, skip: set[tuple] = frozenset()) -> list[tuple[str, str]]:
+    """(path, message) for the first ``report`` lists in ``data`` longer than ``most`` items, not
+    looking into the lists at the paths ``skip`` (tuples of keys)."""
     found = []
     stack: list[tuple[object, tuple]] = [(data, ())]
     while stack and len(found) < report:
         node, path = stack.pop()
+        if path in skip:
+            continue
         if isinstance(node, list) and len(node) > most:
             found.append((".".join(map(str, path)), f"{len(node):,} items; this server allows at most {most:,} "
                                                     "in one list (a longer sample belongs in an uploaded trace)"))

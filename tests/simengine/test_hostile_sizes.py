@@ -227,6 +227,23 @@ def test_the_shape_is_checked_before_the_schema_naming_the_list():
     assert shape_problems("not a mapping", limits) == []  # (the schema says what is wrong with it)
 
 
+def test_a_list_refused_for_its_length_is_not_walked_for_long_lists_inside_it():
+    """20,000 streams took seconds to look through for long lists after their number was already
+    refused: a refused list's items are not searched (another list still is)."""
+    from simengine.limits import shape_problems
+
+    limits = Limits(streams=64, list_items=10)
+    spec = scenario({"kind": "uniform", "low": 1, "high": 8})
+    spec["workload"]["streams"] = [synthetic({"kind": "empirical", "values": [1.0] * 11}, name=f"s{i}")
+                                   for i in range(65)]
+    spec["reservations"] = [{"name": f"r{i}"} for i in range(11)]
+    found = dict(shape_problems(spec, limits))
+    assert set(found) == {"workload.streams", "reservations"}, found
+    spec["workload"]["streams"] = spec["workload"]["streams"][:2]  # within the limit: its lists are searched
+    assert set(dict(shape_problems(spec, limits))) == {"workload.streams.0.size.values",
+                                                       "workload.streams.1.size.values", "reservations"}
+
+
 def test_many_unknown_targets_do_not_list_every_cluster_each_time():
     # 2,000 streams naming no cluster of 2,000: each error listed every name (quadratic in the body)
     spec = scenario({"kind": "uniform", "low": 1, "high": 8})
