@@ -58,6 +58,8 @@ class Replication:
     segments: dict[str, np.ndarray] | None = None  # Gantt segments (asked of replication 0)
     series: dict[str, np.ndarray] | None = None  # time series (with the segments)
     notes: list[str] = field(default_factory=list)
+    #: batch-means half-widths of metrics that are not means over jobs (results.assemble_result)
+    batch_half: dict[str, float] | None = None
 
 
 class Replicate(Protocol):
@@ -169,7 +171,7 @@ def run_model(model: Model, scenario: Scenario, on_progress: ProgressCallback | 
     else:
         kept = [o.jobs for i, o in enumerate(outcomes) if (keep_all or i == 0) and o.jobs is not None]
     result = assemble_result(scenario, kept, [o.metrics for o in outcomes], first.segments, first.series or {},
-                             [n for o in outcomes for n in o.notes])
+                             [n for o in outcomes for n in o.notes], first.batch_half)
     result.engine_seconds = time.perf_counter() - t0
     emit.metrics(result.metrics)
     return result

@@ -126,10 +126,11 @@ def finish_replication(scenario: Scenario, sim: Simulated, replication: int, wit
         cols = place(keep, n, optional) if place is not None and kept else empty_job_rows(keep, optional)
     held = np.empty(keep) if with_segments else None
     clusters = scenario.platform.clusters
+    batch_half: dict[str, float] = {}  # (used by a one-replication run: its utilisation's interval)
     metrics = finish_rows(jobs.submit, sim.runtime, sim.killed, sim.cluster, sim.start, jobs.job_id, jobs.stream,
                           jobs.processors, jobs.estimate, replication, keep, t_stop, run.warmup.time,
                           run.warmup.completions, [c.name for c in clusters], [c.processors for c in clusters],
-                          cols, held)
+                          cols, held, batch_half)
     if users is not None:
         cols["user"][:] = users[:keep]
         measured = measured_rows(cols)
@@ -140,7 +141,7 @@ def finish_replication(scenario: Scenario, sim: Simulated, replication: int, wit
     if with_segments:
         series = time_series(cols, held, clusters, t_stop)
         segments = build_segments(scenario, cols, held, sim.proc[:keep])
-    return Replication(metrics, cols, segments, series, notes)
+    return Replication(metrics, cols, segments, series, notes, batch_half)
 
 
 def build_segments(scenario: Scenario, cols: dict[str, np.ndarray], held_until: np.ndarray,

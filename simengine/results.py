@@ -21,8 +21,9 @@ import numpy as np
 
 from simengine.gantt import KIND_NAMES, SEGMENT_COLUMNS
 from simengine.jit import njit
-from simengine.statistics import (JOB_MEANS, QUANTILES, batch_means_half_width, batch_quantile_half_width, shaky,
-                                  t_half_width, within_domain)
+from simengine.statistics import (BATCHES, JOB_MEANS, MIN_BATCH, QUANTILES, batch_means_half_width,
+                                  batch_quantile_half_width, shaky, slice_means_half_width, t_half_width,
+                                  within_domain)
 from simengine.text_columns import column_text, csv_bytes
 from simengine.version import ENGINE_VERSION
 from simengine.workload import (STATUS_COMPLETED, STATUS_KILLED, STATUS_NAMES, STATUS_REJECTED,
@@ -85,8 +86,11 @@ class Metric:
     def with_batch_means(self, job_values, percentile: float | None = None) -> "Metric":
         """A one-replication metric with the batch-means interval of its jobs' values (arrival
         order); a percentile of them (``percentile``) with the sectioning interval of its batches'."""
-        half = (batch_means_half_width(job_values) if percentile is None
-                else batch_quantile_half_width(job_values, percentile))
+        return self.with_batch_half(batch_means_half_width(job_values) if percentile is None
+                                    else batch_quantile_half_width(job_values, percentile))
+
+    def with_batch_half(self, half: float | None) -> "Metric":
+        """A one-replication metric with the interval of half-width ``half`` from its batches."""
         if half is None or math.isnan(self.mean):
             return self
         low, high = within_domain(self.name, self.mean - half, self.mean + half)
@@ -210,12 +214,47 @@ def _max(a, b):  # np.maximum
     return a if (a > b or a != a) else b
 
 
+@njit(cache=True, nogil=True)
+def _add_to_slices(a, z, weight, t0, width, slices):
+    """Add ``weight`` x the time [a, z] spends in each slice [t0 + k width, t0 + (k+1) width]."""
+    n = slices.shape[0]
+    if z <= a:
+        return
+    k = min(int((a - t0) / width), n - 1)
+    while k < n and t0 + k * width < z:
+        part = min(z, t0 + (k + 1) * width) - max(a, t0 + k * width)
+        if part > 0.0:
+            slices[k] += part * weight
+        k += 1
+
+
+@njit(cache=True, nogil=True)
+def slice_busy(starts, ends, weights, t0, t1, slices):
+    """Into ``slices``: the busy time (x weight) of intervals [starts, ends], clipped to [t0, t1],
+    in each of its len(slices) equal slices -- a utilisation's batch means (as the replication pass)."""
+    if t1 <= t0 or slices.shape[0] == 0:
+        return
+    width = (t1 - t0) / slices.shape[0]
+    for i in range(starts.shape[0]):
+        _add_to_slices(min(max(starts[i], t0), t1), min(max(ends[i], t0), t1), weights[i], t0, width, slices)
+
+
+def utilisation_batch_half(slices: np.ndarray, capacity: float, t0: float, t1: float, measured: int) -> float | None:
+    """The batch-means half-width of a one-replication utilisation from its slices' busy times:
+    None with fewer than BATCHES x MIN_BATCH measured jobs (as the job means)."""
+    if measured < BATCHES * MIN_BATCH or t1 <= t0 or capacity <= 0 or len(slices) < 2:
+        return None
+    return slice_means_half_width(slices / (capacity * (t1 - t0) / len(slices)))
+
+
 @njit(cache=True, nogil=True, error_model="numpy")
 def _finish_rows(submit, runtime, killed, cluster, start, job_id, stream, processors, estimate, replication,
                  keep, t_stop, warm_time, t_w, take_at_tw, t_warm, n_clusters, write,
                  o_job_id, o_replication, o_stream, o_cluster, o_submit, o_start, o_end, o_processors, o_runtime,
-                 o_estimate, o_wait, o_response, o_slowdown, o_bounded, o_status, o_warmup, held):
+                 o_estimate, o_wait, o_response, o_slowdown, o_bounded, o_status, o_warmup, held, batch_busy):
     t0, t1 = t_warm, t_stop
+    # busy processor-seconds in each of len(batch_busy) equal slices of [t0, t1] (batch means)
+    width = (t1 - t0) / batch_busy.shape[0] if batch_busy.shape[0] and t1 > t0 else 0.0
     # the measured jobs' values and the started jobs' busy processor-seconds, in job order
     wait_m = np.empty(keep)
     response_m = np.empty(keep)
@@ -278,8 +317,11 @@ def _finish_rows(submit, runtime, killed, cluster, start, job_id, stream, proces
             bounded_m[n_measured] = bounded
             n_measured += 1
         if started:
-            b = (min(max(h, t0), t1) - min(max(st, t0), t1)) * processors[i]
+            a, z = min(max(st, t0), t1), min(max(h, t0), t1)
+            b = (z - a) * processors[i]
             busy[n_started] = b
+            if width > 0.0:
+                _add_to_slices(a, z, processors[i], t0, width, batch_busy)
             n_started += 1
             per_cluster[cluster[i]] += b  # as np.bincount: in job order, from 0
             if h > last_release:
@@ -352,7 +394,7 @@ def user_metrics(jobs: dict[str, np.ndarray], rows=slice(None)) -> dict[str, flo
 def finish_rows(submit, runtime, killed, cluster, start, job_id, stream, processors, estimate, replication: int,
                 keep: int, t_stop: float, warmup_time: float, warmup_completions: int,
                 cluster_names: list[str], cluster_processors: list[int], out: dict[str, np.ndarray] | None,
-                held: np.ndarray | None) -> dict[str, float]:
+                held: np.ndarray | None, batch_half: dict[str, float] | None = None) -> dict[str, float]:
     """One replication's job rows and metrics in one compiled pass.
 
     Inputs are the replication's jobs in submit order (``start`` NaN if never started)
@@ -376,10 +418,11 @@ def finish_rows(submit, runtime, killed, cluster, start, job_id, stream, process
             take_at_tw = w - int(np.count_nonzero(done_ends < t_w))
             t_warm = max(t_warm, t_w)
     o = out if out is not None else _NO_ROWS
+    slices = np.zeros(BATCHES) if batch_half is not None else _NO_HELD
     wait, response, slowdown, bounded, busy, per_cluster, last_release, first_submit = _finish_rows(
         submit, runtime, killed, cluster, start, job_id, stream, processors, estimate, replication, keep,
         t_stop, warmup_time, t_w, take_at_tw, t_warm, len(cluster_processors), out is not None,
-        *(o[k] for k in JOB_COLUMNS), held if held is not None else _NO_HELD)
+        *(o[k] for k in JOB_COLUMNS), held if held is not None else _NO_HELD, slices)
     n = len(wait)
     metrics: dict[str, float] = {"jobs_measured": float(n), **job_metrics(wait, response, slowdown, bounded)}
     t0, t1 = t_warm, t_stop
@@ -387,6 +430,11 @@ def finish_rows(submit, runtime, killed, cluster, start, job_id, stream, process
     if t1 > t0 and capacity > 0:
         metrics["utilisation"] = float(busy.sum()) / (capacity * (t1 - t0))
         metrics["throughput"] = n / (t1 - t0)
+        if batch_half is not None:
+            # the utilisation of each of BATCHES equal slices of the window: its batch means
+            half = utilisation_batch_half(slices, capacity, t0, t1, n)
+            if half is not None:
+                batch_half["utilisation"] = half
     else:
         metrics["utilisation"] = metrics["throughput"] = math.nan
     metrics["makespan"] = float(last_release - first_submit) if len(busy) else math.nan
@@ -645,7 +693,7 @@ def measured_rows(jobs: dict[str, np.ndarray]) -> np.ndarray:
 
 def assemble_result(scenario, kept_jobs: list[dict[str, np.ndarray]], metric_values: list[dict[str, float]],
                     segments: dict[str, np.ndarray], series: dict[str, np.ndarray],
-                    notes: list[str] = ()) -> Result:
+                    notes: list[str] = (), batch_half: dict[str, float] | None = None) -> Result:
     """The Result of a run, from what every model's replications produce.
 
     Parameters
@@ -660,6 +708,9 @@ def assemble_result(scenario, kept_jobs: list[dict[str, np.ndarray]], metric_val
         Replication 0's Gantt segments and time series.
     notes : list of str
         Notes of every replication (repeats are dropped).
+    batch_half : dict, optional
+        Replication 0's batch-means half-widths of metrics that are not means over jobs
+        (``utilisation``: the busy share of equal slices of its window); used with one replication.
     """
     jobs = kept_jobs[0] if len(kept_jobs) == 1 else {k: np.concatenate([j[k] for j in kept_jobs])
                                                      for k in kept_jobs[0]}
@@ -676,6 +727,9 @@ def assemble_result(scenario, kept_jobs: list[dict[str, np.ndarray]], metric_val
         for name, (column, q) in QUANTILES.items():
             if name in metrics and column in jobs:
                 metrics[name] = metrics[name].with_batch_means(jobs[column][mine], q)
+        for name, half in (batch_half or {}).items():
+            if name in metrics:
+                metrics[name] = metrics[name].with_batch_half(half)
     clusters = scenario.platform.clusters
     return Result(
         scenario=scenario.model_dump(mode="json"), scenario_hash=scenario_hash(scenario), seed=scenario.run.seed,

@@ -150,8 +150,16 @@ def batch_means_half_width(values) -> float | None:
     per = len(v) // BATCHES
     if per < MIN_BATCH:
         return None
-    means = v[:per * BATCHES].reshape(BATCHES, per).mean(axis=1)
-    return float(t_quantile(BATCHES - 1, 0.975) * means.std(ddof=1) / math.sqrt(BATCHES))
+    return slice_means_half_width(v[:per * BATCHES].reshape(BATCHES, per).mean(axis=1))
+
+
+def slice_means_half_width(means) -> float | None:
+    """Half-width of the 95% t interval of the mean of batch means ``means`` (one replication's
+    BATCHES equal batches of jobs, or of time: a utilisation's slices of its window)."""
+    means = np.asarray(means, dtype=float)
+    if len(means) < 2 or np.isnan(means).any():
+        return None
+    return float(t_quantile(len(means) - 1, 0.975) * means.std(ddof=1) / math.sqrt(len(means)))
 
 
 def batch_quantile_half_width(values, q: float) -> float | None:

@@ -34,6 +34,7 @@ import simengine.results as results
 from simengine.results import (JOB_DTYPES, QUEUE_COLUMNS, order_job_rows, segment_series,
                                warm_up_by_completions)
 from simengine.scenario import Scenario
+from simengine.statistics import BATCHES
 from simengine.streaming import LiveGantt, concat_rows, empty_rows, live_rows, run_in_slices, take_rows
 from simengine.workload import STATUS_COMPLETED, STATUS_KILLED, STATUS_REJECTED, STATUS_UNFINISHED
 from simengine.workload_build import (drawn_until, early_stop_note, endless_streams, prepare_jobs, read_traces,
@@ -196,7 +197,8 @@ def _simulate(scenario: Scenario, replication: int, on_step=None, live: LiveGant
 
 
 def finish(rep: _Replication, replication: int, with_segments: bool):
-    """Stop rule, job rows, metrics, and (optionally) segments and time series of one replication."""
+    """Stop rule, job rows, metrics, (optionally) segments and time series, and the batch-means
+    half-widths of metrics that are not job means (the utilisation) of one replication."""
     scenario = rep.scenario
     run = scenario.run
     jobs = rep.jobs
@@ -274,6 +276,7 @@ def finish(rep: _Replication, replication: int, with_segments: bool):
     # piece order, sums accumulated in that order (np.cumsum adds one term after another)
     seg_parts = []
     busy = np.zeros(len(clusters))
+    slices = np.zeros(BATCHES)  # busy time in equal slices of the window: the utilisation's batch means
     killed_work = []
     t0w, t1w = t_warm, t_stop
     ar_rows = np.full(len(scenario.reservations) + 1, -1, np.int64)  # reservation index -> row (-1: none)
@@ -291,6 +294,7 @@ def finish(rep: _Replication, replication: int, with_segments: bool):
         span_in = np.minimum(np.maximum(s1[run], t0w), t1w) - np.minimum(np.maximum(s0[run], t0w), t1w)
         if run.any():
             busy[c] = np.cumsum(span_in * count[run])[-1]
+            results.slice_busy(s0[run], s1[run], count[run].astype(float), t0w, t1w, slices)
         killed = ok & (kind == KIND_KILLED)
         killed_work.append((s1[killed] - s0[killed]) * count[killed])
         if with_segments:
@@ -315,6 +319,8 @@ def finish(rep: _Replication, replication: int, with_segments: bool):
     capacity = sum(c.processors for c in clusters)
     span = t1w - t0w
     metrics["utilisation"] = float(busy.sum()) / (capacity * span) if span > 0 else math.nan
+    half = results.utilisation_batch_half(slices, capacity, t0w, t1w, int(measured.sum()))
+    batch_half = {"utilisation": half} if half is not None else {}
     metrics["throughput"] = float(measured.sum()) / span if span > 0 else math.nan
     # last processor release (a started job still running at the stop releases then) - first submission
     began = ~np.isnan(cols["start"])
@@ -332,15 +338,15 @@ def finish(rep: _Replication, replication: int, with_segments: bool):
     if with_segments:
         queued = cols["reservation"] < 0  # the queue counts workload jobs, not reservations
         series = segment_series(segments, clusters, {k: cols[k][queued] for k in QUEUE_COLUMNS}, t_stop)
-    return cols, segments, metrics, series
+    return cols, segments, metrics, series, batch_half
 
 
 def replicate(scenario: Scenario, r: int, with_segments: bool, on_step=None, live: LiveGantt | None = None,
               place=None) -> Replication:
     """One replication (simengine.driver.Replicate)."""
     rep = _simulate(scenario, r, on_step, live)
-    cols, segments, metrics, series = finish(rep, r, with_segments=with_segments)
-    return Replication(metrics, cols, segments, series, rep.notes)
+    cols, segments, metrics, series, batch_half = finish(rep, r, with_segments=with_segments)
+    return Replication(metrics, cols, segments, series, rep.notes, batch_half)
 
 
 def prepare(scenario: Scenario) -> None:

@@ -121,9 +121,12 @@ def test_confidence_intervals_across_replications():
     half = stats.t.ppf(0.975, 4) * v.std(ddof=1) / np.sqrt(5)
     assert m.half_width == pytest.approx(half)
     one = simengine.run(scenario()).metrics
-    assert one["utilisation"].ci_low is None  # one replication: no interval across replications ...
-    # ... but the means over jobs get one from batch means of the measured jobs (simengine.statistics)
+    assert one["utilisation.b"].ci_low is None  # one replication: no interval across replications ...
+    # ... but the means over jobs get one from batch means of the measured jobs (simengine.statistics),
+    # and the utilisation from the busy time of equal slices of its window
     assert one["mean_wait"].ci_low is not None and "batch-means" in one["mean_wait"].shaky
+    assert one["utilisation"].ci_low < one["utilisation"].mean < one["utilisation"].ci_high
+    assert "batch-means" in one["utilisation"].shaky
 
 
 def test_segments_cover_every_started_job_without_overlap():

@@ -253,4 +253,6 @@ def test_one_long_replication_gets_a_batch_means_interval_that_holds_erlang_c():
     assert wait.ci_low <= wq <= wait.ci_high, (wait, wq)
     assert response.ci_low <= wq + 1 / mu <= response.ci_high, (response, wq + 1 / mu)
     assert wait.half_width < 0.1 * wait.mean and "batch-means" in wait.shaky
-    assert result.metrics["utilisation"].ci_low is None  # not a mean over jobs: no interval from one replication
+    # the utilisation, a time average: batch means over 20 slices of the window, holding rho
+    u = result.metrics["utilisation"]
+    assert u.ci_low <= rho <= u.ci_high and "batch-means" in u.shaky, (u, rho)
