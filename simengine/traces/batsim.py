@@ -2,10 +2,13 @@
 (docs/traces.md, "Batsim workloads").
 
 A workload is ``{"nb_res": N, "jobs": [{"id", "subtime", "walltime", "res", "profile"}, ...],
-"profiles": {name: {"type": "delay", "delay": seconds}, ...}}``. A job's run time is its profile's
-``delay``: only ``delay`` profiles say how long a job runs on its own (the others describe
-computation and communication that Batsim times on its platform model), so a job of another
-profile type is refused with its index, profile and type named. ``walltime`` is the requested time
+"profiles": {name: {"type": "DelayProfile", "delay": seconds}, ...}}``. A job's run time is its
+profile's: a delay profile's ``delay``, or a sequential composition's ``repeat`` (default 1) times
+the sum of its ``seq`` profiles' run times (compositions nest). Batsim v5 names the types
+``DelayProfile`` and ``SequentialCompositionProfile``, v4 and earlier ``delay`` and ``composed``;
+both are read. Only these say how long a job runs on its own (the others describe computation and
+communication that Batsim times on its platform model), so a job of another profile type is
+refused with its index, profile and type named. ``walltime`` is the requested time
 (absent or -1: unknown); ``res`` the processors. Numeric job ids are kept; others are numbered
 from 1 in file order, and ``nb_res`` becomes the trace's ``MaxProcs``.
 
@@ -284,9 +287,17 @@ def _number(name: str, value: Any, field: str) -> float:
     return number
 
 
+#: the profile types with a run time of their own, by Batsim version: v5's names, then v4's
+DELAY_TYPES = ("DelayProfile", "delay")
+SEQUENCE_TYPES = ("SequentialCompositionProfile", "composed")
+#: how deep compositions may nest (Batsim's own examples nest 4 deep)
+MAX_NESTING = 64
+
+
 def _delay(profile: Any) -> float:
-    """The run time a profile gives; NaN when it gives none (why is told by :func:`_profile_error`)."""
-    if type(profile) is not dict or profile.get("type") != "delay":
+    """The run time a delay profile gives; NaN for any other profile (compositions are resolved
+    once every profile is read: :class:`_Sequences`) or a bad delay (why: :func:`_profile_error`)."""
+    if type(profile) is not dict or profile.get("type") not in DELAY_TYPES:
         return math.nan
     delay = profile.get("delay")
     try:
@@ -296,16 +307,87 @@ def _delay(profile: Any) -> float:
     return delay if 0 <= delay < math.inf else math.nan
 
 
-def _profile_error(name: str, where: str, profile_name: Any, profile: Any) -> TraceError:
-    """Why job ``where``'s profile gives no run time."""
+def _profile_error(name: str, where: str, profile_name: Any, profile: Any,
+                   why: dict[str, tuple[str, str]] | None = None) -> TraceError:
+    """Why job ``where``'s profile gives no run time (``why``: the compositions' reasons, by name)."""
     if not isinstance(profile, dict):
         return TraceError(name, None, f"{where}.profile", f"names no profile of 'profiles': {profile_name!r:.40}")
-    if profile.get("type") != "delay":
+    if profile.get("type") in SEQUENCE_TYPES and why and profile_name in why:
+        field, reason = why[profile_name]
+        return TraceError(name, None, field, f"{reason} (the profile of {where})")
+    if profile.get("type") not in DELAY_TYPES:
         return TraceError(name, None, f"{where}.profile",
-                          f"profile {profile_name[:40]!r} is of type {profile.get('type')!r:.40}: only 'delay' "
-                          "profiles give a run time")
+                          f"profile {profile_name[:40]!r} is of type {profile.get('type')!r:.40}: only delay profiles "
+                          "(DelayProfile, delay) and sequential compositions of them (SequentialCompositionProfile, "
+                          "composed) give a run time")
     return TraceError(name, None, f"profiles.{profile_name:.40}.delay",
                       f"must be a number >= 0; got {profile.get('delay')!r:.40}")
+
+
+class _Sequences:
+    """The sequential compositions of a workload, resolved to run times once every profile is read
+    (a composition may name profiles that come after it). Few workloads have many, so they are kept
+    as read; a name's last profile counts, as with ``json.loads``."""
+
+    def __init__(self):
+        self.bodies: dict[str, Any] = {}  # name -> the composition (its last profile, if a composition)
+        self.at: dict[str, list[int]] = {}  # name -> its positions among the profiles read
+        self.why: dict[str, tuple[str, str]] = {}  # name -> (field, reason) when it gives no run time
+
+    def add(self, position: int, key: str, body: Any) -> None:
+        if type(body) is dict and body.get("type") in SEQUENCE_TYPES:
+            self.bodies[key] = body
+            self.at.setdefault(key, []).append(position)
+        else:  # a later profile of the name replaces a composition
+            self.bodies.pop(key, None)
+
+    def resolve(self, given: bytes | bytearray, delays: np.ndarray) -> None:
+        """Write each composition's run time into ``delays`` (NaN, with its reason in ``why``, when
+        it has none); ``given``: the profiles' 16-byte digests end to end, in the order read."""
+        if not self.bodies:
+            return
+        # (file order: the last of a name counts; raw slices, as numpy's S16 would drop trailing zeros)
+        last = {bytes(given[16 * i:16 * i + 16]): float(v) for i, v in enumerate(delays)}
+        done: dict[str, float] = {}
+
+        def runtime(key: str, depth: int, path: tuple[str, ...]) -> float:
+            if key not in self.bodies:
+                return last.get(_digest(key), math.nan)
+            if key in done:
+                return done[key]
+            body = self.bodies[key]
+            repeat = body.get("repeat", 1)
+            seq = body.get("seq")
+            total = math.nan
+            if key in path or depth > MAX_NESTING:
+                self.why[key] = (f"profiles.{key:.40}.seq", "the composition contains itself" if key in path else
+                                 f"compositions nest more than {MAX_NESTING} deep")
+            elif type(repeat) is not int or repeat < 1:
+                self.why[key] = (f"profiles.{key:.40}.repeat", f"must be a whole number >= 1; got {repeat!r:.40}")
+            elif type(seq) is not list or not seq or not all(type(x) is str for x in seq):
+                self.why[key] = (f"profiles.{key:.40}.seq", f"must be a list of profile names; got {seq!r:.40}")
+            else:
+                total = 0.0
+                for i, part in enumerate(seq):
+                    t = runtime(part, depth + 1, (*path, key))
+                    if math.isnan(t):
+                        inner = self.why.get(part)
+                        self.why[key] = inner if inner else (
+                            f"profiles.{key:.40}.seq[{i}]",
+                            f"profile {part[:40]!r} gives no run time (no such profile, or not a delay profile or a "
+                            "sequential composition of them)")
+                        total = math.nan
+                        break
+                    total += t
+                total *= repeat
+            done[key] = total
+            return total
+
+        for key, positions in self.at.items():
+            if key in self.bodies:
+                value = runtime(key, 0, ())
+                for p in positions:
+                    delays[p] = value
 
 
 def _check_job(name: str, index: int, job: Any) -> None:
@@ -421,6 +503,7 @@ def read_batsim(path: str | os.PathLike[str], limit: int | None = None, caps: Re
     jobs = _Jobs(name)
     # Per profile, in file order (the last of a name counts, as with json.loads): digest and delay.
     given, delays = bytearray(), array("d")
+    sequences = _Sequences()
 
     def on_jobs(first: int, found: list[Any]) -> None:
         if limit is None or first < limit:
@@ -428,6 +511,8 @@ def read_batsim(path: str | os.PathLike[str], limit: int | None = None, caps: Re
 
     def on_profiles(found: list[tuple[str, Any]]) -> None:
         digests = {key: _digest(key) for key in {key for key, _ in found}}
+        for i, (key, body) in enumerate(found):
+            sequences.add(len(delays) + i, key, body)
         given.extend(b"".join(digests[key] for key, _ in found))
         delays.extend(_delay(body) for _, body in found)
 
@@ -439,12 +524,14 @@ def read_batsim(path: str | os.PathLike[str], limit: int | None = None, caps: Re
                                                "workload may name")
 
     wanted = jobs.take("profile", np.dtype("S16"))
-    runtime = _runtimes(wanted, np.frombuffer(given, "S16"), np.frombuffer(delays, np.float64))
+    resolved = np.array(delays, np.float64)  # (a copy: the compositions' run times are written in)
+    sequences.resolve(given, resolved)
+    runtime = _runtimes(wanted, np.frombuffer(given, "S16"), resolved)
     given.clear()
-    del delays[:]
+    del delays[:], resolved
     bad = np.flatnonzero(np.isnan(runtime))
     if len(bad):
-        raise _explain(name, caps, int(bad[0]), wanted[bad[0]:bad[0] + 1].tobytes())
+        raise _explain(name, caps, int(bad[0]), wanted[bad[0]:bad[0] + 1].tobytes(), sequences.why)
     del wanted
     n = len(runtime)
     submit = jobs.take("submit", np.float64)
@@ -472,7 +559,8 @@ def _runtimes(wanted: np.ndarray, given: np.ndarray, delays: np.ndarray) -> np.n
     return runtime
 
 
-def _explain(name: str, caps: ReadCaps, index: int, digest: bytes) -> TraceError:
+def _explain(name: str, caps: ReadCaps, index: int, digest: bytes,
+             why: dict[str, tuple[str, str]] | None = None) -> TraceError:
     """The error of job ``index``, whose profile gives no run time: read the file again for the job's
     profile name and the profile itself (only what names the problem is kept)."""
     found: dict[str, Any] = {}
@@ -488,4 +576,4 @@ def _explain(name: str, caps: ReadCaps, index: int, digest: bytes) -> TraceError
 
     with _open(name) as fh:  # (one value at a time: the profile as json.loads gives it, for the message)
         _walk(_Source(name, fh, caps, bulk=False), on_jobs, on_profiles)
-    return _profile_error(name, f"jobs[{index}]", found.get("name"), found.get("profile"))
+    return _profile_error(name, f"jobs[{index}]", found.get("name"), found.get("profile"), why)

@@ -12,6 +12,7 @@ import pytest
 import simengine
 from simengine.errors import TraceError
 from simengine.traces import ReadCaps, read_trace
+from tests.conftest import ROOT
 
 WORKLOAD = {"nb_res": 8,
             "jobs": [{"id": "w0!3", "subtime": 10, "walltime": 100, "res": 4, "profile": "d50"},
@@ -50,7 +51,17 @@ def test_a_batsim_workload_replays_in_a_scenario(tmp_path):
     (lambda d: d["jobs"][2].update(subtime="soon"), "jobs[2].subtime", "finite number"),
     (lambda d: d["jobs"][0].update(profile="missing"), "jobs[0].profile", "names no profile"),
     (lambda d: d["profiles"].update(d50={"type": "parallel_homogeneous", "cpu": 1e9, "com": 0}), "jobs[0].profile",
-     "only 'delay' profiles give a run time"),
+     "only delay profiles (DelayProfile, delay) and sequential compositions of them"),
+    # sequential compositions: what makes one give no run time is named in it
+    (lambda d: d["profiles"].update(d50={"type": "composed", "seq": ["d20", "nowhere"]}), "profiles.d50.seq[1]",
+     "profile 'nowhere' gives no run time"),
+    (lambda d: d["profiles"].update(d50={"type": "SequentialCompositionProfile", "seq": ["d50"]}), "profiles.d50.seq",
+     "contains itself"),
+    (lambda d: d["profiles"].update(d50={"type": "composed", "repeat": 0, "seq": ["d20"]}), "profiles.d50.repeat",
+     "whole number >= 1"),
+    (lambda d: d["profiles"].update(d50={"type": "composed", "seq": "d20"}), "profiles.d50.seq", "list of profile names"),
+    (lambda d: d["profiles"].update(d50={"type": "composed", "seq": ["p"]}, p={"type": "parallel", "cpu": [1]}),
+     "profiles.d50.seq[0]", "profile 'p' gives no run time"),
     (lambda d: d["profiles"]["d20"].update(delay=-1), "profiles.d20.delay", "number >= 0"),
     # processor counts past 2**31 - 1 (simengine.traces.MAX_PROCESSORS) would overflow a database integer
     (lambda d: d["jobs"][2].update(res=10**18), "jobs[2].res", "from 1 to 2,147,483,647; got 1e+18"),
@@ -95,3 +106,94 @@ def test_a_workload_is_read_a_job_at_a_time_within_the_caps(tmp_path):
     assert e.value.field == "jobs[3]" and "longer than 200 characters" in e.value.reason
     with pytest.raises(TraceError, match="more than 1 profiles"):  # (a workload needs no more profiles than jobs)
         read_trace(write(tmp_path, {"profiles": WORKLOAD["profiles"], "jobs": []}), caps=ReadCaps(jobs=1))
+
+
+# ---- Batsim's current release (v5): its own example workloads -----------------------------------------
+
+BATSIM_V5 = ROOT / "tests" / "data" / "batsim-v5"  # (copied from Batsim's repository: PROVENANCE.txt there)
+#: the delay-only and delay-composition workloads of Batsim's current release among the samples
+DELAY_WORKLOADS = ("test_one_delay_job.json", "test_delays.json", "test_case_study1.json",
+                   "test_compo_sequence_delay.json")
+
+
+def test_v4_and_v5_profile_names_read_alike(tmp_path):
+    v4 = {"nb_res": 4, "jobs": [{"id": 1, "subtime": 0, "res": 1, "profile": "c"}],
+          "profiles": {"d": {"type": "delay", "delay": 3}, "e": {"type": "delay", "delay": 4},
+                       "c": {"type": "composed", "repeat": 2, "seq": ["d", "e", "d"]}}}
+    v5 = json.loads(json.dumps(v4).replace('"delay", "delay"', '"DelayProfile", "delay"')
+                    .replace('"composed"', '"SequentialCompositionProfile"'))
+    assert "DelayProfile" in json.dumps(v5) and "SequentialCompositionProfile" in json.dumps(v5)
+    for doc in (v4, v5):
+        assert read_trace(write(tmp_path, doc)).jobs.runtime.tolist() == [20.0]
+    # a composition may name profiles that come after it, and the last profile of a name counts
+    (tmp_path / "later.json").write_text(
+        '{"nb_res": 4, "jobs": [{"id": 1, "subtime": 0, "res": 1, "profile": "c"}], "profiles": {'
+        '"c": {"type": "composed", "seq": ["d"]}, "d": {"type": "delay", "delay": 9}, '
+        '"d": {"type": "delay", "delay": 7}}}')
+    assert read_trace(tmp_path / "later.json").jobs.runtime.tolist() == [7.0]
+
+
+@pytest.mark.parametrize("name", DELAY_WORKLOADS)
+def test_batsims_delay_workloads_read_with_the_run_times_their_files_give(name):
+    doc = json.loads((BATSIM_V5 / name).read_text())
+    trace = read_trace(BATSIM_V5 / name)
+    assert trace.max_procs == doc["nb_res"] and len(trace.jobs) == len(doc["jobs"])
+    profiles = doc["profiles"]
+
+    def expected(p):  # the file's own figure where it gives one, else the delay
+        body = profiles[p]
+        return body.get("expected_execution_time", body.get("delay"))
+
+    order = sorted(range(len(doc["jobs"])), key=lambda i: doc["jobs"][i]["subtime"])  # (stable: file order)
+    assert trace.jobs.runtime.tolist() == [float(expected(doc["jobs"][i]["profile"])) for i in order]
+
+
+def _fcfs_reference(jobs: list[dict], runtime: dict[str, float], processors: int) -> list[tuple[float, float]]:
+    """A straightforward strict FCFS: in submit order (file order on ties), each job starts when it
+    has arrived, the job before it has started and enough processors are free; Batsim kills a job
+    at its walltime (absent or -1: none)."""
+    order = sorted(range(len(jobs)), key=lambda i: jobs[i]["subtime"])
+    running: list[tuple[float, int]] = []  # (end, processors)
+    free, last_start, out = processors, 0.0, {}
+    for i in order:
+        job = jobs[i]
+        t = max(float(job["subtime"]), last_start)
+        while True:
+            for end, p in [r for r in running if r[0] <= t]:
+                running.remove((end, p))
+                free += p
+            if free >= job["res"]:
+                break
+            t = min(end for end, _ in running)
+        run = runtime[job["profile"]]
+        wall = job.get("walltime", -1)
+        if wall is not None and wall > 0:
+            run = min(run, float(wall))
+        running.append((t + run, job["res"]))
+        free -= job["res"]
+        last_start, out[i] = t, (t, t + run)
+    return [out[i] for i in order]
+
+
+@pytest.mark.parametrize("name", DELAY_WORKLOADS)
+def test_batsims_delay_workloads_replay_as_a_straightforward_fcfs(name):
+    doc = json.loads((BATSIM_V5 / name).read_text())
+    trace = read_trace(BATSIM_V5 / name)  # (its run times are checked against the file above)
+    order = sorted(range(len(doc["jobs"])), key=lambda i: doc["jobs"][i]["subtime"])
+    runtime = {doc["jobs"][i]["profile"]: float(trace.jobs.runtime[k]) for k, i in enumerate(order)}
+    result = simengine.run({
+        "platform": {"clusters": [{"name": "c", "processors": doc["nb_res"], "scheduler": {"name": "fcfs"}}]},
+        "workload": {"streams": [{"kind": "trace", "name": "b", "target": "c", "path": str(BATSIM_V5 / name)}]},
+        "run": {"enforce_walltime": True}})  # Batsim kills a job at its walltime
+    by_id = {int(j): k for k, j in enumerate(result.jobs["job_id"])}
+    got = [(float(result.jobs["start"][by_id[int(trace.jobs.job_id[k])]]),
+            float(result.jobs["end"][by_id[int(trace.jobs.job_id[k])]])) for k in range(len(order))]
+    assert got == _fcfs_reference(doc["jobs"], runtime, doc["nb_res"])
+    if name == "test_case_study1.json":  # job 3 (the third in submit order) needs 10 s, has a walltime of 6: killed
+        assert got[2][1] - got[2][0] == 6.0
+
+
+def test_batsims_other_profile_types_are_named_when_a_job_needs_one():
+    with pytest.raises(TraceError) as e:
+        read_trace(BATSIM_V5 / "test_various_profile_types.json")
+    assert e.value.field == "jobs[1].profile" and "'ParallelTaskProfile'" in e.value.reason

@@ -264,7 +264,8 @@ def test_a_batsim_workload_uploads_and_replays_like_an_swf_trace(alice):
     refused = client.post(reverse("scenarios:trace_upload"),
                           {"file": SimpleUploadedFile("w", json_module.dumps(bad).encode()), "format": "batsim"})
     assert refused.status_code == 400
-    assert "only 'delay' profiles give a run time" in " ".join(refused.json()["errors"]["file"])
+    assert "only delay profiles (DelayProfile, delay) and sequential compositions" in \
+        " ".join(refused.json()["errors"]["file"])
 
 
 def test_a_replay_of_a_trace_with_users_offers_its_per_user_table(alice, django_user_model, settings, tmp_path):
