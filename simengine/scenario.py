@@ -127,6 +127,12 @@ class Cluster(_Model):
                     "reservation it overruns into: none (default; an overrun into a reservation is killed), "
                     "kill, requeue or suspend, the last two with params {overhead: seconds} "
                     "(PREEMPTION registry, docs/reservations.md)")
+    soft_errors: float = Field(
+        0.0, ge=0, lt=1,
+        description="KOALA streams: the probability that a job component fails when its job starts on this "
+                    "cluster (a soft error: a misconfigured node, a bug of the local resource manager; thesis "
+                    "§3.2.2, §5.2.4). The whole job fails, gives its processors back and returns to its "
+                    "placement queue. 0 (default): none. In [0, 1)")
     victims: PolicyRef = Field(
         default_factory=lambda: PolicyRef(name=DEFAULT_VICTIMS),
         description="Which running jobs a preemption for a waiting job takes, in what order: "
@@ -169,6 +175,8 @@ class Cluster(_Model):
             del data["preemption"]
         if data.get("victims") == {"name": DEFAULT_VICTIMS, "params": {}}:
             del data["victims"]
+        if data.get("soft_errors") == 0.0:
+            del data["soft_errors"]
         return data
 
 

@@ -74,6 +74,9 @@ DOMAINS: dict[str, tuple[float, float]] = {
     "mean_ftt": _NONNEGATIVE, "mean_twt": _NONNEGATIVE, "mean_start_delay": _SIGNED,
     "max_placement_queue": _NONNEGATIVE, "last_arrival": _NONNEGATIVE, "koala_jobs_done": _NONNEGATIVE,
     "koala_jobs_failed": _NONNEGATIVE, "koala_jobs_killed": _NONNEGATIVE, "koala_jobs_measured": _NONNEGATIVE,
+    # ... with soft errors: a job's failures over its starts (failures + 1) is below 1
+    "failure_rate": _UNIT, "failures_per_job": _NONNEGATIVE, "koala_failures": _NONNEGATIVE,
+    "excluded_clusters": _NONNEGATIVE, "soft_errors": _NONNEGATIVE,
     # ... and the KOALA recipe's (simengine.reproductions.koala): the last completion's time after the
     # last arrival; the done jobs' file transfers on their processors over the system
     "drain_time": _NONNEGATIVE, "ftt_utilisation": _UNIT,

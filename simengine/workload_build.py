@@ -117,6 +117,18 @@ def replication_rngs(scenario: Scenario, replication: int) -> list[np.random.Gen
     return [np.random.default_rng(s) for s in child.spawn(len(scenario.workload.streams) + 1)]
 
 
+#: the spawn index of a replication's failure draws: far past any stream's (the site allows 64
+#: streams, limits.py), so a failure model draws apart from the workload, whose draws stay those
+#: of the same scenario without it
+FAILURE_STREAM = 1 << 20
+
+
+def failure_rng(scenario: Scenario, replication: int) -> np.random.Generator:
+    """Replication ``replication``'s generator of failure draws (soft errors): the child
+    (replication, FAILURE_STREAM) of the run's seed."""
+    return np.random.default_rng(np.random.SeedSequence(scenario.run.seed, spawn_key=(replication, FAILURE_STREAM)))
+
+
 def route_jobs(jobs: JobTable, scenario: Scenario, rng: np.random.Generator) -> np.ndarray:
     """Cluster of every job (site allocation for grid jobs); -1 where none can hold it."""
     processors = np.asarray(scenario.platform.processors)

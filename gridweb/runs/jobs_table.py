@@ -38,6 +38,7 @@ JOB_COLUMN_HELP: dict[str, str] = {
     "kills": "times killed", "placement_time": "time spent placing it (s)",
     "placement_tries": "placement tries", "claiming_tries": "claiming tries", "ftt": "file transfer time (s)",
     "jpt": "job placement time (s)", "jct": "job claiming time (s)", "jst": "job start time (s)",
+    "failures": "starts that failed by a soft error (KOALA)",
     "priority": "stream priority", "preemptions": "times preempted",
     "lost_time": "run time lost to kill/requeue (s)", "reservation": "reservation index (−1: a workload job)",
     "workflow": "workflow index", "task": "task index in its workflow", "ready": "time the task became ready (s)",

@@ -23,6 +23,10 @@ arrivals, the background band controller; then every cluster's FCFS local queue.
   when JST - JCT_{n+1} < ``min_gap`` the job goes back to placement with L - ``l_step``
   (floor ``l_floor``); claims use the ICP (Algorithm 2) with threshold T and preemption of
   lower-priority KOALA jobs (newest JST first, back to their placement queue).
+* Soft errors (§3.2.2, §5.2.4; :class:`SoftErrors`): when a job starts, each component fails with
+  its cluster's probability; one failed component fails the whole job, which gives its processors
+  back and returns to its placement queue (its failures counted). KOALA counts each cluster's
+  consecutive soft errors and stops placing on a cluster once they reach ``exclude_after``.
 """
 from __future__ import annotations
 
@@ -40,7 +44,7 @@ from simengine.grid.placement import best_site, place, placement_policy
 from simengine.policy import PolicyError, policy_raised
 from simengine.preemption import PreemptionMode, preemption_mode
 
-__all__ = ["KoalaJob", "KoalaPolicy", "Band", "Files", "KoalaOutcome", "simulate_koala", "PRIORITIES"]
+__all__ = ["KoalaJob", "KoalaPolicy", "Band", "Files", "SoftErrors", "KoalaOutcome", "simulate_koala", "PRIORITIES"]
 
 PRIORITIES = ("super-high", "high", "low", "super-low")
 
@@ -113,6 +117,18 @@ class KoalaPolicy:
     max_claim_tries: int | None = None
     claiming: str = DEFAULT_CLAIMING    # a CLAIMING entry (simengine.grid.claiming)
     claiming_params: dict = field(default_factory=dict)
+    #: a cluster with this many consecutive soft errors is no longer placed on (None: never)
+    exclude_after: int | None = None
+
+
+@dataclass
+class SoftErrors:
+    """Soft errors of job components (thesis §3.2.2: misconfigured nodes, bugs of the local
+    resource manager): ``probability[c]`` that a component fails when its job starts on cluster c;
+    ``rng`` draws one uniform per component of every job start, in component order."""
+
+    probability: np.ndarray
+    rng: np.random.Generator
 
 
 def wrr_sequence(weights) -> list[int]:
@@ -149,6 +165,7 @@ class _K:
     start: float = math.nan
     end: float = math.nan
     pgt: float = 0.0
+    failures: int = 0  # starts that failed by a soft error (the job went back to placement)
 
 
 @dataclass
@@ -177,15 +194,19 @@ class KoalaOutcome:
     starts: list = field(default_factory=list)
     hold_end: list = field(default_factory=list)  # when each hold ended
     #: KOALA jobs that failed at arrival: their placement policy cannot place them even on the idle grid
+    #: (or, once clusters were excluded, on the clusters left)
     unplaceable: list = field(default_factory=list)
+    #: per cluster: its components' soft errors; and (cluster, time) of each cluster KOALA excluded
+    soft_errors: np.ndarray | None = None
+    excluded: list = field(default_factory=list)
 
 
 def simulate_koala(processors, jobs: list[KoalaJob], policy: KoalaPolicy, files: Files | None = None,
                    local: tuple | None = None, band: Band | None = None, horizon: float = math.inf,
-                   warmup: float = 0.0) -> KoalaOutcome:
+                   warmup: float = 0.0, soft_errors: SoftErrors | None = None) -> KoalaOutcome:
     """Simulate KOALA jobs over clusters of ``processors``; ``local`` = (submit, runtime, size,
     cluster) arrays of local jobs. Runs until every KOALA job is done or failed (or ``horizon``)."""
-    run = KoalaRun(processors, jobs, policy, files, local, band, horizon, warmup)
+    run = KoalaRun(processors, jobs, policy, files, local, band, horizon, warmup, soft_errors)
     run.advance(math.inf)
     return run.outcome
 
@@ -215,7 +236,7 @@ class KoalaRun:
         return self.outcome is not None
 
 
-def _koala_steps(processors, jobs, policy, files, local, band, horizon, warmup, *, until, view):
+def _koala_steps(processors, jobs, policy, files, local, band, horizon, warmup, soft=None, *, until, view):
     """The event loop of :func:`simulate_koala`, a generator that pauses (yields) before an
     event at or after ``until[0]`` and returns the KoalaOutcome."""
     P = np.asarray(processors, np.int64)
@@ -253,6 +274,10 @@ def _koala_steps(processors, jobs, policy, files, local, band, horizon, warmup, 
     undecided = [len(K)]
     max_q = [0]
     qtrace: list = []
+    excluded = np.zeros(C, bool)  # clusters KOALA no longer places on (soft errors)
+    consecutive = np.zeros(C, np.int64)  # each cluster's soft errors since its last good component
+    cluster_errors = np.zeros(C, np.int64)
+    excluded_at: list = []
 
     def push(t, kind, payload):
         seq[0] += 1
@@ -350,7 +375,16 @@ def _koala_steps(processors, jobs, policy, files, local, band, horizon, warmup, 
         return True
 
     def koala_avail():
-        return np.maximum(P - loc - held - placed, 0)
+        return np.where(excluded, 0, np.maximum(P - loc - held - placed, 0))
+
+    def usable():
+        """The processors of the clusters KOALA still places on."""
+        return np.where(excluded, 0, P)
+
+    def fail_unplaceable(j):
+        K[j].state = "failed"  # it could never be placed: queued, it would keep the run going forever
+        undecided[0] -= 1
+        unplaceable.append(j)
 
     # ---- claiming: the policy decides (simengine.grid.claiming), the engine keeps the books
     claimer = claiming_policy(policy.claiming, policy.claiming_params, policy)
@@ -374,7 +408,7 @@ def _koala_steps(processors, jobs, policy, files, local, band, horizon, warmup, 
 
     def where(j, comp) -> Placement | None:
         k, s = K[j], comp.size
-        av = P - loc - held - placed
+        av = np.where(excluded, 0, P - loc - held - placed)
         av[comp.cluster] += s  # its own placement given up first
         one = KoalaJob(k.job.submit, k.job.runtime, [s], None, k.prio, False, k.job.file_size, k.job.file_sites)
         got = place(one, np.maximum(av, 0), placer, files)
@@ -420,8 +454,9 @@ def _koala_steps(processors, jobs, policy, files, local, band, horizon, warmup, 
             undecided[0] -= 1
         return freed
 
-    engine = SimpleNamespace(idle=lambda: P - loc - held, available=lambda: P - loc - held - placed, holders=holders,
-                             where=where, move=move, claim=claim_component, holds=holds, preempt=preempt)
+    engine = SimpleNamespace(idle=lambda: P - loc - held, available=lambda: np.where(excluded, 0, P - loc - held - placed),
+                             holders=holders, where=where, move=move, claim=claim_component, holds=holds,
+                             preempt=preempt)
 
     def first_try(j, t) -> float:
         k = K[j]
@@ -481,8 +516,39 @@ def _koala_steps(processors, jobs, policy, files, local, band, horizon, warmup, 
 
     def begin(j, t):
         k = K[j]
+        if soft is not None and soft_error(k, t):
+            k.failures += 1
+            abort(j, t, kill=True)
+            enqueue(j, t)  # back to its placement queue, as KOALA's runners restart a failed job
+            return
         k.state, k.start = "running", t
         push(t + k.job.runtime + k.extra_run, _END, ("K", j, k.epoch))
+
+    def soft_error(k, t) -> bool:
+        """Draw the soft errors of a starting job's components (one draw each); count each
+        cluster's consecutive errors and exclude a cluster at ``exclude_after``. True if any failed."""
+        failed = False
+        for cp in k.comps:
+            c = cp[1]
+            if soft.rng.random() < soft.probability[c]:
+                failed = True
+                cluster_errors[c] += 1
+                consecutive[c] += 1
+                if policy.exclude_after is not None and consecutive[c] >= policy.exclude_after and not excluded[c]:
+                    exclude(c, t)
+            else:
+                consecutive[c] = 0
+        return failed
+
+    def exclude(c, t):
+        excluded[c] = True
+        excluded_at.append((c, t))
+        room = usable()
+        for q in pq:  # a queued job the clusters left can never hold fails now (else the run never ends)
+            gone = [j for j in q if place(K[j].job, room, probe, files) is None]
+            for j in gone:
+                q.remove(j)
+                fail_unplaceable(j)
 
     def finish_koala(j, t):
         k = K[j]
@@ -603,10 +669,8 @@ def _koala_steps(processors, jobs, policy, files, local, band, horizon, warmup, 
             if undecided[0] > 0:
                 push(t + policy.scan_interval, _SCAN, None)
         elif kind == _ARRIVE:
-            if place(K[payload].job, P, probe, files) is None:
-                K[payload].state = "failed"  # it could never be placed: queued, it would keep the run going forever
-                undecided[0] -= 1
-                unplaceable.append(payload)
+            if place(K[payload].job, usable(), probe, files) is None:
+                fail_unplaceable(payload)
             else:
                 enqueue(payload, t)
         elif kind == _LOCAL:
@@ -643,4 +707,5 @@ def _koala_steps(processors, jobs, policy, files, local, band, horizon, warmup, 
     arr = np.asarray
     return KoalaOutcome(K, arr(l_sub, float), arr(l_start, float), arr(l_end, float), arr(l_size, np.int64),
                         arr(l_cl, np.int64), arr(l_rt, float), arr(l_state, np.int8), arr(l_bg, bool),
-                        holdings, transfers, busy, t_end, max_q[0], qtrace, starts, hold_end, unplaceable)
+                        holdings, transfers, busy, t_end, max_q[0], qtrace, starts, hold_end, unplaceable,
+                        cluster_errors if soft is not None else None, excluded_at)

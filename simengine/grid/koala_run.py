@@ -22,7 +22,7 @@ from simengine.distributions import processor_counts
 from simengine.gantt import (EVENT_END, EVENT_START, EVENT_ZERO, KIND_CLAIMED, KIND_KILLED, KIND_RUN, KIND_TRANSFER,
                              SEGMENT_COLUMNS, ProcessorAssigner, ordered_segments)
 from simengine.generate import generate_stream
-from simengine.grid.koala import Band, Files, KoalaJob, KoalaOutcome, KoalaPolicy, KoalaRun
+from simengine.grid.koala import Band, Files, KoalaJob, KoalaOutcome, KoalaPolicy, KoalaRun, SoftErrors
 from simengine.grid.schema import KOALA_PRIORITIES, KoalaJobs, bandwidth, file_sites, is_koala
 from simengine.preemption import preemption_mode
 from simengine.driver import Model, Replication
@@ -31,7 +31,7 @@ import simengine.results as results
 from simengine.results import (BOUNDED_SLOWDOWN_TAU, SERIES_POINTS, active_sum, order_job_rows, percentile_linear,
                                queue_series)
 from simengine.workload import STATUS_COMPLETED, STATUS_FAILED, STATUS_KILLED, STATUS_UNFINISHED
-from simengine.workload_build import load_trace_stream, replication_rngs
+from simengine.workload_build import failure_rng, load_trace_stream, replication_rngs
 from simengine.results import JOB_DTYPES
 
 __all__ = ["KoalaWorkload", "build_koala_workload", "koala_policy", "koala_files", "simulate_koala_replication",
@@ -51,6 +51,7 @@ class KoalaWorkload:
     local_id: np.ndarray
     band: Band | None
     notes: list[str]
+    soft_errors: SoftErrors | None = None  # with a cluster's soft_errors > 0
 
 
 def koala_policy(scenario) -> KoalaPolicy:
@@ -63,7 +64,7 @@ def koala_policy(scenario) -> KoalaPolicy:
                        promote_after=d["promote_after"], max_place_tries=d["max_place_tries"], L=d["L"],
                        l_step=d["l_step"], l_floor=d["l_floor"], min_gap=d["min_gap"], T=d["threshold"],
                        preemption=preemption_mode(d["preemption"]), max_claim_tries=d["max_claim_tries"],
-                       **_claiming(g))
+                       exclude_after=d.get("exclude_after"), **_claiming(g))
 
 
 def _claiming(grid) -> dict:
@@ -199,8 +200,10 @@ def build_koala_workload(scenario, replication: int) -> KoalaWorkload:
         local = (np.zeros(0), np.zeros(0), np.zeros(0, np.int64), np.zeros(0, np.int64))
         lstream, lid = np.zeros(0, np.int32), np.zeros(0, np.int64)
     order = sorted(range(len(jobs)), key=lambda k: jobs[k].submit)
+    p_soft = np.array([c.soft_errors for c in platform.clusters], float)
+    soft = SoftErrors(p_soft, failure_rng(scenario, replication)) if p_soft.any() else None
     return KoalaWorkload(procs, [jobs[k] for k in order], np.array([jstream[k] for k in order], np.int32),
-                         np.array([jid[k] for k in order], np.int64), local, lstream, lid, band, notes)
+                         np.array([jid[k] for k in order], np.int64), local, lstream, lid, band, notes, soft)
 
 
 def _simulate(scenario, w: KoalaWorkload, live: LiveGantt | None = None) -> KoalaOutcome:
@@ -208,7 +211,7 @@ def _simulate(scenario, w: KoalaWorkload, live: LiveGantt | None = None) -> Koal
     horizon = scenario.run.stop.horizon
     horizon = math.inf if horizon is None else float(horizon)
     run = KoalaRun(w.processors, w.jobs, koala_policy(scenario), koala_files(scenario.platform), w.local, w.band,
-                   horizon, scenario.run.warmup.time)
+                   horizon, scenario.run.warmup.time, w.soft_errors)
     if live is not None:
         _feed_live(live, run, w, horizon)
     run.advance(math.inf)
@@ -351,6 +354,14 @@ def koala_metrics(scenario, w: KoalaWorkload, o: KoalaOutcome) -> dict[str, floa
     spread = [len({c[1] for c in k.comps}) / len(k.comps) for k in done]
     m["mean_job_spread"] = mean(spread)
     m["coallocated_fraction"] = mean([len({c[1] for c in k.comps}) > 1 for k in done])
+    if o.soft_errors is not None:  # soft errors modelled (a cluster's soft_errors > 0)
+        # the thesis's failure rate of a job (§5.2.4): its failures over its starts (successful placements)
+        m["failure_rate"] = mean([k.failures / (k.failures + 1) for k in done])
+        m["failures_per_job"] = mean([k.failures for k in done])
+        m["koala_failures"] = float(sum(k.failures for k in meas))
+        m["excluded_clusters"] = float(len(o.excluded))
+        for c, spec in enumerate(scenario.platform.clusters):
+            m[f"soft_errors.{spec.name}"] = float(o.soft_errors[c])
     m["preemptions"] = float(sum(k.preempted for k in meas))
     m["max_placement_queue"] = float(o.max_queue)
     m["makespan"] = float(o.t_end)
@@ -379,6 +390,7 @@ def _rows(scenario, w: KoalaWorkload, o: KoalaOutcome, replication: int):
     extra = {"placement_time": np.full(n, np.nan), "placement_tries": np.zeros(n, np.int32),
              "claiming_tries": np.zeros(n, np.int32), "ftt": np.full(n, np.nan), "jpt": np.full(n, np.nan),
              "jct": np.full(n, np.nan), "jst": np.full(n, np.nan),
+             **({"failures": np.zeros(n, np.int32)} if o.soft_errors is not None else {}),  # (soft errors modelled)
              "measured": np.zeros(n, bool)}  # the job metrics are KOALA jobs' (koala_metrics)
     g: dict[str, list] = {k: [] for k in list(cols) + list(extra)}
     owner = []  # (job, component) per KOALA row
@@ -404,6 +416,8 @@ def _rows(scenario, w: KoalaWorkload, o: KoalaOutcome, replication: int):
             g["jpt"].append(k.jpt)
             g["jct"].append(k.jct)
             g["jst"].append(k.jst)
+            if "failures" in g:
+                g["failures"].append(k.failures)
             # one row per measured KOALA job (its first component), so counts are jobs
             g["measured"].append(ci == 0 and k.state == "done" and k.job.submit >= t_w)
             owner.append((j, ci))

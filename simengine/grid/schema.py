@@ -342,14 +342,19 @@ class KoalaParams(BaseModel):
     l_step: float = Field(0.25, ge=0, le=1, description="L decreases by this when the job goes back to placement")
     l_floor: float = Field(0.0, ge=0, le=1, description="lower bound of L")
     min_gap: float = Field(1.0, gt=0, description="back to placement when JST - JCT_{n+1} is below this (s)")
-    threshold: float = Field(1.0, gt=0, le=1, description="ICP threshold T: claim when at least this fraction of "
-                                                          "the components can be started; 1 = all or nothing")
+    threshold: float = Field(1.0, ge=0, le=1, description="ICP threshold T: claim when at least this fraction of "
+                                                          "the components can be started; 1 = all or nothing, "
+                                                          "0 = whatever can be claimed at each try (thesis §5.2)")
     preemption: KoalaPreemption = Field(
         KoalaPreemption(), description="what the ICP does to lower-priority KOALA jobs holding the processors it "
                                        "needs (newest JST first): a preemption policy of simengine.preemption; "
                                        "requeue sends them back to their placement queue")
     max_claim_tries: int | None = Field(None, ge=1, description="the job fails after this many claiming tries; "
                                                                 "null: never")
+    exclude_after: int | None = Field(None, ge=1, description="KOALA no longer places on a cluster once this many "
+                                                              "of its job components in a row had a soft error "
+                                                              "(platform.clusters[].soft_errors; thesis §3.2.2); "
+                                                              "null: never")
 
 
 @DEADLINE_POLICY.register(
@@ -534,9 +539,12 @@ def grid_problems(s: Any, check_policy) -> list[tuple[tuple, str]]:
     """
     if is_koala(s):
         return koala_problems(s, check_policy)
+    found: list[tuple[tuple, str]] = [
+        (("platform", "clusters", k, "soft_errors"), "soft errors are simulated for KOALA jobs only (a stream of "
+                                                      "kind koala); give 0 or leave it out")
+        for k, c in enumerate(s.platform.clusters) if c.soft_errors > 0]
     if not is_coallocation(s):
-        return []
-    found: list[tuple[tuple, str]] = []
+        return found
     clusters = s.platform.clusters
     C = len(clusters)
     largest = max(c.processors for c in clusters)

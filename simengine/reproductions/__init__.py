@@ -26,6 +26,7 @@ RECIPES: dict[str, str] = {
     "ballier": "simengine.reproductions.ballier",
     "koala-w30": "simengine.reproductions.koala_w30",
     "koala-w50": "simengine.reproductions.koala_w50",
+    "koala-unreliable": "simengine.reproductions.koala_unreliable",
     "cao": "simengine.reproductions.cao",
 }
 

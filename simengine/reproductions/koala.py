@@ -318,7 +318,7 @@ def _write_csv(fig: dict, path: Path) -> None:
 _COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b")
 
 
-def _write_html(fig: dict, path: Path) -> None:
+def _write_html(fig: dict, path: Path, labels: dict[str, str] | None = None) -> None:
     # (bokeh takes ~0.5 s to import: only when the figures are drawn)
     from bokeh.embed import file_html
     from bokeh.layouts import column
@@ -330,7 +330,7 @@ def _write_html(fig: dict, path: Path) -> None:
     panels = []
     xs = list(dict.fromkeys(r[0] for r in fig["rows"]))
     for metric in dict.fromkeys(r[2] for r in fig["rows"]):
-        title = LABEL.get(metric, metric) + (" (%)" if pct > 1 else "")
+        title = (labels or LABEL).get(metric, metric) + (" (%)" if pct > 1 else "")
         p = figure(title=f"{fig['title']}: {title}", x_range=xs, width=900, height=360, x_axis_label=fig["x"],
                    y_axis_label=title, tools="pan,wheel_zoom,box_zoom,hover,save,reset")
         for k, series in enumerate(dict.fromkeys(r[1] for r in fig["rows"] if r[2] == metric)):

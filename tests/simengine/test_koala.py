@@ -291,7 +291,10 @@ def test_bad_inputs_name_their_field():
     assert "larger than every cluster" in problems(d)["workload.streams.0.size"]
     for L in (-0.1, 1.5):
         assert "grid.deadline_policy.params.L" in problems(_koala_scenario(L=L))
-    assert "grid.deadline_policy.params.threshold" in problems(_koala_scenario(threshold=0))
+    for T in (-0.1, 1.5):
+        assert "grid.deadline_policy.params.threshold" in problems(_koala_scenario(threshold=T))
+    # T = 0 claims whatever can be claimed at each try (thesis §5.2)
+    assert load_scenario(_koala_scenario(threshold=0)).grid.deadline_policy.params["threshold"] == 0
     assert "N_l" in problems(_koala_scenario(weights={"N_h": 1, "N_l": 2}))["grid.deadline_policy.params.weights.N_h"]
     bad = problems(_koala_scenario(preemption={"name": "suspend"}))
     assert "'none', 'kill' or 'requeue'" in bad["grid.deadline_policy.params.preemption.name"]

@@ -241,9 +241,15 @@ def test_bad_run_requests_give_field_paths_and_create_nothing(alice):
     client = token_client(alice)
     bad = two_cluster_spec()
     bad["workload"]["streams"][1]["target"] = "nowhere"
+    soft = two_cluster_spec()  # soft errors are KOALA's (docs/grid.md), and a probability below 1
+    soft["platform"]["clusters"][0]["soft_errors"] = 0.1
+    certain = two_cluster_spec()
+    certain["platform"]["clusters"][1]["soft_errors"] = 1.5
 
     cases = [
         ({"spec": bad}, "spec.workload.streams.1.target"),
+        ({"spec": soft}, "spec.platform.clusters.0.soft_errors"),
+        ({"spec": certain}, "spec.platform.clusters.1.soft_errors"),
         ({"spec": two_cluster_spec(), "scenario": 1}, "spec"),
         ({}, "spec"),
         ({"scenario": 424242}, "scenario"),

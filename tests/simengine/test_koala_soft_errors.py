@@ -1,0 +1,140 @@
+"""KOALA's soft errors (thesis §3.2.2, §5.2.4; docs/grid.md): a component fails at its job's start
+with its cluster's probability, the whole job goes back to its placement queue, and KOALA stops
+placing on a cluster after ``exclude_after`` consecutive soft errors there."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from simengine.errors import ScenarioError
+from simengine.grid.koala import KoalaJob, KoalaPolicy, SoftErrors, simulate_koala
+from simengine.grid.koala_run import simulate_koala_replication
+from simengine.results import Metric
+from simengine.scenario import load_scenario
+
+
+def test_failures_follow_a_straightforward_reference_draw_by_draw():
+    # jobs far apart on an idle grid, no files: each job starts at its first scan and, after a
+    # failure, at the next; the reference draws one uniform per component of each start in order
+    q = np.array([0.3, 0.5])
+    jobs = [KoalaJob(10_000.0 * i + 1.0, 50.0, [4] * c) for i, c in enumerate([1, 2, 3, 4, 2, 1, 3, 4] * 5)]
+    out = simulate_koala([8, 8], jobs, KoalaPolicy(placement="worst-fit"),
+                         soft_errors=SoftErrors(q, np.random.default_rng(7)))
+    rng = np.random.default_rng(7)
+    expected, per_cluster = [], np.zeros(2, np.int64)
+    for k in out.jobs:
+        failures = 0
+        while True:  # the components of a start, in order; the clusters are those of the final placement
+            clusters = [cp[1] for cp in k.comps]
+            bad = [c for c in clusters if rng.random() < q[c]]
+            per_cluster += np.bincount(bad, minlength=2)
+            if not bad:
+                break
+            failures += 1
+        expected.append(failures)
+    assert [k.failures for k in out.jobs] == expected
+    assert sum(expected) > 10  # the test exercises failures
+    assert all(k.state == "done" for k in out.jobs)
+    assert out.soft_errors.tolist() == per_cluster.tolist()
+    # a failed start gives the processors back at once and the job starts again at a later scan
+    for k in out.jobs:
+        assert k.start >= k.job.submit + 60.0 * k.failures
+
+
+def _grid_scenario(q: float, components: int, **params) -> dict:
+    return {
+        "platform": {"clusters": [{"name": "a", "processors": 64, "soft_errors": q},
+                                  {"name": "b", "processors": 64, "soft_errors": q}]},
+        "workload": {"streams": [{"kind": "koala", "name": "k", "count": 100, "arrival": {"rate": 0.002},
+                                  "shapes": [{"components": components, "size": 4, "runtime": 60.0}]}]},
+        "grid": {"placement": {"name": "worst-fit"}, "deadline_policy": {"name": "koala", "params": params}},
+        "run": {"seed": 11, "replications": 1},
+    }
+
+
+@pytest.mark.parametrize("components", [1, 3])
+def test_failures_per_job_match_the_geometric_law(components):
+    # an uncontended grid: each start fails with p = 1 - (1 - q)^c, so a job's failures are
+    # geometric: E[F] = p / (1 - p); the thesis's failure rate F / (F + 1) has mean
+    # 1 - (1 - p) / p * (-ln(1 - p))
+    q = 0.2
+    s = load_scenario(_grid_scenario(q, components))
+    per_job, rate = [], []
+    for r in range(20):
+        m = simulate_koala_replication(s, r, False, False).metrics
+        per_job.append(m["failures_per_job"])
+        rate.append(m["failure_rate"])
+    p = 1.0 - (1.0 - q) ** components
+    f, fr = Metric.from_values("failures_per_job", per_job), Metric.from_values("failure_rate", rate)
+    assert f.ci_low <= p / (1.0 - p) <= f.ci_high, (f.mean, p / (1.0 - p))
+    theory = 1.0 - (1.0 - p) / p * -math.log(1.0 - p)
+    assert fr.ci_low <= theory <= fr.ci_high, (fr.mean, theory)
+
+
+def test_a_cluster_with_consecutive_soft_errors_is_excluded():
+    d = _grid_scenario(0.0, 1, exclude_after=3)
+    d["platform"]["clusters"][0]["soft_errors"] = 0.9
+    s = load_scenario(d)
+    out = simulate_koala_replication(s, 0, True, False)
+    o = out.outcome
+    assert [c for c, _ in o.excluded] == [0] and out.metrics["excluded_clusters"] == 1.0
+    t_out = o.excluded[0][1]
+    assert o.soft_errors[0] >= 3 and o.soft_errors[1] == 0
+    # placed after the exclusion: never on cluster a; every job still runs
+    later = [k for k in o.jobs if k.jpt > t_out]
+    assert later and all(cp[1] == 1 for k in later for cp in k.comps)
+    assert all(k.state == "done" for k in o.jobs)
+    assert out.jobs["failures"].sum() == sum(k.failures for k in o.jobs) > 0
+
+
+def test_a_fixed_job_on_an_excluded_cluster_fails_instead_of_waiting_for_ever():
+    jobs = [KoalaJob(1.0, 50.0, [4]), KoalaJob(2.0, 50.0, [4]), KoalaJob(5_000.0, 50.0, [4], [0])]
+    out = simulate_koala([8, 8], jobs, KoalaPolicy(placement="worst-fit", exclude_after=1),
+                         soft_errors=SoftErrors(np.array([1.0 - 1e-12, 0.0]), np.random.default_rng(1)))
+    assert [c for c, _ in out.excluded] == [0]
+    assert out.jobs[2].state == "failed" and 2 in out.unplaceable
+    assert out.jobs[0].state == out.jobs[1].state == "done"
+
+
+def test_soft_errors_draw_apart_from_the_workload():
+    # the failure draws come from their own generator: the jobs are those of the run without them
+    with_soft = simulate_koala_replication(load_scenario(_grid_scenario(0.3, 2)), 0, False, False).outcome
+    without = simulate_koala_replication(load_scenario(_grid_scenario(0.0, 2)), 0, False, False).outcome
+    assert [k.job.submit for k in with_soft.jobs] == [k.job.submit for k in without.jobs]
+    assert sum(k.failures for k in with_soft.jobs) > 0 and without.soft_errors is None
+    # left at 0, the field is not written: older scenarios keep their hash
+    assert "soft_errors" not in load_scenario(_grid_scenario(0.0, 2)).platform.clusters[0].model_dump()
+
+
+def _problems(data) -> dict[str, str]:
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(data)
+    return {e.path: e.message for e in info.value.errors}
+
+
+def test_bad_soft_errors_name_their_field():
+    d = _grid_scenario(1.0, 1)
+    assert "less than 1" in _problems(d)["platform.clusters.0.soft_errors"]
+    d = _grid_scenario(0.1, 1, exclude_after=0)
+    assert "greater than or equal to 1" in _problems(d)["grid.deadline_policy.params.exclude_after"]
+    plain = {"platform": {"clusters": [{"name": "a", "processors": 4, "soft_errors": 0.1}]},
+             "workload": {"streams": [{"kind": "synthetic", "name": "s", "target": "a", "count": 10, "arrival": {"rate": 0.1},
+                                       "size": {"kind": "constant", "value": 1},
+                                       "runtime": {"kind": "constant", "value": 5}}]}}
+    assert "KOALA jobs only" in _problems(plain)["platform.clusters.0.soft_errors"]
+
+
+def test_the_example_is_the_reproductions_scenario():
+    # examples/koala-unreliable.yaml is what `reproduce koala-unreliable` runs (its replications aside)
+    import yaml
+
+    from simengine.reproductions.koala_unreliable import scenario
+    from tests.conftest import ROOT
+
+    example = yaml.safe_load((ROOT / "examples" / "koala-unreliable.yaml").read_text())
+    mine = scenario()
+    for d in (example, mine):
+        d.pop("name"), d.pop("description", None), d.pop("run")
+    assert load_scenario(example).model_dump() == load_scenario(mine).model_dump()
