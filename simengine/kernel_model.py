@@ -223,7 +223,7 @@ def _stateful_one(scenario: Scenario, r: int, counts: list[int] | None, live: Li
     killed = np.zeros(n, bool)
     if scenario.run.enforce_walltime:
         killed = work > jobs.estimate
-        work = np.minimum(work, jobs.estimate)
+        work = np.fmin(work, jobs.estimate)  # (no estimate: runs to its end)
     site = np.full(n, -1, np.int64)
     proc = np.full(n, -1, np.int64)
     dispatch = np.full(n, np.nan)

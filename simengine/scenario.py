@@ -417,14 +417,20 @@ class TraceStream(_Model):
     priority: int = Field(
         0, description="Queue priority of this stream's jobs on their cluster: higher goes first (then "
                        "submit order); see docs/reservations.md")
+    skip_untimed: bool = Field(
+        False, description="Batsim workloads: leave out the jobs whose profile gives no run time (types Batsim "
+                           "times on its platform model, e.g. ParallelTaskProfile), and say how many, instead of "
+                           "refusing the workload")
 
     _resolved: str | None = PrivateAttr(None)
 
     @model_serializer(mode="wrap")
     def _leave_out_default_priority(self, handler):
-        data = handler(self)  # the default is left out, so older scenarios keep their hash
+        data = handler(self)  # the defaults are left out, so older scenarios keep their hash
         if data.get("priority") == 0:
             del data["priority"]
+        if data.get("skip_untimed") is False:
+            del data["skip_untimed"]
         return data
 
     @model_validator(mode="after")
@@ -451,6 +457,9 @@ class TraceStream(_Model):
                 )
         if self.target_load is not None and self.time_scale != 1.0:
             found.append((("time_scale",), "give time_scale or target_load, not both"))
+        if self.skip_untimed and self.format not in (None, "batsim"):
+            found.append((("skip_untimed",), f"applies to Batsim workloads only; this trace is {self.format.upper()}, "
+                                             "whose every job has a run time"))
         if found:
             raise _problems(found)
         return self

@@ -26,8 +26,9 @@ DRAW_MARGIN = 1.2
 
 
 @lru_cache(maxsize=8)
-def _cached_trace(path: str, fmt: str | None, site_map: tuple | None, limit: int | None):
-    return read_trace(path, format=fmt, site_map=dict(site_map) if site_map else None, limit=limit)
+def _cached_trace(path: str, fmt: str | None, site_map: tuple | None, limit: int | None, skip_untimed: bool = False):
+    return read_trace(path, format=fmt, site_map=dict(site_map) if site_map else None, limit=limit,
+                      skip_untimed=skip_untimed)
 
 
 def load_trace_stream(stream: TraceStream, scenario: Scenario, index: int,
@@ -39,12 +40,14 @@ def load_trace_stream(stream: TraceStream, scenario: Scenario, index: int,
     site_map = None
     if stream.site_map:
         site_map = tuple(sorted((site, platform.cluster_index(c)) for site, c in stream.site_map.items()))
-    trace = _cached_trace(stream.resolved_path, stream.format, site_map, stream.limit)
+    trace = _cached_trace(stream.resolved_path, stream.format, site_map, stream.limit, stream.skip_untimed)
     jobs = trace.jobs.take(np.arange(len(trace.jobs)))
     jobs.stream[:] = index
     notes = []
     if trace.skipped:
-        notes.append(f"{stream.name}: {trace.skipped} jobs skipped (no processor count)")
+        why = ("their profiles give no run time: Batsim times them on its platform model" if trace.format == "batsim"
+               else "no processor count")
+        notes.append(f"{stream.name}: {trace.skipped} jobs skipped ({why})")
     if stream.target != GRID_TARGET:
         jobs.cluster[:] = platform.cluster_index(stream.target)
     elif not stream.site_map:
@@ -185,9 +188,9 @@ def prepare_jobs(scenario: Scenario, replication: int, counts: list[int] | None)
         runtime = runtime / speed
         estimate = estimate / speed
     killed = np.zeros(len(jobs), bool)
-    if scenario.run.enforce_walltime:
+    if scenario.run.enforce_walltime:  # (a job without an estimate runs to its end: fmin skips NaN)
         killed = runtime > estimate
-        runtime = np.minimum(runtime, estimate)
+        runtime = np.fmin(runtime, estimate)
     return jobs, cluster, runtime, estimate, killed, notes
 
 

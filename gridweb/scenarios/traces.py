@@ -115,8 +115,13 @@ def inspect_trace(content: bytes, fmt: str, original_name: str) -> dict[str, Any
     with tempfile.TemporaryDirectory(prefix="gridweb-upload-") as tmp:
         path = Path(tmp) / safe_file_name(original_name, fmt)
         path.write_bytes(content)
+        caps = ReadCaps(**settings.GRIDWEB_TRACE_CAPS)
         try:
-            trace = read_trace(path, format=fmt, caps=ReadCaps(**settings.GRIDWEB_TRACE_CAPS))
+            # a Batsim workload is kept with jobs Batsim times on its platform (a stream replays it with
+            # skip_untimed, which counts them: metadata "skipped"), unless none of its jobs has a run time
+            trace = read_trace(path, format=fmt, caps=caps, skip_untimed=fmt == "batsim")
+            if fmt == "batsim" and len(trace.jobs) == 0 and trace.skipped:
+                read_trace(path, format=fmt, caps=caps)  # (raises: the first job's profile, named)
         except TraceError as exc:
             raise TraceInvalid({"file": [_trace_error_message(exc, original_name)]}) from exc
         except (OSError, EOFError, ValueError, zlib.error) as exc:

@@ -67,6 +67,7 @@ def read_trace(
     site_map: Mapping[str, int] | None = None,
     limit: int | None = None,
     caps: ReadCaps = NO_CAPS,
+    skip_untimed: bool = False,
 ) -> Trace:
     """Read a workload trace in SWF, GWF or Batsim's JSON.
 
@@ -82,6 +83,9 @@ def read_trace(
         Keep only the first ``limit`` jobs.
     caps : ReadCaps, optional
         Bounds on the file, for untrusted files (none by default).
+    skip_untimed : bool, optional
+        Batsim only: leave out the jobs whose profile gives no run time (counted in
+        ``Trace.skipped``) instead of refusing the file.
 
     Returns
     -------
@@ -93,6 +97,9 @@ def read_trace(
         Unknown format or suffix, ``site_map`` given for an SWF trace, or malformed content.
     """
     fmt = format_of(path) if format is None else format.lower()
+    if skip_untimed and fmt != "batsim":
+        raise TraceError(os.fspath(path), None, None, "skip_untimed applies to Batsim workloads only: every SWF "
+                                                      "and GWF job has a run time")
     if fmt == "swf":
         if site_map is not None:
             # SWF has no site column; silently ignoring the map would hide a scenario mistake.
@@ -103,5 +110,5 @@ def read_trace(
     if fmt == "batsim":
         if site_map is not None:
             raise TraceError(os.fspath(path), None, None, "a site map applies to GWF traces only, not Batsim workloads")
-        return read_batsim(path, limit=limit, caps=caps)
+        return read_batsim(path, limit=limit, caps=caps, skip_untimed=skip_untimed)
     raise TraceError(os.fspath(path), None, None, f"unknown trace format {format!r}: expected 'swf', 'gwf' or 'batsim'")

@@ -36,7 +36,7 @@ import numpy as np
 
 from ..errors import TraceError
 from ..workload import JobTable
-from .swf import MAX_PROCESSORS, NO_CAPS, ReadCaps, Trace, _Columns, _open_binary
+from .swf import MAX_PROCESSORS, MAX_SKIPPED_LINES, NO_CAPS, ReadCaps, Trace, _Columns, _open_binary
 
 SHAPE = "a Batsim workload is an object with 'jobs' (a list) and 'profiles' (an object)"
 _CHUNK = 1 << 16
@@ -492,10 +492,14 @@ def _open(name: str) -> IO[bytes]:
         raise TraceError(name, None, None, f"cannot open: {exc.strerror or exc}") from None
 
 
-def read_batsim(path: str | os.PathLike[str], limit: int | None = None, caps: ReadCaps = NO_CAPS) -> Trace:
+def read_batsim(path: str | os.PathLike[str], limit: int | None = None, caps: ReadCaps = NO_CAPS,
+                skip_untimed: bool = False) -> Trace:
     """Read a Batsim workload (plain or gzipped JSON). Raises TraceError naming the job and field.
 
     ``limit`` keeps the first jobs only (the others are still read, and counted against ``caps.jobs``).
+    ``skip_untimed`` leaves out the jobs whose profile gives no run time (Batsim times them on its
+    platform model) instead of refusing the file: ``Trace.skipped`` counts them and
+    ``skipped_lines`` holds the indices in ``jobs`` of the first of them.
     """
     name = os.fspath(path)
     if limit is not None and limit < 0:
@@ -530,18 +534,22 @@ def read_batsim(path: str | os.PathLike[str], limit: int | None = None, caps: Re
     given.clear()
     del delays[:], resolved
     bad = np.flatnonzero(np.isnan(runtime))
-    if len(bad):
+    if len(bad) and not skip_untimed:
         raise _explain(name, caps, int(bad[0]), wanted[bad[0]:bad[0] + 1].tobytes(), sequences.why)
     del wanted
     n = len(runtime)
     submit = jobs.take("submit", np.float64)
     order = np.argsort(submit, kind="stable")
+    if len(bad):  # skip_untimed: the jobs without a run time are left out
+        order = order[~np.isnan(runtime[order])]
     # (one column at a time, each dropped once sorted: the peak stays near one copy of the jobs)
     ids = (jobs.take("job_id", np.int64) if jobs.numeric else np.arange(1, n + 1, dtype=np.int64))[order]
+    kept = len(order)
     table = JobTable(ids, submit[order], runtime[order], jobs.take("estimate", np.float64)[order],
-                     jobs.take("processors", np.int64)[order], np.full(n, -1, np.int32), np.zeros(n, np.int32))
+                     jobs.take("processors", np.int64)[order], np.full(kept, -1, np.int32), np.zeros(kept, np.int32))
     header = {"MaxProcs": str(int(nb_res))} if isinstance(nb_res, int) and not isinstance(nb_res, bool) else {}
-    return Trace(table, name, "batsim", header, [], int(nb_res) if header else None, 0, [])
+    return Trace(table, name, "batsim", header, [], int(nb_res) if header else None, len(bad),
+                 bad[:MAX_SKIPPED_LINES].tolist())
 
 
 def _runtimes(wanted: np.ndarray, given: np.ndarray, delays: np.ndarray) -> np.ndarray:

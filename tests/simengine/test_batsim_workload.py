@@ -197,3 +197,37 @@ def test_batsims_other_profile_types_are_named_when_a_job_needs_one():
     with pytest.raises(TraceError) as e:
         read_trace(BATSIM_V5 / "test_various_profile_types.json")
     assert e.value.field == "jobs[1].profile" and "'ParallelTaskProfile'" in e.value.reason
+
+
+def test_jobs_batsim_times_on_its_platform_can_be_skipped_and_counted():
+    # test_walltime.json: 22 delay jobs and 22 of a parallel-task type (no run time without a platform model)
+    path = BATSIM_V5 / "test_walltime.json"
+    doc = json.loads(path.read_text())
+    with pytest.raises(TraceError) as e:
+        read_trace(path)
+    assert e.value.field == "jobs[22].profile"
+    trace = read_trace(path, skip_untimed=True)
+    timed = [i for i, j in enumerate(doc["jobs"]) if doc["profiles"][j["profile"]]["type"] == "DelayProfile"]
+    assert len(trace.jobs) == len(timed) == 22 and trace.skipped == 22
+    assert trace.skipped_lines == [i for i in range(len(doc["jobs"])) if i not in timed]
+    spec = {"platform": {"clusters": [{"name": "c", "processors": doc["nb_res"], "scheduler": {"name": "fcfs"}}]},
+            "workload": {"streams": [{"kind": "trace", "name": "b", "target": "c", "path": str(path),
+                                      "skip_untimed": True}]},
+            "run": {"enforce_walltime": True}}
+    result = simengine.run(spec)
+    assert any("b: 22 jobs skipped (their profiles give no run time" in n for n in result.notes)
+    # the delay jobs kept replay as the straightforward FCFS of those jobs alone
+    kept = [doc["jobs"][i] for i in timed]
+    runtime = {j["profile"]: float(doc["profiles"][j["profile"]]["delay"]) for j in kept}
+    order = sorted(range(len(result.jobs["start"])), key=lambda k: (result.jobs["submit"][k], result.jobs["job_id"][k]))
+    got = [(float(result.jobs["start"][k]), float(result.jobs["end"][k])) for k in order]
+    assert got == _fcfs_reference(kept, runtime, doc["nb_res"])
+    # SWF and GWF jobs all have a run time: the option is refused there, naming it
+    from simengine.errors import ScenarioError
+    swf = ROOT / "tests" / "data" / "conformance"
+    one = next(iter(sorted(swf.rglob("*.swf"))), None)
+    if one is not None:
+        spec["workload"]["streams"][0]["path"] = str(one)
+        with pytest.raises(ScenarioError) as bad:
+            simengine.load_scenario(spec)
+        assert any(err.path == "workload.streams.0.skip_untimed" for err in bad.value.errors)

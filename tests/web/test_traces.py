@@ -266,6 +266,18 @@ def test_a_batsim_workload_uploads_and_replays_like_an_swf_trace(alice):
     assert refused.status_code == 400
     assert "only delay profiles (DelayProfile, delay) and sequential compositions" in \
         " ".join(refused.json()["errors"]["file"])
+    # Batsim v5's own example mixing delay jobs with parallel-task ones (Batsim times those on its
+    # platform): stored with its 22 delay jobs, the 22 others counted; a stream replays it with skip_untimed
+    from tests.conftest import ROOT
+    mixed = (ROOT / "tests" / "data" / "batsim-v5" / "test_walltime.json").read_bytes()
+    kept = client.post(reverse("scenarios:trace_upload"), {"file": SimpleUploadedFile("test_walltime.json", mixed)})
+    assert kept.status_code == 201, kept.content
+    stored = kept.json()["trace"]
+    assert stored["jobs"] == 22 and TraceFile.objects.get(stored_name=stored["stored_name"]).metadata["skipped"] == 22
+    spec = {"platform": {"clusters": [{"name": "c", "processors": 16}]},
+            "workload": {"streams": [{"kind": "trace", "name": "b", "target": "c", "path": stored["stored_name"],
+                                      "skip_untimed": True}]}}
+    assert len(simengine.run(validate_spec(spec, alice)).jobs["submit"]) == 22
 
 
 def test_a_replay_of_a_trace_with_users_offers_its_per_user_table(alice, django_user_model, settings, tmp_path):
