@@ -4,7 +4,9 @@ and analyse (docs/output.md, "Batsim / evalys jobs").
 One row per job of replication 0 that started and ended (Batsim lists the jobs its simulation
 finished): ``job_id`` as Batsim names jobs (``workload!id``, the workload being the stream's name;
 a component of a co-allocated job adds ``.component``), the times, ``success`` (1: completed),
-``final_state`` (``COMPLETED_SUCCESSFULLY`` or ``COMPLETED_KILLED``) and ``allocated_resources``:
+``final_state`` (``COMPLETED_SUCCESSFULLY``, ``COMPLETED_WALLTIME_REACHED`` -- a job
+``run.enforce_walltime`` stopped at its requested time, as Batsim kills a job at its walltime -- or
+``COMPLETED_KILLED``: killed otherwise, e.g. by a preemption) and ``allocated_resources``:
 the processors the job held, numbered across the platform (cluster after cluster), as an interval
 set in Batsim's hyphen notation (``0-3 8``) -- from the Gantt, so it is the placement drawn.
 """
@@ -44,6 +46,7 @@ def batsim_rows(result) -> list[list]:
                                           seg["first_processor"][keep].tolist(), seg["processors"][keep].tolist()):
         held.setdefault(row, []).append(np.arange(offset[cluster] + first, offset[cluster] + first + count))
     streams = (result.scenario.get("workload") or {}).get("streams") or []
+    walltime = bool((result.scenario.get("run") or {}).get("enforce_walltime"))
     names = [s.get("name") or f"stream{i}" for i, s in enumerate(streams)]
     components = jobs.get("component")
     split = components is not None and bool((np.asarray(components) > 0).any())
@@ -59,9 +62,12 @@ def batsim_rows(result) -> list[list]:
         execution, turnaround = end - start, end - submit
         estimate = float(jobs["estimate"][i])
         done = int(jobs["status"][i]) == STATUS_COMPLETED
+        # killed after exactly its requested time under enforce_walltime: its walltime was reached
+        reached = not done and walltime and estimate == estimate and abs(execution - estimate) <= 1e-9 * max(1.0, estimate)
+        state = "COMPLETED_SUCCESSFULLY" if done else "COMPLETED_WALLTIME_REACHED" if reached else "COMPLETED_KILLED"
         resources = interval_set(np.concatenate(held[i])) if i in held else ""
         rows.append([ident, workload, "", submit, int(jobs["processors"][i]), estimate if estimate == estimate else -1,
-                     int(done), "COMPLETED_SUCCESSFULLY" if done else "COMPLETED_KILLED", start, execution, end,
+                     int(done), state, start, execution, end,
                      start - submit, turnaround, turnaround / execution if execution > 0 else "", resources, -1, ""])
     return rows
 

@@ -54,7 +54,7 @@ def test_the_batsim_jobs_file_is_the_runs_finished_jobs_on_the_processors_drawn(
         start, finish = float(r["starting_time"]), float(r["finish_time"])
         assert float(r["execution_time"]) == pytest.approx(finish - start)
         assert float(r["waiting_time"]) == pytest.approx(start - float(r["submission_time"]))
-        assert r["final_state"] in ("COMPLETED_SUCCESSFULLY", "COMPLETED_KILLED")
+        assert r["final_state"] in ("COMPLETED_SUCCESSFULLY", "COMPLETED_WALLTIME_REACHED", "COMPLETED_KILLED")
         assert r["success"] == ("1" if r["final_state"] == "COMPLETED_SUCCESSFULLY" else "0")
         busy += [(p, start, finish) for p in held]
     busy.sort()
@@ -74,3 +74,20 @@ def test_the_cli_writes_it_on_request(tmp_path):
     rows = read(out / "batsim_jobs.csv")
     assert len(rows) > 400 and rows[0]["workload_name"] == "DAS2-fs1-2003-1.swf.gz"
     assert rows[0]["job_id"].startswith("DAS2-fs1-2003-1.swf.gz!")
+
+
+def test_a_job_stopped_at_its_walltime_has_batsims_final_state(tmp_path):
+    # Batsim's case study 1 (tests/data/batsim-v5): job 3 runs 10 s with a walltime of 6; Batsim kills
+    # it there (COMPLETED_WALLTIME_REACHED, success 0), the others complete before their walltimes
+    path = ROOT / "tests" / "data" / "batsim-v5" / "test_case_study1.json"
+    spec = {"platform": {"clusters": [{"name": "c", "processors": 4, "scheduler": {"name": "fcfs"}}]},
+            "workload": {"streams": [{"kind": "trace", "name": "w0", "target": "c", "path": str(path)}]},
+            "run": {"enforce_walltime": True}}
+    simengine.run(spec).write_batsim_jobs(tmp_path / "jobs.csv")
+    state = {r["job_id"]: (r["final_state"], r["success"], float(r["execution_time"])) for r in read(tmp_path / "jobs.csv")}
+    assert state == {"w0!1": ("COMPLETED_SUCCESSFULLY", "1", 10.0), "w0!2": ("COMPLETED_SUCCESSFULLY", "1", 5.0),
+                     "w0!3": ("COMPLETED_WALLTIME_REACHED", "0", 6.0)}
+    # without the walltime enforced, job 3 runs its 10 s and completes
+    spec["run"]["enforce_walltime"] = False
+    simengine.run(spec).write_batsim_jobs(tmp_path / "jobs.csv")
+    assert {r["final_state"] for r in read(tmp_path / "jobs.csv")} == {"COMPLETED_SUCCESSFULLY"}
