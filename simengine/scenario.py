@@ -421,6 +421,10 @@ class TraceStream(_Model):
         False, description="Batsim workloads: leave out the jobs whose profile gives no run time (types Batsim "
                            "times on its platform model, e.g. ParallelTaskProfile), and say how many, instead of "
                            "refusing the workload")
+    cancelled: Literal["keep", "drop"] = Field(
+        "keep", description="SWF/GWF jobs the trace marks cancelled (status 5) that never ran (run time 0 or "
+                            "unknown): keep (replayed as jobs of run time 0, as before) or drop them. Cancelled "
+                            "jobs that ran are replayed with the time they ran either way; the run's notes count both")
 
     _resolved: str | None = PrivateAttr(None)
 
@@ -431,6 +435,8 @@ class TraceStream(_Model):
             del data["priority"]
         if data.get("skip_untimed") is False:
             del data["skip_untimed"]
+        if data.get("cancelled") == "keep":
+            del data["cancelled"]
         return data
 
     @model_validator(mode="after")

@@ -48,6 +48,8 @@ def load_trace_stream(stream: TraceStream, scenario: Scenario, index: int,
         why = ("their profiles give no run time: Batsim times them on its platform model" if trace.format == "batsim"
                else "no processor count")
         notes.append(f"{stream.name}: {trace.skipped} jobs skipped ({why})")
+    jobs, said = _cancelled_jobs(stream, jobs)
+    notes += said
     if stream.target != GRID_TARGET:
         jobs.cluster[:] = platform.cluster_index(stream.target)
     elif not stream.site_map:
@@ -72,6 +74,31 @@ def load_trace_stream(stream: TraceStream, scenario: Scenario, index: int,
             notes.append(f"{stream.name}: {len(jobs):,} of the trace's {before:,} jobs arrive before "
                          f"run.stop.horizon ({horizon:,g} s); the others are not simulated")
     return jobs, notes
+
+
+#: SWF's status of a cancelled job (GWF's too)
+STATUS_CANCELLED = 5
+
+
+def _cancelled_jobs(stream: TraceStream, jobs: JobTable) -> tuple[JobTable, list[str]]:
+    """The trace's cancelled jobs (status 5): those that ran are replayed with the time they ran;
+    those that never did (run time 0 or unknown) are kept as jobs of run time 0 or dropped
+    (``stream.cancelled``); a note counts both."""
+    status = jobs.extra.get("status")
+    if status is None:
+        return jobs, []
+    cancelled = status == STATUS_CANCELLED
+    if not cancelled.any():
+        return jobs, []
+    never = cancelled & ~(jobs.runtime > 0)
+    ran = int(cancelled.sum() - never.sum())
+    what = ("dropped (cancelled: drop)" if stream.cancelled == "drop"
+            else "replayed as jobs of run time 0 (cancelled: drop leaves them out)")
+    note = (f"{stream.name}: {int(cancelled.sum()):,} jobs the trace marks cancelled (status 5): {ran:,} ran before "
+            f"their cancellation and are replayed with the time they ran; {int(never.sum()):,} never ran and are {what}")
+    if stream.cancelled == "drop" and never.any():
+        jobs = jobs.take(np.flatnonzero(~never))
+    return jobs, [note]
 
 
 def read_traces(scenario: Scenario) -> None:

@@ -231,3 +231,4 @@ def test_jobs_batsim_times_on_its_platform_can_be_skipped_and_counted():
         with pytest.raises(ScenarioError) as bad:
             simengine.load_scenario(spec)
         assert any(err.path == "workload.streams.0.skip_untimed" for err in bad.value.errors)
+

@@ -164,3 +164,32 @@ def test_a_replay_cut_short_by_its_stop_rule_says_so(path):
     doc["run"]["stop"] = {"horizon": float(np.median(read_swf(TRACE_DIR / "DAS2-fs1-2003-1.swf.gz").jobs.submit))}
     horizon_note = next(n for n in simengine.run(doc).notes if "arrive before run.stop.horizon" in n)
     assert horizon_note.startswith("das2: ") and f"of the trace's {whole:,} jobs" in horizon_note
+
+
+# ---- SWF cancellations (issue 37: SWF status 5) --------------------------------------------------------
+
+def test_cancelled_swf_jobs_are_counted_and_those_that_never_ran_can_be_dropped(tmp_path):
+    # job 1 completed; job 2 cancelled after running 5 s; jobs 3 and 4 cancelled before they ran
+    lines = ["; MaxProcs: 4",
+             "1 0 0 10 2 -1 -1 2 20 -1 1 1 1 1 1 1 -1 -1",
+             "2 1 0 5 1 -1 -1 1 20 -1 5 1 1 1 1 1 -1 -1",
+             "3 2 30 -1 4 -1 -1 4 20 -1 5 1 1 1 1 1 -1 -1",
+             "4 3 30 0 4 -1 -1 4 20 -1 5 1 1 1 1 1 -1 -1"]
+    (tmp_path / "c.swf").write_text("\n".join(lines) + "\n")
+
+    def run(**stream):
+        return simengine.run({"platform": {"clusters": [{"name": "c", "processors": 4}]},
+                              "workload": {"streams": [{"kind": "trace", "name": "t", "target": "c",
+                                                        "path": str(tmp_path / "c.swf"), **stream}]}})
+
+    kept = run()
+    assert kept.jobs["job_id"].tolist() == [1, 2, 3, 4] and kept.jobs["runtime"].tolist() == [10, 5, 0, 0]
+    assert any("t: 3 jobs the trace marks cancelled (status 5): 1 ran before their cancellation and are replayed "
+               "with the time they ran; 2 never ran and are replayed as jobs of run time 0" in n for n in kept.notes)
+    dropped = run(cancelled="drop")
+    assert dropped.jobs["job_id"].tolist() == [1, 2] and dropped.jobs["runtime"].tolist() == [10, 5]
+    assert any("2 never ran and are dropped (cancelled: drop)" in n for n in dropped.notes)
+    from simengine.errors import ScenarioError
+    with pytest.raises(ScenarioError) as bad:
+        run(cancelled="withdraw")
+    assert any(e.path == "workload.streams.0.cancelled" for e in bad.value.errors)
