@@ -36,6 +36,7 @@ from typing import Callable
 import numpy as np
 
 from simengine.grid.koala_run import simulate_koala_replication
+from simengine.grid.schema import KOALA_PRIORITIES
 from simengine.reproductions import Claim, Progress, difference_text, no_progress, shown_lower, write_claims
 from simengine.reproductions.koala import BANDWIDTH, BANDWIDTH_FIT, _ci, _write_csv, _write_html
 from simengine.results import Metric
@@ -124,7 +125,7 @@ def measure(replications: int, log, progress: Progress = no_progress) -> dict:
         for k in out.outcome.jobs:
             if k.state != "done":
                 continue
-            prio = "high" if k.job.priority == 1 else "low"
+            prio = KOALA_PRIORITIES[k.job.priority]  # (the streams are high and low: PRIORITIES)
             values = {"failure_rate": k.failures / (k.failures + 1), "coallocated": float(len({c[1] for c in k.comps}) > 1),
                       "placement_time": k.placement_time, "start_delay": k.jst - k.jst0}
             for group in (_key(k), f"size {sum(k.job.sizes)}", "all"):
