@@ -302,6 +302,9 @@ def _koala_steps(processors, jobs, policy, files, local, band, horizon, warmup, 
 
     def enqueue(j, t):
         k = K[j]
+        if excluded.any() and place(k.job, usable(), probe, files) is None:
+            fail_unplaceable(j)  # back from a failure or a preemption, it fits only where KOALA left
+            return
         k.state, k.enqueued = "queued", t
         pq[k.prio].append(j)
         max_q[0] = max(max_q[0], qlen())
@@ -409,7 +412,8 @@ def _koala_steps(processors, jobs, policy, files, local, band, horizon, warmup, 
     def where(j, comp) -> Placement | None:
         k, s = K[j], comp.size
         av = np.where(excluded, 0, P - loc - held - placed)
-        av[comp.cluster] += s  # its own placement given up first
+        if not excluded[comp.cluster]:  # its own placement given up first (not on a cluster KOALA left)
+            av[comp.cluster] += s
         one = KoalaJob(k.job.submit, k.job.runtime, [s], None, k.prio, False, k.job.file_size, k.job.file_sites)
         got = place(one, np.maximum(av, 0), placer, files)
         return None if got is None else Placement(*got[0][1:])

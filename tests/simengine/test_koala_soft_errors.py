@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from simengine.errors import ScenarioError
-from simengine.grid.koala import KoalaJob, KoalaPolicy, SoftErrors, simulate_koala
+from simengine.grid.koala import Files, KoalaJob, KoalaPolicy, SoftErrors, simulate_koala
 from simengine.grid.koala_run import simulate_koala_replication
 from simengine.results import Metric
 from simengine.scenario import load_scenario
@@ -138,3 +138,32 @@ def test_the_example_is_the_reproductions_scenario():
     for d in (example, mine):
         d.pop("name"), d.pop("description", None), d.pop("run")
     assert load_scenario(example).model_dump() == load_scenario(mine).model_dump()
+
+
+def test_re_placement_never_offers_a_cluster_koala_excluded(monkeypatch):
+    # X (fixed on a, no file) starts at the scan at 60 and fails there: a is excluded at 60. Y, placed
+    # on a at that scan with a far file (JST 160), asks at its tries where its component could go now:
+    # a is no longer an answer, and b (2 processors) cannot hold it. X, back in its queue and fixed on a,
+    # fails instead of being scanned for ever
+    from simengine.grid.claiming import ClaimingPolicy, Fail
+    from simengine.registry import CLAIMING, Entry, NoParams
+    asked = []
+
+    class Ask(ClaimingPolicy):
+        name = "ask-where"
+
+        def claim(self, now, job, grid):
+            if job.id == 0:  # X claims at once
+                grid.claim(job.components[0])
+                return None
+            asked.append((now, job.components[0].cluster, grid.where(job.components[0])))
+            return Fail()
+
+    monkeypatch.setitem(CLAIMING._entries, Ask.name, Entry(Ask.name, NoParams, Ask, "test"))
+    files = Files([0, 1], np.array([[np.inf, 10.0], [10.0, np.inf]]), ["s0", "s1"])
+    jobs = [KoalaJob(1.0, 50.0, [4], [0]), KoalaJob(2.0, 50.0, [4], file_size=1000.0, file_sites=[1])]
+    out = simulate_koala([8, 2], jobs, KoalaPolicy(placement="worst-fit", exclude_after=1, claiming=Ask.name), files,
+                         soft_errors=SoftErrors(np.array([1.0 - 1e-12, 0.0]), np.random.default_rng(1)))
+    assert [c for c, _ in out.excluded] == [0]
+    assert out.jobs[0].state == "failed" and 0 in out.unplaceable  # X went back fixed on a: it fails, not loops
+    assert asked and all(t > 60.0 and cluster == 0 and got is None for t, cluster, got in asked), asked
