@@ -15,12 +15,25 @@ from simengine.jit import njit
 from simengine.schedulers._heap import heap_pop, heap_push
 
 #: Segment kinds, in the order of MODELS.md §8; stored as int8 codes.
-KIND_NAMES = ("run", "claimed", "reservation", "suspended", "killed", "stretched", "transfer")
-KIND_RUN, KIND_CLAIMED, KIND_RESERVATION, KIND_SUSPENDED, KIND_KILLED, KIND_STRETCHED, KIND_TRANSFER = range(7)
+KIND_NAMES = ("run", "claimed", "reservation", "suspended", "killed", "stretched", "transfer", "down")
+KIND_RUN, KIND_CLAIMED, KIND_RESERVATION, KIND_SUSPENDED, KIND_KILLED, KIND_STRETCHED, KIND_TRANSFER, KIND_DOWN = range(8)
 
 SEGMENT_COLUMNS = ("cluster", "first_processor", "processors", "t0", "t1", "job", "component", "kind")
 SEGMENT_DTYPES = {"cluster": np.int32, "first_processor": np.int32, "processors": np.int32, "t0": np.float64,
                   "t1": np.float64, "job": np.int64, "component": np.int16, "kind": np.int8}
+
+
+def segment_jobs(job_ids: np.ndarray, streams: np.ndarray, rows) -> tuple[np.ndarray, np.ndarray]:
+    """(job id, stream) of segments given their job rows; a segment of no job (row -1: a
+    processor down, docs/failures.md) gets job id 0 and stream -1."""
+    rows = np.asarray(rows, np.int64)
+    if not len(rows):
+        return np.zeros(0, np.int64), np.zeros(0, np.int32)
+    none = rows < 0
+    at = np.where(none, 0, rows)
+    ids = np.asarray(job_ids)[at] if len(job_ids) else np.zeros(len(rows), np.int64)
+    st = np.asarray(streams)[at] if len(streams) else np.zeros(len(rows), np.int32)
+    return np.where(none, 0, ids), np.where(none, -1, st)
 
 
 def ordered_segments(seg) -> dict[str, np.ndarray]:

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from simengine.gantt import KIND_NAMES, SEGMENT_COLUMNS
+from simengine.gantt import KIND_NAMES, SEGMENT_COLUMNS, segment_jobs
 from simengine.jit import njit
 from simengine.statistics import (BATCHES, JOB_MEANS, MIN_BATCH, QUANTILES, batch_means_half_width,
                                   batch_quantile_half_width, shaky, slice_means_half_width, t_half_width,
@@ -613,7 +613,7 @@ class Result:
         names = np.asarray(self.cluster_names, dtype=object)
         cols = {c: s[c] for c in SEGMENT_COLUMNS}
         cols["cluster"] = names[s["cluster"]] if len(names) else s["cluster"]
-        cols["job"] = self.jobs["job_id"][s["job"]] if len(s["job"]) else s["job"]
+        cols["job"] = segment_jobs(self.jobs["job_id"], self.jobs["stream"], s["job"])[0] if len(s["job"]) else s["job"]
         cols["kind"] = np.asarray(KIND_NAMES, dtype=object)[s["kind"]]
         _write_csv(path, cols)
 

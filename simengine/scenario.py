@@ -41,6 +41,7 @@ from simengine.distributions import Distribution, processor_count_max, processor
 from simengine.errors import FieldError, ScenarioError
 from simengine.evolving.schema import EvolvingGenerate, EvolvingStream
 from simengine.grid.schema import CoallocatedJobs, KoalaJobs
+from simengine.local.failures import Failures
 from simengine.local.schema import RelaxedFrame, Reservation, ReservationJob
 from simengine.presets import PLATFORMS
 from simengine.registry import (DEADLINE_POLICY, GRID_PLACEMENT, LOCAL_SCHEDULERS, PREEMPTION, SITE_ALLOCATION,
@@ -133,6 +134,10 @@ class Cluster(_Model):
                     "cluster (a soft error: a misconfigured node, a bug of the local resource manager; thesis "
                     "§3.2.2, §5.2.4). The whole job fails, gives its processors back and returns to its "
                     "placement queue. 0 (default): none. In [0, 1)")
+    failures: Failures | None = Field(
+        None, description="Resource failures and maintenance of this cluster's processors (docs/failures.md): "
+                          "units of group processors fail after mtbf and are repaired after mttr, or are down "
+                          "over given intervals; jobs there are requeued or lost. Empty: the cluster never fails")
     victims: PolicyRef = Field(
         default_factory=lambda: PolicyRef(name=DEFAULT_VICTIMS),
         description="Which running jobs a preemption for a waiting job takes, in what order: "
@@ -177,6 +182,8 @@ class Cluster(_Model):
             del data["victims"]
         if data.get("soft_errors") == 0.0:
             del data["soft_errors"]
+        if data.get("failures", 0) is None:
+            del data["failures"]
         return data
 
 

@@ -56,6 +56,9 @@ DOMAINS: dict[str, tuple[float, float]] = {
     # the event-driven cluster's reservations and preemption
     "reservations_accepted": _NONNEGATIVE, "reservations_rejected": _NONNEGATIVE, "preemptions": _NONNEGATIVE,
     "jobs_preempted_killed": _NONNEGATIVE, "lost_work": _NONNEGATIVE,
+    # ... with resource failures (docs/failures.md): shares of processor time
+    "availability": _UNIT, "goodput": _UNIT, "jobs_lost_to_failures": _NONNEGATIVE,
+    "broken_reservations": _NONNEGATIVE,
     # users (Jain's index of n users is in [1/n, 1])
     "users_measured": _NONNEGATIVE, "jain_wait": _UNIT, "jain_bounded_slowdown": _UNIT,
     "worst_user_mean_wait": _NONNEGATIVE, "worst_user_mean_bounded_slowdown": (1.0, math.inf),

@@ -153,10 +153,12 @@ def replication_rngs(scenario: Scenario, replication: int) -> list[np.random.Gen
 FAILURE_STREAM = 1 << 20
 
 
-def failure_rng(scenario: Scenario, replication: int) -> np.random.Generator:
-    """Replication ``replication``'s generator of failure draws (soft errors): the child
-    (replication, FAILURE_STREAM) of the run's seed."""
-    return np.random.default_rng(np.random.SeedSequence(scenario.run.seed, spawn_key=(replication, FAILURE_STREAM)))
+def failure_rng(scenario: Scenario, replication: int, *more: int) -> np.random.Generator:
+    """Replication ``replication``'s generator of failure draws: the child (replication,
+    FAILURE_STREAM) of the run's seed for KOALA's soft errors, and its children (..., cluster)
+    for a cluster's resource failures (``more``), so adding a cluster changes no other's."""
+    return np.random.default_rng(np.random.SeedSequence(scenario.run.seed,
+                                                        spawn_key=(replication, FAILURE_STREAM, *more)))
 
 
 def route_jobs(jobs: JobTable, scenario: Scenario, rng: np.random.Generator) -> np.ndarray:

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from simengine.gantt import KIND_NAMES, SEGMENT_COLUMNS
+from simengine.gantt import KIND_NAMES, SEGMENT_COLUMNS, segment_jobs
 from simengine.results import Metric, Result
 
 from . import result_store
@@ -196,7 +196,7 @@ def segments_columns(run: Run) -> dict[str, list]:
     kind = np.asarray(segments.get("kind", []), dtype=np.int64)
     names = np.asarray(result.cluster_names, dtype=object)
     columns["cluster_name"] = names[cluster].tolist() if len(cluster) else []
-    columns["job_id"] = np.asarray(result.jobs["job_id"])[job].tolist() if len(job) else []
+    columns["job_id"] = segment_jobs(result.jobs["job_id"], result.jobs["stream"], job)[0].tolist()
     columns["kind_name"] = np.asarray(KIND_NAMES, dtype=object)[kind].tolist() if len(kind) else []
     return columns
 

@@ -42,7 +42,7 @@ EXACT_ROWS = 12_000
 #: rows in one answer at most (the padded window)
 ROWS_CAP = 30_000
 #: the colour of each segment kind (MODELS.md §8 order), here and on the page (gantt_config)
-KIND_COLOURS = ("#3b75af", "#f0b429", "#8e6cbf", "#9aa5b1", "#d64545", "#2f9e8f", "#e07b39")
+KIND_COLOURS = ("#3b75af", "#f0b429", "#8e6cbf", "#9aa5b1", "#d64545", "#2f9e8f", "#e07b39", "#3a3a3a")
 #: kinds in the order a raster pixel paints them (last on top: a suspended job's gap lies under the
 #: preemptor running there, claims and reservation windows over everything)
 RASTER_ORDER = ("suspended", "run", "stretched", "transfer", "killed", "reservation", "claimed")
@@ -55,8 +55,8 @@ MAX_BINS = 4096
 #: points of the strip's lines at most (over the padded window: one per two pixels of the view)
 SERIES_BINS = 1000
 #: kinds that keep processors busy (a reservation window and a suspended job's gap do not: the
-#: job in the window, the preemptor in the gap are drawn over them)
-BUSY_KINDS = [KIND_NAMES.index(k) for k in KIND_NAMES if k not in ("reservation", "suspended")]
+#: job in the window, the preemptor in the gap are drawn over them; a down processor does no work)
+BUSY_KINDS = [KIND_NAMES.index(k) for k in KIND_NAMES if k not in ("reservation", "suspended", "down")]
 #: kinds other segments lie over: sent first, so that they are drawn underneath
 UNDER_KINDS = [KIND_NAMES.index("reservation"), KIND_NAMES.index("suspended")]
 #: segment-chunk tables kept in this process, and their rows in all

@@ -38,6 +38,7 @@ from django.core.files.base import ContentFile, File
 from django.core.files.storage import storages
 from django.db import transaction
 
+from simengine.gantt import segment_jobs
 from simengine.gantt_lod import SegmentTable
 from simengine.streaming import LIVE_COLUMNS, live_rows
 
@@ -55,8 +56,7 @@ def segment_rows(result) -> dict[str, np.ndarray]:
     n = len(seg["t0"])
     columns = dict(seg)
     job = np.asarray(seg["job"], np.int64)
-    columns["job_id"] = result.jobs["job_id"][job] if n else np.zeros(0, np.int64)
-    columns["stream"] = result.jobs["stream"][job] if n else np.zeros(0, np.int32)
+    columns["job_id"], columns["stream"] = segment_jobs(result.jobs["job_id"], result.jobs["stream"], job)
     rows = live_rows(columns, n)
     order = np.argsort(rows["t0"], kind="stable")
     return {k: v[order] for k, v in rows.items()}
@@ -266,8 +266,7 @@ def _legacy_rows(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     if "t0" not in seg:
         return live_rows({"t0": np.zeros(0)}, 0)
     job = np.asarray(seg["job"], np.int64)
-    seg["job_id"] = arrays["jobs_job_id"][job]
-    seg["stream"] = arrays["jobs_stream"][job]
+    seg["job_id"], seg["stream"] = segment_jobs(arrays["jobs_job_id"], arrays["jobs_stream"], job)
     rows = live_rows(seg)
     order = np.argsort(rows["t0"], kind="stable")
     return {k: v[order] for k, v in rows.items()}

@@ -84,6 +84,12 @@ class AdvanceReservation:
     procs: tuple = ()
     note: str = ""
     asked_start: float = field(default=NAN)
+    #: an outage (simengine.local.failures): core.DOWN_REQUEUE or DOWN_LOSE, on processors
+    #: ``first`` .. ``first + processors - 1``; 0 (AR_RESERVATION): an advance reservation
+    outage: int = 0
+    first: int = -1
+    #: processors it did not get or lost to an outage (a broken reservation when > 0)
+    broken: int = 0
 
     @property
     def length(self) -> float:
@@ -125,6 +131,9 @@ class ClusterSim:
         Plan extension for jobs outliving their estimate (BackfillParams.overrun_step).
     horizon : float
         No event after this time is handled.
+    outages : list of AdvanceReservation, optional
+        Down intervals (``outage`` set; simengine.local.failures): seen by every policy as
+        reservations nobody may refuse, requested at their start.
     victims : PolicyRef, dict, str or None
         The cluster's victim choice (simengine.preemption; None: the built-in order). A Python one
         with fcfs or easy runs their plain-Python twin (PYTHON_TWINS), which takes its victims.
@@ -139,7 +148,7 @@ class ClusterSim:
     def __init__(self, processors: int, policy: str, submit, runtime, estimate, size, priority=None,
                  reservations: list[AdvanceReservation] | None = None, mode: PreemptionMode | None = None,
                  overrun_step: float = 60.0, horizon: float = INF, params=None, python: type | None = None,
-                 victims=None):
+                 victims=None, outages: list[AdvanceReservation] | None = None):
         choice = victim_choice(victims)  # (None: the core's own order)
         if python is None and policy in POLICIES and choice is not None:
             # the compiled passes take victims in the core's order: with a Python victim choice the
@@ -175,7 +184,8 @@ class ClusterSim:
         if n and (size.max() > self.P or size.min() < 1):
             raise ValueError(f"job sizes must be within 1..{self.P}")
         prio = np.asarray(priority, np.int64) if priority is not None else np.zeros(n, np.int64)
-        self.ars = sorted(reservations or [], key=lambda r: (r.request_time, r.index))
+        # in request order (the core's positions): an outage after the reservations asked at its start
+        self.ars = sorted((reservations or []) + (outages or []), key=lambda r: (r.request_time, r.outage > 0, r.index))
         for r in self.ars:
             r.asked_start = r.start
         self.mode = mode or PreemptionMode("none", False, False, False)
@@ -193,10 +203,13 @@ class ClusterSim:
             [r.processors for r in a], [r.start for r in a], [r.end for r in a], [r.request_time for r in a],
             [r.est if r.est is not None else nan for r in a], [r.lft if r.lft is not None else nan for r in a],
             [r.job_runtime if r.job_runtime is not None else nan for r in a],
-            lazy=python is not None and _simple_form(python))
+            lazy=python is not None and _simple_form(python),
+            ar_down=[r.outage for r in a], ar_first=[max(r.first, 0) for r in a])
         self._a = arrays
         self.first_start, self.end, self.state = arrays["first_start"], arrays["end"], arrays["state"]
         self.preemptions, self.resumes, self.lost = arrays["preemptions"], arrays["resumes_n"], arrays["lost"]
+        #: per job: how often an outage killed it
+        self.failures = arrays["failures"]
         self.run_start, self.susp_at = arrays["run_start"], arrays["susp_at"]
         self._pieces: list[tuple] = []
         self._read()
@@ -218,7 +231,8 @@ class ClusterSim:
             r.status = int(st[k])
             r.start, r.end = float(a["ar_start"][k]), float(a["ar_end"][k])
             if r.status in (AR_ACTIVE, AR_DONE):
-                r.procs = self._procs_at(int(a["ar_off"][k]), r.processors)
+                r.procs = self._procs_at(int(a["ar_off"][k]), int(a["ar_held"][k]))
+            r.broken = int(a["ar_broken"][k])
             if r.status == AR_REJECTED and not r.note:
                 at = float(a["ar_at"][k])
                 r.note = (f"rejected at {at:g}: {r.processors} processors are not free over [{r.start:g}, {r.end:g})"
@@ -239,8 +253,10 @@ class ClusterSim:
         return self._pieces
 
     def _tuples(self, owner, t0, t1, kind, off, length) -> list[tuple]:
-        """Pieces as (owner, t0, t1, kind, processor ids) tuples, owner ("j", job) or ("r", index)."""
-        return [(("j", o) if o >= 0 else ("r", self.ars[-1 - o].index), a, b, k, self._procs_at(f, m))
+        """Pieces as (owner, t0, t1, kind, processor ids) tuples, owner ("j", job), ("r", index) or
+        ("d", outage index)."""
+        return [(("j", o) if o >= 0 else ("d" if self.ars[-1 - o].outage else "r", self.ars[-1 - o].index), a, b, k,
+                 self._procs_at(f, m))
                 for o, a, b, k, f, m in zip(owner.tolist(), t0.tolist(), t1.tolist(), kind.tolist(), off.tolist(),
                                              length.tolist())]
 
@@ -257,9 +273,9 @@ class ClusterSim:
                 np.concatenate([np.full(len(run) + len(sus), NAN), a["ar_end"][act]]),
                 np.concatenate([np.full(len(run), core.KIND_RUN, np.int64),
                                 np.full(len(sus), core.KIND_SUSPENDED, np.int64),
-                                np.full(len(act), core.KIND_RESERVATION, np.int64)]),
+                                np.where(a["ar_down"][act] > 0, core.KIND_DOWN, core.KIND_RESERVATION)]),
                 np.concatenate([a["off"][run], a["off"][sus], a["ar_off"][act]]),
-                np.concatenate([a["size"][run], a["size"][sus], a["ar_p"][act]]))
+                np.concatenate([a["size"][run], a["size"][sus], a["ar_held"][act]]))
 
     @property
     def queue(self) -> list[int]:
@@ -289,7 +305,8 @@ class ClusterSim:
     def piece_table(self, start: int = 0, closed: bool = True, still_open: bool = False) -> dict[str, np.ndarray]:
         """Pieces as arrays, in the order of :attr:`pieces` (from piece ``start`` on, when
         ``closed``) then of :meth:`open_pieces` (when ``still_open``): ``job`` (-1 for a
-        reservation), ``reservation`` (its index, -1 for a job), ``t0``, ``t1`` (NaN: open),
+        reservation), ``reservation`` (its index, -1 for a job), ``outage`` (its index, -1 for the
+        others), ``t0``, ``t1`` (NaN: open),
         ``kind``, ``count`` (processors), and per block of consecutive processor ids ``block_piece``
         (the piece's row), ``block_first``, ``block_count``. Built with numpy, no Python per piece."""
         columns = []
@@ -302,9 +319,11 @@ class ClusterSim:
         owner, t0, t1, kind, off, length = (list(c) for c in zip(*columns)) if columns else ([],) * 6
         cat = lambda parts, dtype: np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype)  # noqa: E731
         owner, off, length = cat(owner, np.int64), cat(off, np.int64), cat(length, np.int64)
-        index = np.array([r.index for r in self.ars] + [-1], np.int64)
+        index = np.array([-1 if r.outage else r.index for r in self.ars] + [-1], np.int64)
+        down = np.array([r.index if r.outage else -1 for r in self.ars] + [-1], np.int64)
         out = {"job": np.where(owner >= 0, owner, -1),
                "reservation": np.where(owner < 0, index[np.where(owner < 0, -1 - owner, -1)], -1),
+               "outage": np.where(owner < 0, down[np.where(owner < 0, -1 - owner, -1)], -1),
                "t0": cat(t0, np.float64), "t1": cat(t1, np.float64), "kind": cat(kind, np.int64), "count": length}
         # every piece's processor ids (the core hands them out in ascending order), then the runs
         # of consecutive ids within a piece

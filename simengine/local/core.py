@@ -15,6 +15,14 @@ simulator the core replaced (tests/simengine/reference_cluster.py).
 
 Internally a reservation is known by its position in request order (the Python side maps it
 to the scenario's index); a processor's owner is a job id, -2 - position, or -1 (free).
+
+An outage (resource failures, maintenance: docs/failures.md) is a reservation the core cannot
+refuse, requested at its start (nobody foresees it) on given processors (``ar_first``: the first
+of a block of ``ar_p``): at its start the jobs on those processors are killed (requeued from
+scratch or lost: ``ar_down``), a reservation holding one of them loses it (``ar_broken``), and the
+processors stay down until the repair, which every scheduling view then sees, as it sees a
+reservation's window. A reservation whose window opens while too few processors are up gets
+what is free (``ar_held``) and is broken too.
 """
 from __future__ import annotations
 
@@ -23,7 +31,7 @@ import math
 import numpy as np
 from numba.experimental import structref
 
-from simengine.gantt import KIND_KILLED, KIND_RESERVATION, KIND_RUN, KIND_SUSPENDED
+from simengine.gantt import KIND_DOWN, KIND_KILLED, KIND_RESERVATION, KIND_RUN, KIND_SUSPENDED
 from simengine.jit import njit, types
 from simengine.local.profile import (_min_free_lo, first_backfill_within, fit_limits, give_window, queue_delete,
                                      queue_insert, replan_queue, steps_of_points)
@@ -39,6 +47,8 @@ from simengine.schedulers.conservative import compress, end_plan, plan_from_now,
 INF = math.inf
 
 WAITING, QUEUED, RUNNING, SUSPENDED, DONE, KILLED, REJECTED = range(7)
+#: ar_down: an advance reservation, or an outage whose victims are requeued (restart from scratch) or lost
+AR_RESERVATION, DOWN_REQUEUE, DOWN_LOSE = range(3)
 EV_JOB_END, EV_AR_END, EV_OVERRUN, EV_TIMER = range(4)
 #: the scheduling pass: a compiled strategy, or EXTERNAL -- the pass is the caller's (a Python
 #: policy, simengine.local.external): advance() stops with DECIDE once the events of an instant are
@@ -70,7 +80,7 @@ FIELDS = (
     # per job: inputs
     "submit", "runtime", "size", "prio", "plan0",
     # per job: outcome
-    "state", "first_start", "end", "preemptions", "resumes_n", "lost",
+    "state", "first_start", "end", "preemptions", "resumes_n", "lost", "failures",
     # per job: the current (or next) run
     "run_start", "pplan", "pact", "off", "gen", "susp_at", "pend", "rstart", "rank", "after", "excl",
     "run_seq",
@@ -90,6 +100,11 @@ FIELDS = (
     "nt", "nf", "L", "fs", "S", "CI", "CF", "act", "nact", "ccount", "snode", "enode", "ar_snode", "ar_enode",
     # advance reservations, in request order
     "ar_p", "ar_start", "ar_end", "ar_req", "ar_est", "ar_lft", "ar_jrt", "ar_status", "ar_off", "ar_at", "nar",
+    # outages among them (AR_RESERVATION, DOWN_*), their first processor, processors each holds, and lost
+    "ar_down", "ar_first", "ar_held", "ar_broken",
+    # jobs over (done, killed, rejected) and reservations not over: outages alone do not keep a run
+    # without a horizon going
+    "nover", "nlive_ar", "nuser_ar",
     # pieces (owner: job id, or -1 - reservation position) and the processor lists they point into
     "pc_owner", "pc_t0", "pc_t1", "pc_kind", "pc_off", "pc_len", "npc", "pool", "npool",
     # the loop's own scalars
@@ -105,10 +120,14 @@ structref.define_proxy(State, StateType, list(FIELDS))
 
 def new_state(processors: int, policy: int, step: float, horizon: float, preempts: bool, restarts: bool,
               resumes: bool, overhead: float, submit, runtime, size, prio, plan0, classes,
-              ar_p, ar_start, ar_end, ar_req, ar_est, ar_lft, ar_jrt, lazy: bool = False) -> tuple[State, dict]:
+              ar_p, ar_start, ar_end, ar_req, ar_est, ar_lft, ar_jrt, lazy: bool = False,
+              ar_down=None, ar_first=None) -> tuple[State, dict]:
     """A fresh State, and the arrays it shares with the caller by name (they stay current:
-    only the growable buffers -- heap, profile, pieces, pool -- are replaced as the run goes)."""
+    only the growable buffers -- heap, profile, pieces, pool -- are replaced as the run goes).
+    ``ar_down``/``ar_first``: which reservations are outages, and their first processor."""
     n = len(submit)
+    nar = len(ar_p)
+    nuser = int(np.sum(np.asarray(ar_down, np.int64) == AR_RESERVATION)) if ar_down is not None else nar
     f = np.float64
     arrays = dict(
         submit=np.ascontiguousarray(submit, f), runtime=np.ascontiguousarray(runtime, f),
@@ -116,6 +135,7 @@ def new_state(processors: int, policy: int, step: float, horizon: float, preempt
         plan0=np.ascontiguousarray(plan0, f),
         state=np.full(n, WAITING, np.int64), first_start=np.full(n, np.nan), end=np.full(n, np.nan),
         preemptions=np.zeros(n, np.int64), resumes_n=np.zeros(n, np.int64), lost=np.zeros(n),
+        failures=np.zeros(n, np.int64),
         run_start=np.full(n, np.nan), pplan=np.array(plan0, f), pact=np.array(runtime, f),
         off=np.full(n, -1, np.int64), gen=np.zeros(n, np.int64), susp_at=np.full(n, np.nan),
         pend=np.full(n, INF), rstart=np.full(n, INF), rank=np.ones(n, np.int64), after=np.full(n, -INF),
@@ -130,6 +150,9 @@ def new_state(processors: int, policy: int, step: float, horizon: float, preempt
         ar_est=np.ascontiguousarray(ar_est, f), ar_lft=np.ascontiguousarray(ar_lft, f),
         ar_jrt=np.ascontiguousarray(ar_jrt, f), ar_status=np.full(len(ar_p), AR_PENDING, np.int64),
         ar_off=np.full(len(ar_p), -1, np.int64), ar_at=np.full(len(ar_p), np.nan),
+        ar_down=np.zeros(nar, np.int64) if ar_down is None else np.ascontiguousarray(ar_down, np.int64),
+        ar_first=np.zeros(nar, np.int64) if ar_first is None else np.ascontiguousarray(ar_first, np.int64),
+        ar_held=np.zeros(nar, np.int64), ar_broken=np.zeros(nar, np.int64),
         # an instant logs each job at most twice (arrival, end or preemption), each reservation four
         # times, and one timer; room for two instants' worth: a lazy pass is woken when half is used
         log_kind=np.empty(2 * (2 * n + 4 * len(ar_p) + 1) + 16 if policy == EXTERNAL else 1, np.int64),
@@ -143,7 +166,8 @@ def new_state(processors: int, policy: int, step: float, horizon: float, preempt
         overhead=float(overhead), n=n, nrun=0, nseq=0, nsusp=0, pinned=0, nfree=int(processors), qh=0, qn=0, ncomp=0,
         ev_t=np.empty(cap), ev_seq=np.empty(cap, np.int64), ev_kind=np.empty(cap, np.int64),
         ev_id=np.empty(cap, np.int64), ev_gen=np.empty(cap, np.int64), nev=0, seq=0,
-        nar=len(ar_p), **_linked_state(policy == CONSERVATIVE, processors, n, len(ar_p), arrays),
+        nar=len(ar_p), nover=0, nlive_ar=nuser, nuser_ar=nuser,
+        **_linked_state(policy == CONSERVATIVE, processors, n, len(ar_p), arrays),
         pc_owner=np.empty(cap, np.int64), pc_t0=np.empty(cap), pc_t1=np.empty(cap),
         pc_kind=np.empty(cap, np.int64), pc_off=np.empty(cap, np.int64), pc_len=np.empty(cap, np.int64), npc=0,
         pool=np.empty(max(16, int(arrays["size"].sum()) + int(arrays["ar_p"].sum())), np.int64), npool=0,
@@ -527,6 +551,7 @@ def _start(s, j, t, chosen=-1):
 def _finish(s, j, t):
     _run_remove(s, j)
     s.state[j] = DONE
+    s.nover += 1
     s.end[j] = t
     s.comp[s.ncomp] = j
     s.ncomp += 1
@@ -591,6 +616,7 @@ def _preempt(s, j, t, resumes, restarts, overhead, replan):
         _join_queue(s, j, t, replan)
     else:
         s.state[j] = KILLED
+        s.nover += 1
         s.end[j] = t
 
 
@@ -738,23 +764,28 @@ def _compress(s, t):
 
 @njit(cache=True)
 def _admit(s, r, t):
-    times, free = _view(s, t, True, False, -1)
     d = s.ar_end[r] - s.ar_start[r]
     p = s.ar_p[r]
-    if s.ar_lft[r] != s.ar_lft[r]:  # rigid
+    if s.ar_down[r] != AR_RESERVATION:  # an outage: it happens (its window opens at this same instant)
+        start = s.ar_start[r]
+    elif s.ar_lft[r] != s.ar_lft[r]:  # rigid
+        times, free = _view(s, t, True, False, -1)
         ok = _min_free_lo(times, free, 0, times.shape[0], s.ar_start[r], s.ar_end[r]) >= p
         start = s.ar_start[r] if ok else INF
     else:
+        times, free = _view(s, t, True, False, -1)
         start = _earliest(times, free, s.ar_start[r], d, p, np.nextafter(s.ar_lft[r] - d, INF))
     s.ar_at[r] = t
     if start == INF:
         s.ar_status[r] = AR_REJECTED
+        s.nlive_ar -= 1
         _log(s, LOG_AR_REJECTED, r)
         return
     s.ar_status[r] = AR_ACCEPTED
     _log(s, LOG_AR_ACCEPTED, r)
-    s.ar_start[r] = start
-    s.ar_end[r] = start + d
+    if s.ar_down[r] == AR_RESERVATION:  # (an outage keeps its end to the bit: the repair time drawn)
+        s.ar_start[r] = start
+        s.ar_end[r] = start + d
     if s.cons:
         s.ar_snode[r], s.ar_enode[r] = take_window(s.S[HEAD], start, s.ar_end[r], p, s.nt, s.nf, s.L, s.fs, s.S)
         _repair(s, t, s.ar_end[r])
@@ -784,9 +815,48 @@ def _slide(s, t):
 
 
 @njit(cache=True)
+def _go_down(s, r, t):
+    """Outage r starts: its processors' jobs are killed (requeued or lost), a reservation holding
+    one loses it (broken), one already down stays with the outage that ends last."""
+    first, p = s.ar_first[r], s.ar_p[r]
+    off = _pool_room(s, p)
+    owner, pool = s.owner, s.pool  # (after _pool_room: it may grow the pool)
+    w = 0
+    for x in range(first, first + p):
+        o = owner[x]
+        if o >= 0:
+            s.failures[o] += 1
+            _preempt(s, o, t, False, s.ar_down[r] == DOWN_REQUEUE, 0.0, True)
+            _log(s, LOG_PREEMPTED, o)
+        elif o <= -2:
+            r2 = -2 - o
+            if s.ar_down[r2] != AR_RESERVATION and s.ar_end[r2] >= s.ar_end[r]:
+                continue  # down already, until later
+            if s.ar_down[r2] == AR_RESERVATION:
+                s.ar_broken[r2] += 1
+            owner[x] = -1
+            s.nfree += 1
+        owner[x] = -2 - r
+        s.nfree -= 1
+        pool[off + w] = x
+        w += 1
+    s.ar_off[r] = off
+    s.ar_held[r] = w
+
+
+@njit(cache=True)
 def _open_window(s, r, t):
     """Reservation r's window starts: take its processors, preempting jobs if need be (the
-    cluster's mode, or killing when the cluster does not preempt)."""
+    cluster's mode, or killing when the cluster does not preempt); an outage takes its own."""
+    if s.ar_down[r] != AR_RESERVATION:
+        _go_down(s, r, t)
+        s.ar_status[r] = AR_ACTIVE
+        if s.cons:
+            lp_release(s.ar_snode[r], s.nt, s.nf, s.L, s.fs, s.S)
+            s.ar_snode[r] = -1
+        _push(s, s.ar_end[r], EV_AR_END, r, 0)
+        _log(s, LOG_AR_START, r)
+        return
     need = s.ar_p[r]
     if s.nfree < need:
         cand = _victim_order(s, t, np.iinfo(np.int64).max)
@@ -804,9 +874,12 @@ def _open_window(s, r, t):
                 else:
                     _preempt(s, cand[i], t, False, False, 0.0, True)
                 _log(s, LOG_PREEMPTED, cand[i])
-    off = _take(s, need)
-    _hold(s, off, need, -2 - r)
+    got = need if s.nfree >= need else s.nfree  # (fewer when processors are down: broken)
+    s.ar_broken[r] += need - got
+    off = _take(s, got)
+    _hold(s, off, got, -2 - r)
     s.ar_off[r] = off
+    s.ar_held[r] = got
     s.ar_status[r] = AR_ACTIVE
     if s.cons:  # the window's start is now: only its end node is held from here on
         lp_release(s.ar_snode[r], s.nt, s.nf, s.L, s.fs, s.S)
@@ -814,17 +887,25 @@ def _open_window(s, r, t):
     _push(s, s.ar_end[r], EV_AR_END, r, 0)
     _log(s, LOG_AR_START, r)
     if s.ar_jrt[r] == s.ar_jrt[r]:
-        _piece(s, -1 - r, t, t + s.ar_jrt[r], KIND_RUN, off, need)
+        _piece(s, -1 - r, t, t + s.ar_jrt[r], KIND_RUN, off, got)
 
 
 @njit(cache=True)
 def _close_window(s, r, t):
-    _release(s, s.ar_off[r], s.ar_p[r])
+    owner, pool = s.owner, s.pool
+    who = -2 - r
+    for i in range(s.ar_off[r], s.ar_off[r] + s.ar_held[r]):  # (those an outage took are not its own now)
+        if owner[pool[i]] == who:
+            owner[pool[i]] = -1
+            s.nfree += 1
     if s.cons and s.ar_enode[r] >= 0:
         lp_release(s.ar_enode[r], s.nt, s.nf, s.L, s.fs, s.S)
         s.ar_enode[r] = -1
     s.ar_status[r] = AR_DONE
-    _piece(s, -1 - r, s.ar_start[r], s.ar_end[r], KIND_RESERVATION, s.ar_off[r], s.ar_p[r])
+    if s.ar_down[r] == AR_RESERVATION:
+        s.nlive_ar -= 1
+    kind = KIND_RESERVATION if s.ar_down[r] == AR_RESERVATION else KIND_DOWN
+    _piece(s, -1 - r, s.ar_start[r], s.ar_end[r], kind, s.ar_off[r], s.ar_held[r])
     _log(s, LOG_AR_END, r)
 
 
@@ -1158,6 +1239,7 @@ def act_reject(s, j, t):
     if s.state[j] != QUEUED:
         return ACT_NOT_WAITING
     s.state[j] = REJECTED
+    s.nover += 1
     s.end[j] = t
     _leave_queue(s, j)
     return ACT_OK
@@ -1298,7 +1380,7 @@ def advance(s, until, report_every, fresh):
                 t = a_start[r]
         if s.cons and s.next_start < t:
             t = s.next_start
-        if t == INF or t > s.horizon:
+        if t == INF or t > s.horizon or (s.nover == n and s.nlive_ar == 0 and s.horizon == INF and s.nuser_ar < s.nar):
             s.finished = True
             return FINISHED
         if t >= until:

@@ -25,8 +25,11 @@ import numpy as np
 
 from simengine.gantt import KIND_KILLED, KIND_RUN, SEGMENT_COLUMNS, ordered_segments
 from simengine.local.schema import needs_local
+from simengine.errors import FieldError, ScenarioError
 from simengine.local.cluster import (AR_ACCEPTED, AR_ACTIVE, AR_DONE, AR_REJECTED, DONE, KILLED, REJECTED,
                                      AdvanceReservation, ClusterSim)
+from simengine.local.core import DOWN_LOSE, DOWN_REQUEUE
+from simengine.local.failures import down_time, draw_outages
 from simengine.preemption import preemption_mode
 from simengine.driver import Model, Replication
 from simengine.kernel_feed import StopTime
@@ -37,8 +40,11 @@ from simengine.scenario import Scenario
 from simengine.statistics import BATCHES
 from simengine.streaming import LiveGantt, concat_rows, empty_rows, live_rows, run_in_slices, take_rows
 from simengine.workload import STATUS_COMPLETED, STATUS_KILLED, STATUS_REJECTED, STATUS_UNFINISHED
-from simengine.workload_build import (drawn_until, early_stop_note, endless_streams, prepare_jobs, read_traces,
-                                      stop_horizon, streams_cover, until_enough)
+from simengine.workload_build import (drawn_until, early_stop_note, endless_streams, failure_rng, prepare_jobs,
+                                      read_traces, stop_horizon, streams_cover, until_enough)
+
+#: down intervals a cluster may draw in one replication (each is an outage the event core handles)
+MAX_OUTAGES = 1_000_000
 
 #: name of the job stream the reservations' rows belong to (its index: number of workload streams)
 RESERVATION_STREAM = "reservations"
@@ -75,19 +81,25 @@ class _Replication:
         self.state = np.zeros(n, np.int8)
         self.preemptions = np.zeros(n, np.int32)
         self.lost = np.zeros(n)
+        self.failures = np.zeros(n, np.int32)  # kills by outages
         self.sims: list[tuple[int, np.ndarray, ClusterSim]] = []
         self.ars: list[AdvanceReservation] = []
+        #: per cluster with failures: its down intervals (simengine.local.failures.draw_outages)
+        self.outages: dict[int, np.ndarray] = {}
+        self.failures_until: dict[int, float] = {}
         horizon = stop_horizon(scenario)
         for c, spec in enumerate(scenario.platform.clusters):
             idx = np.flatnonzero(cluster == c)
             ars = _reservations_on(scenario, c)
-            if not len(idx) and not ars:
+            down = self._outages(c, idx, runtime, horizon, replication) if spec.failures is not None else []
+            if not len(idx) and not ars and not down:
                 continue
             step = float(spec.scheduler.params.get("overrun_step", 60.0))
             self.sims.append((c, idx, ClusterSim(spec.processors, spec.scheduler.name, jobs.submit[idx], runtime[idx],
                                                  estimate[idx], jobs.processors[idx], jobs.extra["priority"][idx],
                                                  ars, preemption_mode(spec.preemption), step, horizon,
-                                                 params=spec.scheduler.params, victims=spec.victims)))
+                                                 params=spec.scheduler.params, victims=spec.victims,
+                                                 outages=down)))
             self.ars += ars
         if live is not None:
             _feed_live(self, live, horizon)
@@ -105,10 +117,33 @@ class _Replication:
             self.state[idx] = sim.state
             self.preemptions[idx] = sim.preemptions
             self.lost[idx] = sim.lost
+            self.failures[idx] = sim.failures
         self.ars.sort(key=lambda r: r.index)
         for r in self.ars:
             if r.status == AR_REJECTED:
                 self.notes.append(f"reservation '{scenario.reservations[r.index].name}' {r.note}")
+
+    def _outages(self, c: int, idx: np.ndarray, runtime: np.ndarray, horizon: float,
+                  replication: int) -> list[AdvanceReservation]:
+        """Cluster c's down intervals as the core's outages. Failures are drawn until the horizon,
+        or else until the last arrival plus twice the cluster's total run time (a schedule without
+        failures ends by the last arrival plus the total run time); a run that goes on longer sees
+        no failure after that, and its notes say so."""
+        spec = self.scenario.platform.clusters[c]
+        until = horizon if math.isfinite(horizon) else (
+            float(self.jobs.submit[idx[-1]]) + 2.0 * float(runtime[idx].sum()) if len(idx) else 0.0)
+        rows = draw_outages(spec.failures, spec.processors, until, failure_rng(self.scenario, replication, c),
+                            MAX_OUTAGES)
+        if len(rows) > MAX_OUTAGES:
+            raise ScenarioError(FieldError(f"platform.clusters.{c}.failures.mtbf",
+                                  f"{len(rows):,} down intervals until t={until:g}: more than {MAX_OUTAGES:,} "
+                                  f"(a longer mtbf, or a larger group, draws fewer)"))
+        self.outages[c] = rows
+        self.failures_until[c] = until
+        mode = DOWN_LOSE if spec.failures.jobs == "lose" else DOWN_REQUEUE
+        return [AdvanceReservation(index=k, processors=int(r[3]), start=float(r[0]), end=float(r[1]),
+                                   request_time=float(r[0]), outage=mode, first=int(r[2]))
+                for k, r in enumerate(rows.tolist())]
 
     def kth_end(self, k: int) -> tuple[float, int]:
         """(k-th smallest end of a job that finished its work (NaN if fewer), how many finished)."""
@@ -150,11 +185,13 @@ def _feed_live(rep: _Replication, live: LiveGantt, horizon: float) -> None:
         job = T["job"][bp]
         g = np.append(idx, -1)[job]
         workload = job >= 0
+        down = T["outage"][bp] >= 0  # a processor down: no job (job id 0, stream -1)
         return live_rows({"cluster": np.full(len(bp), c), "first_processor": T["block_first"],
                           "processors": T["block_count"], "t0": T["t0"][bp], "t1": T["t1"][bp],
                           "kind": T["kind"][bp],
-                          "job_id": np.where(workload, np.append(jobs.job_id, 0)[g], T["reservation"][bp] + 1),
-                          "stream": np.where(workload, np.append(jobs.stream, 0)[g], reservation_stream)}, len(bp))
+                          "job_id": np.where(workload, np.append(jobs.job_id, 0)[g], np.where(down, 0, T["reservation"][bp] + 1)),
+                          "stream": np.where(workload, np.append(jobs.stream, 0)[g],
+                                             np.where(down, -1, reservation_stream))}, len(bp))
 
     def advance(T: float) -> bool:
         for _, _, sim in rep.sims:
@@ -237,6 +274,9 @@ def finish(rep: _Replication, replication: int, with_segments: bool):
          "status": status, "priority": jobs.extra["priority"][sl].astype(np.int32),
          "preemptions": rep.preemptions[sl], "lost_time": rep.lost[sl],
          "reservation": np.full(keep, -1, np.int32)}
+    failing = bool(rep.outages)
+    if failing:
+        w["failures"] = rep.failures[sl]
     users = jobs.extra.get("user")
     if users is not None:
         w["user"] = users[sl].astype(np.int64)
@@ -259,6 +299,8 @@ def finish(rep: _Replication, replication: int, with_segments: bool):
          "estimate": np.array([r.length for r in ars], float), "status": a_status,
          "priority": np.zeros(nr, np.int32), "preemptions": np.zeros(nr, np.int32), "lost_time": np.zeros(nr),
          "reservation": np.array([r.index for r in ars], np.int32)}
+    if failing:
+        a["failures"] = np.zeros(nr, np.int32)
     if users is not None:
         a["user"] = np.full(nr, -1, np.int64)  # a reservation has no user
     cols, position = order_job_rows({k: np.concatenate([np.asarray(w[k]), np.asarray(a[k])]) for k in w},
@@ -278,6 +320,7 @@ def finish(rep: _Replication, replication: int, with_segments: bool):
     busy = np.zeros(len(clusters))
     slices = np.zeros(BATCHES)  # busy time in equal slices of the window: the utilisation's batch means
     killed_work = []
+    killed_in = 0.0  # killed processor-seconds within the window (goodput)
     t0w, t1w = t_warm, t_stop
     ar_rows = np.full(len(scenario.reservations) + 1, -1, np.int64)  # reservation index -> row (-1: none)
     ar_rows[[r.index for r in ars]] = position[keep:keep + nr]
@@ -297,10 +340,14 @@ def finish(rep: _Replication, replication: int, with_segments: bool):
             results.slice_busy(s0[run], s1[run], count[run].astype(float), t0w, t1w, slices)
         killed = ok & (kind == KIND_KILLED)
         killed_work.append((s1[killed] - s0[killed]) * count[killed])
+        if failing and killed.any():
+            killed_in += float(np.cumsum((np.minimum(np.maximum(s1[killed], t0w), t1w)
+                                          - np.minimum(np.maximum(s0[killed], t0w), t1w)) * count[killed])[-1])
         if with_segments:
-            bp = T["block_piece"][ok[T["block_piece"]]]
-            seg_parts.append({"cluster": np.full(len(bp), c), "first_processor": T["block_first"][ok[T["block_piece"]]],
-                              "processors": T["block_count"][ok[T["block_piece"]]], "t0": s0[bp], "t1": s1[bp],
+            shown = ok | (~(s0 > t_stop) & (T["outage"] >= 0))  # (a processor down: no job row)
+            bp = T["block_piece"][shown[T["block_piece"]]]
+            seg_parts.append({"cluster": np.full(len(bp), c), "first_processor": T["block_first"][shown[T["block_piece"]]],
+                              "processors": T["block_count"][shown[T["block_piece"]]], "t0": s0[bp], "t1": s1[bp],
                               "job": row[bp], "component": np.zeros(len(bp)), "kind": kind[bp]})
     killed_work = np.concatenate(killed_work) if killed_work else np.zeros(0)
     lost_work = float(np.cumsum(killed_work)[-1]) if len(killed_work) else 0.0
@@ -333,12 +380,44 @@ def finish(rep: _Replication, replication: int, with_segments: bool):
     metrics["preemptions"] = float(w["preemptions"].sum())
     metrics["jobs_preempted_killed"] = float(((state == KILLED) & ended).sum())
     metrics["lost_work"] = lost_work
+    if failing:
+        metrics.update(_failure_metrics(rep, cols, measured & workload_row, ars, busy, killed_in, t0w, t1w, t_stop))
 
     series = None
     if with_segments:
         queued = cols["reservation"] < 0  # the queue counts workload jobs, not reservations
         series = segment_series(segments, clusters, {k: cols[k][queued] for k in QUEUE_COLUMNS}, t_stop)
     return cols, segments, metrics, series, batch_half
+
+
+def _failure_metrics(rep: _Replication, cols, measured, ars, busy, killed_in, t0w, t1w, t_stop) -> dict[str, float]:
+    """Availability (processor time up over processor time, in the window, per cluster too),
+    goodput (processor time of runs over that of runs and killed runs), failures per measured
+    job, jobs lost to failures and broken reservations (docs/failures.md); a note when the run
+    outlived the failures drawn."""
+    clusters = rep.scenario.platform.clusters
+    span = t1w - t0w
+    out: dict[str, float] = {}
+    down_all = 0.0
+    for c, spec in enumerate(clusters):
+        down = down_time(rep.outages[c], spec.processors, t0w, t1w) if c in rep.outages else 0.0
+        down_all += down
+        if c in rep.outages:
+            out[f"availability.{spec.name}"] = 1.0 - down / (spec.processors * span) if span > 0 else math.nan
+            if t_stop > rep.failures_until[c] and not rep.scenario.run.stop.horizon:
+                rep.notes.append(f"cluster '{spec.name}': failures were drawn until t={rep.failures_until[c]:g} "
+                                 f"(the last arrival plus twice the cluster's run time); the run went on to "
+                                 f"t={t_stop:g} without failures (give run.stop.horizon to draw them further)")
+    capacity = sum(c.processors for c in clusters)
+    out["availability"] = 1.0 - down_all / (capacity * span) if span > 0 else math.nan
+    useful = float(busy.sum())
+    out["goodput"] = useful / (useful + killed_in) if useful + killed_in > 0 else math.nan
+    f = cols["failures"][measured]
+    out["failures_per_job"] = float(f.mean()) if len(f) else math.nan
+    out["jobs_lost_to_failures"] = float(((cols["status"] == STATUS_KILLED) & (cols["failures"] > 0)
+                                          & (cols["reservation"] < 0)).sum())
+    out["broken_reservations"] = float(sum(r.broken > 0 for r in ars))
+    return out
 
 
 def replicate(scenario: Scenario, r: int, with_segments: bool, on_step=None, live: LiveGantt | None = None,

@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
+from simengine.local.failures import problems as failure_problems
 from simengine.registry import LOCAL_SCHEDULERS
 from simengine.schema_base import GRID_TARGET, Problems, StrictModel, known_list, problems, scenario_check
 
@@ -122,6 +123,14 @@ def reservation_problems(s, check_policy=None) -> Problems:
                           f"cluster '{other[0].name}' uses the {other[0].scheduler.name} scheduler; priorities "
                           f"need {need}"))
     for i, c in enumerate(s.platform.clusters):
+        if c.failures is not None:
+            pre = ("platform", "clusters", i, "failures")
+            found += [((*pre, *path), message) for path, message in failure_problems(c.failures, c.processors)]
+            if c.scheduler.name not in QUEUE_SCHEDULERS:
+                found.append((pre, f"cluster '{c.name}' uses the {c.scheduler.name} scheduler; failures need {need}"))
+            elif grid_kinds:
+                found.append((pre, f"resource failures are not simulated with {grid_kinds[0]} streams yet (only with "
+                                   "synthetic and trace streams; KOALA has soft_errors)"))
         if c.preemption.name != "none" and c.scheduler.name not in QUEUE_SCHEDULERS:
             found.append((("platform", "clusters", i, "preemption", "name"),
                           f"cluster '{c.name}' uses the {c.scheduler.name} scheduler; preemption needs "
@@ -156,9 +165,10 @@ def victim_problems(s, check_policy=None) -> Problems:
 
 
 def needs_local(scenario: Any) -> bool:
-    """Does the scenario need the event-driven simulator (reservations, preemption or priorities,
-    or a policy on the event API, which may reject and preempt jobs: more than start times)?"""
+    """Does the scenario need the event-driven simulator (reservations, preemption, priorities or
+    failures, or a policy on the event API, which may reject and preempt jobs: more than start times)?"""
     return (bool(scenario.reservations)
+            or any(c.failures is not None for c in scenario.platform.clusters)
             or any(c.preemption.name != "none" for c in scenario.platform.clusters)
             or any(getattr(s, "priority", 0) != 0 for s in scenario.workload.streams)
             or any(not getattr(LOCAL_SCHEDULERS.get(c.scheduler.name).implementation, "kernel_path", True)

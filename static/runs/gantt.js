@@ -30,9 +30,9 @@
   "use strict";
 
   const MS = 1000; // the x axis is a timedelta axis in milliseconds; times are seconds elsewhere
-  const KIND_NAMES = ["run", "claimed", "reservation", "suspended", "killed", "stretched", "transfer"];
-  // the server's (gridweb/runs/gantt_tiles.py, KIND_COLOURS), through the chart's config
-  let KIND_COLOURS = ["#3b75af", "#f0b429", "#8e6cbf", "#9aa5b1", "#d64545", "#2f9e8f", "#e07b39"];
+  // the server's (simengine.gantt.KIND_NAMES, gridweb/runs/gantt_tiles.py KIND_COLOURS), through the chart's config
+  let KIND_NAMES = ["run", "claimed", "reservation", "suspended", "killed", "stretched", "transfer", "down"];
+  let KIND_COLOURS = ["#3b75af", "#f0b429", "#8e6cbf", "#9aa5b1", "#d64545", "#2f9e8f", "#e07b39", "#3a3a3a"];
   const KIND_RESERVATION = 2;
   const KIND_CLAIMED = 1;
   // Kinds that lie over others or are short and must be seen at any zoom: drawn again as outlines.
@@ -155,6 +155,7 @@
       this.options = options;
       this.layout = layoutOf(config.clusters || []);
       if (config.kindColours) KIND_COLOURS = config.kindColours;
+      if (config.kinds) KIND_NAMES = config.kinds;
       this.streamNames = config.streams || [];
       this.finished = Boolean(config.finished);
       this.timings = { script: performance.now() };

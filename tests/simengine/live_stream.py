@@ -21,8 +21,9 @@ def result_rows(result) -> dict[str, np.ndarray]:
     rows = {k: np.asarray(seg[k]) for k in ("cluster", "first_processor", "processors", "t0", "t1", "kind",
                                             "component")}
     job = np.asarray(seg["job"], np.int64)
-    rows["job_id"] = result.jobs["job_id"][job]
-    rows["stream"] = result.jobs["stream"][job]
+    none = job < 0  # a processor down: no job (job id 0, stream -1)
+    rows["job_id"] = np.where(none, 0, result.jobs["job_id"][np.where(none, 0, job)])
+    rows["stream"] = np.where(none, -1, result.jobs["stream"][np.where(none, 0, job)])
     return rows
 
 

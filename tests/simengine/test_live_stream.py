@@ -21,6 +21,7 @@ EXAMPLES = {
     "das2-replay.yaml": (True, False),
     "mmc-erlang.json": (True, False),
     "reservations-preemption.yaml": (True, False),
+    "failures.yaml": (True, False),  # down intervals stream like reservation windows
     "cao-scojo-rars.yaml": (True, True),
     "ballier-4x32.yaml": (True, False),
     "koala-w30.yaml": (True, False),
