@@ -36,6 +36,7 @@ __all__ = [
     "BoundedPareto",
     "RSD",
     "LogNormal",
+    "Weibull",
     "Distribution",
     "DISTRIBUTION_KINDS",
     "parse_distribution",
@@ -715,8 +716,51 @@ class LogNormal(_Dist):
         return 1.0 + head + max(excess, 0.0) - density / 24.0
 
 
+class Weibull(_Dist):
+    """Weibull with ``scale`` λ and ``shape`` k: P(X > x) = exp(-(x/λ)^k); k < 1 gives the decreasing
+    hazard of the failure traces' times between failures, k = 1 is the exponential of mean λ."""
+
+    kind: Literal["weibull"] = Field("weibull", description="Distribution kind: weibull")
+    scale: float = Field(gt=0, description="Scale λ > 0 (s): P(X > x) = exp(-(x/λ)^k)")
+    shape: float = Field(gt=0, description="Shape k > 0: below 1 a decreasing hazard, 1 the exponential, above 1 "
+                                           "an increasing one")
+
+    def sample(self, rng, n):
+        return self.scale * rng.weibull(self.shape, _draws(n))
+
+    def mean(self) -> float:
+        try:
+            return float(self.scale * math.gamma(1.0 + 1.0 / self.shape))
+        except OverflowError:  # (a shape at the floats' end: Γ(1 + 1/k) has no float)
+            return math.inf
+
+    def min_value(self) -> float:
+        return 0.0
+
+    def max_value(self) -> float:
+        return math.inf
+
+    def sf(self, x):
+        x = np.asarray(x, dtype=np.float64)
+        return np.exp(-np.power(np.maximum(x, 0.0) / self.scale, self.shape))
+
+    def _large_count_mean(self) -> float:
+        # 1 + sum_{k>=1} P(X > k): the first EXACT_TERMS terms one by one, the rest as the midpoint
+        # integral of the survival function from c on, (λ/k) Γ(1/k) Q(1/k, (c/λ)^k)
+        from scipy.special import gamma, gammaincc  # (as LogNormal.sf: only when needed)
+        k = np.arange(1, EXACT_TERMS + 1, dtype=np.float64)
+        head = float(self.sf(k).sum())
+        c = EXACT_TERMS + 0.5
+        a = 1.0 / self.shape
+        z = (c / self.scale) ** self.shape
+        tail = self.scale * a * float(gamma(a)) * float(gammaincc(a, z))
+        density = self.shape / self.scale * (c / self.scale) ** (self.shape - 1.0) * math.exp(-z)
+        return 1.0 + head + tail - density / 24.0  # (the midpoint rule's first correction)
+
+
 Distribution = Annotated[
-    Union[Exponential, Uniform, Constant, Choice, Empirical, HyperExponential, BoundedPareto, RSD, LogNormal],
+    Union[Exponential, Uniform, Constant, Choice, Empirical, HyperExponential, BoundedPareto, RSD, LogNormal,
+          Weibull],
     Field(discriminator="kind"),
 ]
 """Any distribution, chosen by its ``kind`` field."""
@@ -733,6 +777,7 @@ DISTRIBUTION_KINDS: dict[str, type[_Dist]] = {
         BoundedPareto,
         RSD,
         LogNormal,
+        Weibull,
     )
 }
 

@@ -34,6 +34,8 @@ ALL = {
     "bounded_pareto-alpha1": {"kind": "bounded_pareto", "alpha": 1.0, "low": 1.0, "high": 50.0},
     "rsd": {"kind": "rsd", "low": 1, "high": 32, "q": 0.9},
     "lognormal": {"kind": "lognormal", "mean": 10.0, "sigma": 0.8},
+    "weibull": {"kind": "weibull", "scale": 10.0, "shape": 0.7},
+    "weibull-increasing": {"kind": "weibull", "scale": 4.0, "shape": 2.5},
 }
 
 

@@ -26,6 +26,7 @@ from simengine.distributions import (
     HyperExponential,
     LogNormal,
     Uniform,
+    Weibull,
     parse_distribution,
     processor_count_mean,
 )
@@ -166,7 +167,9 @@ def test_the_closed_forms_agree_with_the_sum_over_every_size(dist):
 
 @pytest.mark.parametrize("dist", [Exponential(mean=3000.0), Exponential(mean=50_000.0), Exponential(mean=0.01),
                                   HyperExponential(p=[0.3, 0.7], means=[2.0, 40_000.0]),
-                                  LogNormal(mean=20_000.0, sigma=0.8), LogNormal(mean=3.0, sigma=0.5)], ids=repr)
+                                  LogNormal(mean=20_000.0, sigma=0.8), LogNormal(mean=3.0, sigma=0.5),
+                                  Weibull(scale=30_000.0, shape=0.7), Weibull(scale=3.0, shape=1.5),
+                                  Weibull(scale=50_000.0, shape=2.0)], ids=repr)
 def test_unbounded_sizes_have_their_mean_in_bounded_work(dist):
     k = np.arange(1, 1 << 24, dtype=np.float64)  # the tail past 2^24 is below 1e-12 of these
     want = 1.0 + math.fsum(dist.sf(k))

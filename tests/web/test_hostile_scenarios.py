@@ -37,6 +37,7 @@ SIZES = {
     "bounded_pareto": {"kind": "bounded_pareto", "alpha": 1.5, "low": 1, "high": 2e9},
     "rsd": {"kind": "rsd", "low": 1, "high": 1_000_000_000, "q": 0.9},
     "lognormal": {"kind": "lognormal", "mean": 1e9, "sigma": 2.0},
+    "weibull": {"kind": "weibull", "scale": 1e9, "shape": 0.5},
 }
 SIZE_FIELD = "workload.streams.0.size"
 
@@ -175,6 +176,7 @@ def test_a_refused_shape_is_refused_before_the_schema_reads_it(user):
 @pytest.mark.parametrize("kind, runtime", [
     ("synthetic", {"kind": "bounded_pareto", "alpha": 0.5, "low": 5e-324, "high": 0.5}),  # no log bins
     ("koala", {"kind": "lognormal", "mean": 5e-324, "sigma": 1e300}),  # sigma^2 overflows
+    ("synthetic", {"kind": "weibull", "scale": 1e300, "shape": 1e-300}),  # Γ(1 + 1/k) overflows
     ("koala", {"kind": "bounded_pareto", "alpha": 1e12, "low": 1e300, "high": 1.7e308}),
 ])
 def test_the_preview_of_draws_at_the_ends_of_the_floats_is_an_answer(browser, kind, runtime):
