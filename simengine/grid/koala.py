@@ -27,6 +27,13 @@ arrivals, the background band controller; then every cluster's FCFS local queue.
   its cluster's probability; one failed component fails the whole job, which gives its processors
   back and returns to its placement queue (its failures counted). KOALA counts each cluster's
   consecutive soft errors and stops placing on a cluster once they reach ``exclude_after``.
+* Cluster failures (``outages``: (cluster, start, end), docs/failures.md): a cluster fails whole.
+  Its local jobs are killed (requeued at the head of its queue, or lost: ``local_requeue``, per
+  cluster or for all; the
+  background band's are killed), every KOALA job with a component claimed there fails whole and
+  returns to its placement queue (a running one counts a failure), and until the repair the
+  cluster has no processor for placement, claiming or local jobs. At an instant: ends, repairs,
+  failures, then the rest.
 """
 from __future__ import annotations
 
@@ -49,7 +56,7 @@ __all__ = ["KoalaJob", "KoalaPolicy", "Band", "Files", "SoftErrors", "KoalaOutco
 PRIORITIES = ("super-high", "high", "low", "super-low")
 
 # event order within one instant
-_END, _START, _CLAIM, _SCAN, _ARRIVE, _LOCAL, _BAND = range(7)
+_END, _UP, _DOWN, _START, _CLAIM, _SCAN, _ARRIVE, _LOCAL, _BAND = range(9)
 
 
 @dataclass
@@ -199,14 +206,19 @@ class KoalaOutcome:
     #: per cluster: its components' soft errors; and (cluster, time) of each cluster KOALA excluded
     soft_errors: np.ndarray | None = None
     excluded: list = field(default_factory=list)
+    #: (cluster, start, end) of each time a cluster was down (overlapping outages merged; cut at t_end)
+    down: list = field(default_factory=list)
 
 
 def simulate_koala(processors, jobs: list[KoalaJob], policy: KoalaPolicy, files: Files | None = None,
                    local: tuple | None = None, band: Band | None = None, horizon: float = math.inf,
-                   warmup: float = 0.0, soft_errors: SoftErrors | None = None) -> KoalaOutcome:
+                   warmup: float = 0.0, soft_errors: SoftErrors | None = None, outages: list | None = None,
+                   local_requeue: bool = True) -> KoalaOutcome:
     """Simulate KOALA jobs over clusters of ``processors``; ``local`` = (submit, runtime, size,
-    cluster) arrays of local jobs. Runs until every KOALA job is done or failed (or ``horizon``)."""
-    run = KoalaRun(processors, jobs, policy, files, local, band, horizon, warmup, soft_errors)
+    cluster) arrays of local jobs; ``outages``: (cluster, start, end) of cluster failures. Runs
+    until every KOALA job is done or failed (or ``horizon``)."""
+    run = KoalaRun(processors, jobs, policy, files, local, band, horizon, warmup, soft_errors, outages,
+                   local_requeue)
     run.advance(math.inf)
     return run.outcome
 
@@ -236,11 +248,17 @@ class KoalaRun:
         return self.outcome is not None
 
 
-def _koala_steps(processors, jobs, policy, files, local, band, horizon, warmup, soft=None, *, until, view):
+def _koala_steps(processors, jobs, policy, files, local, band, horizon, warmup, soft=None, outages=None,
+                 local_requeue=True, *, until, view):
     """The event loop of :func:`simulate_koala`, a generator that pauses (yields) before an
     event at or after ``until[0]`` and returns the KoalaOutcome."""
     P = np.asarray(processors, np.int64)
     C = len(P)
+    cap = P.copy()  # processors up (0 while a cluster is down)
+    outages = list(outages or [])
+    ndown = np.zeros(C, np.int64)  # outages in progress per cluster
+    down_hold = [-1] * C  # the hold of a cluster down
+    down_at: list = []  # (cluster, start, end) of each time a cluster was down
     loc = np.zeros(C, np.int64)
     held = np.zeros(C, np.int64)
     placed = np.zeros(C, np.int64)
@@ -296,6 +314,9 @@ def _koala_steps(processors, jobs, policy, files, local, band, horizon, warmup, 
         push(policy.first_scan, _SCAN, None)
     if band is not None:
         push(0.0, _BAND, None)
+    for k, (c, a, b) in enumerate(outages):
+        push(a, _DOWN, k)
+        push(b, _UP, k)
 
     def qlen():
         return sum(len(q) for q in pq)
@@ -325,7 +346,7 @@ def _koala_steps(processors, jobs, policy, files, local, band, horizon, warmup, 
     def dispatch(t):
         for c in range(C):
             q = queues_local[c]
-            while q and P[c] - loc[c] - held[c] >= l_size[q[0]]:
+            while q and cap[c] - loc[c] - held[c] >= l_size[q[0]]:
                 start_local(q.pop(0), t)
 
     def release_placed(k):
@@ -378,7 +399,7 @@ def _koala_steps(processors, jobs, policy, files, local, band, horizon, warmup, 
         return True
 
     def koala_avail():
-        return np.where(excluded, 0, np.maximum(P - loc - held - placed, 0))
+        return np.where(excluded, 0, np.maximum(cap - loc - held - placed, 0))
 
     def usable():
         """The processors of the clusters KOALA still places on."""
@@ -411,8 +432,9 @@ def _koala_steps(processors, jobs, policy, files, local, band, horizon, warmup, 
 
     def where(j, comp) -> Placement | None:
         k, s = K[j], comp.size
-        av = np.where(excluded, 0, P - loc - held - placed)
-        if not excluded[comp.cluster]:  # its own placement given up first (not on a cluster KOALA left)
+        av = np.where(excluded, 0, cap - loc - held - placed)
+        if not excluded[comp.cluster] and cap[comp.cluster] > 0:  # its own placement given up first (not on a
+            # cluster KOALA left, or one down)
             av[comp.cluster] += s
         one = KoalaJob(k.job.submit, k.job.runtime, [s], None, k.prio, False, k.job.file_size, k.job.file_sites)
         got = place(one, np.maximum(av, 0), placer, files)
@@ -458,7 +480,7 @@ def _koala_steps(processors, jobs, policy, files, local, band, horizon, warmup, 
             undecided[0] -= 1
         return freed
 
-    engine = SimpleNamespace(idle=lambda: P - loc - held, available=lambda: np.where(excluded, 0, P - loc - held - placed),
+    engine = SimpleNamespace(idle=lambda: cap - loc - held, available=lambda: np.where(excluded, 0, cap - loc - held - placed),
                              holders=holders, where=where, move=move, claim=claim_component, holds=holds,
                              preempt=preempt)
 
@@ -602,8 +624,8 @@ def _koala_steps(processors, jobs, policy, files, local, band, horizon, warmup, 
     def band_tick(t):
         for c in range(C):
             lo, hi = band.low * P[c], band.high * P[c]
-            while loc[c] < lo and P[c] - loc[c] - held[c] > 0:
-                s = min(int(band.size()), int(P[c] - loc[c] - held[c]), int(math.floor(hi)) - int(loc[c]))
+            while loc[c] < lo and cap[c] - loc[c] - held[c] > 0:
+                s = min(int(band.size()), int(cap[c] - loc[c] - held[c]), int(math.floor(hi)) - int(loc[c]))
                 if s <= 0:
                     break
                 i = len(l_sub)
@@ -624,6 +646,33 @@ def _koala_steps(processors, jobs, policy, files, local, band, horizon, warmup, 
                 i = bg[-1]
                 kill_local(i, t)
 
+    def go_down(c, k, t):
+        """Cluster c fails: its local jobs are killed (requeued or lost), KOALA jobs holding
+        processors there fail whole and go back to placement, its processors are held down."""
+        again = []
+        for i in list(running_local[c]):
+            kill_local(i, t)
+            if (local_requeue if isinstance(local_requeue, bool) else local_requeue[c]) and not l_bg[i]:
+                l_end[i], l_state[i] = math.nan, 0
+                again.append(i)
+        queues_local[c][:0] = again  # (they ran before the ones waiting: they start first again)
+        for j, kj in enumerate(K):
+            if kj.state in ("claiming", "claimed", "running") and any(
+                    cp[1] == c and not math.isnan(cp[4]) for cp in kj.comps):
+                if kj.state == "running":
+                    kj.failures += 1
+                abort(j, t, kill=kj.state == "running")
+                enqueue(j, t)
+        cap[c] = 0
+        down_hold[c] = begin_hold(c, t, int(P[c]), ("D", k))
+
+    def go_up(c, t):
+        cap[c] = P[c]
+        h = down_hold[c]
+        hold_end[h] = t
+        holdings.append((c, starts[h][1], t, int(P[c]), starts[h][3], "down", h))
+        down_at.append((c, starts[h][1], t))
+
     def kill_local(i, t):
         c = l_cl[i]
         loc[c] -= l_size[i]
@@ -633,7 +682,8 @@ def _koala_steps(processors, jobs, policy, files, local, band, horizon, warmup, 
         hold_end[l_hold[i]] = t
         account(c, l_start[i], t, l_size[i], 0)
 
-    view.update(starts=starts, hold_end=hold_end, holdings=holdings, jobs=K, local_runtime=l_rt, queues=queues_local)
+    view.update(starts=starts, hold_end=hold_end, holdings=holdings, jobs=K, local_runtime=l_rt, queues=queues_local,
+                outages=outages)
     t = 0.0
     while heap:
         if until[0] <= heap[0][0] < horizon:
@@ -659,6 +709,16 @@ def _koala_steps(processors, jobs, policy, files, local, band, horizon, warmup, 
                 _, j, ep = payload
                 if K[j].epoch == ep and K[j].state == "running":
                     finish_koala(j, t)
+        elif kind == _DOWN:
+            c = outages[payload][0]
+            ndown[c] += 1
+            if ndown[c] == 1:
+                go_down(c, payload, t)
+        elif kind == _UP:
+            c = outages[payload][0]
+            ndown[c] -= 1
+            if ndown[c] == 0:
+                go_up(c, t)
         elif kind == _START:
             j, ep = payload
             if K[j].epoch == ep and K[j].state == "claimed":
@@ -689,6 +749,9 @@ def _koala_steps(processors, jobs, policy, files, local, band, horizon, warmup, 
     t_end = t
     # work still held at the end is cut there
     for c in range(C):
+        if ndown[c] > 0:
+            go_up(c, t_end)
+    for c in range(C):
         for i in running_local[c]:
             holdings.append((c, l_start[i], t_end, l_size[i], ("L", i), "run", l_hold[i]))
             account(c, l_start[i], t_end, l_size[i], 0)
@@ -712,4 +775,4 @@ def _koala_steps(processors, jobs, policy, files, local, band, horizon, warmup, 
     return KoalaOutcome(K, arr(l_sub, float), arr(l_start, float), arr(l_end, float), arr(l_size, np.int64),
                         arr(l_cl, np.int64), arr(l_rt, float), arr(l_state, np.int8), arr(l_bg, bool),
                         holdings, transfers, busy, t_end, max_q[0], qtrace, starts, hold_end, unplaceable,
-                        cluster_errors if soft is not None else None, excluded_at)
+                        cluster_errors if soft is not None else None, excluded_at, down_at)

@@ -19,10 +19,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from simengine.distributions import processor_counts
-from simengine.gantt import (EVENT_END, EVENT_START, EVENT_ZERO, KIND_CLAIMED, KIND_KILLED, KIND_RUN, KIND_TRANSFER,
+from simengine.gantt import (EVENT_END, EVENT_START, EVENT_ZERO, KIND_CLAIMED, KIND_DOWN, KIND_KILLED, KIND_RUN,
+                             KIND_TRANSFER,
                              SEGMENT_COLUMNS, ProcessorAssigner, ordered_segments)
 from simengine.generate import generate_stream
 from simengine.grid.koala import Band, Files, KoalaJob, KoalaOutcome, KoalaPolicy, KoalaRun, SoftErrors
+from simengine.local.failures import down_time, draw_outages
 from simengine.grid.schema import KOALA_PRIORITIES, KoalaJobs, bandwidth, file_sites, is_koala
 from simengine.preemption import preemption_mode
 from simengine.driver import Model, Replication
@@ -37,7 +39,7 @@ from simengine.results import JOB_DTYPES
 __all__ = ["KoalaWorkload", "build_koala_workload", "koala_policy", "koala_files", "simulate_koala_replication",
            "koala_metrics", "MODEL"]
 
-_KIND = {"run": KIND_RUN, "claimed": KIND_CLAIMED, "killed": KIND_KILLED}
+_KIND = {"run": KIND_RUN, "claimed": KIND_CLAIMED, "killed": KIND_KILLED, "down": KIND_DOWN}
 
 
 @dataclass
@@ -52,6 +54,15 @@ class KoalaWorkload:
     band: Band | None
     notes: list[str]
     soft_errors: SoftErrors | None = None  # with a cluster's soft_errors > 0
+    #: cluster failures (cluster, start, end), None without failures (docs/failures.md), and per
+    #: cluster whether the local jobs they kill are requeued
+    outages: list | None = None
+    local_requeue: list | bool = True
+
+    @property
+    def failing(self) -> bool:
+        """Failures of any kind are modelled: soft errors or cluster failures."""
+        return self.soft_errors is not None or self.outages is not None
 
 
 def koala_policy(scenario) -> KoalaPolicy:
@@ -202,8 +213,24 @@ def build_koala_workload(scenario, replication: int) -> KoalaWorkload:
     order = sorted(range(len(jobs)), key=lambda k: jobs[k].submit)
     p_soft = np.array([c.soft_errors for c in platform.clusters], float)
     soft = SoftErrors(p_soft, failure_rng(scenario, replication)) if p_soft.any() else None
+    outages, requeue = _outages(scenario, replication, local_horizon)
     return KoalaWorkload(procs, [jobs[k] for k in order], np.array([jstream[k] for k in order], np.int32),
-                         np.array([jid[k] for k in order], np.int64), local, lstream, lid, band, notes, soft)
+                         np.array([jid[k] for k in order], np.int64), local, lstream, lid, band, notes, soft,
+                         outages, requeue)
+
+
+def _outages(scenario, replication: int, local_horizon: float) -> tuple[list | None, list | bool]:
+    """The clusters' failures as (cluster, start, end), drawn until the horizon (or, without one, the
+    local jobs' horizon: 4 x the last KOALA arrival + 1 day), and whether local jobs are requeued."""
+    clusters = scenario.platform.clusters
+    if all(c.failures is None for c in clusters):
+        return None, True
+    out = []
+    for c, spec in enumerate(clusters):
+        if spec.failures is not None:
+            rows = draw_outages(spec.failures, spec.processors, local_horizon, failure_rng(scenario, replication, c))
+            out += [(c, float(a), float(b)) for a, b in rows[:, :2].tolist()]
+    return out, [c.failures is None or c.failures.jobs == "requeue" for c in clusters]
 
 
 def _simulate(scenario, w: KoalaWorkload, live: LiveGantt | None = None) -> KoalaOutcome:
@@ -211,7 +238,7 @@ def _simulate(scenario, w: KoalaWorkload, live: LiveGantt | None = None) -> Koal
     horizon = scenario.run.stop.horizon
     horizon = math.inf if horizon is None else float(horizon)
     run = KoalaRun(w.processors, w.jobs, koala_policy(scenario), koala_files(scenario.platform), w.local, w.band,
-                   horizon, scenario.run.warmup.time, w.soft_errors)
+                   horizon, scenario.run.warmup.time, w.soft_errors, w.outages, w.local_requeue)
     if live is not None:
         _feed_live(live, run, w, horizon)
     run.advance(math.inf)
@@ -232,6 +259,8 @@ def _feed_live(live: LiveGantt, run: KoalaRun, w: KoalaWorkload, horizon: float)
     def name(owner) -> tuple[int, int, int]:
         if owner[0] == "K":
             return base + owner[1], int(w.job_stream[owner[1]]), owner[2]
+        if owner[0] == "D":  # a cluster down: no job (job id 0, stream -1)
+            return 0, -1, 0
         i = owner[1]
         return (int(w.local_id[i]), int(w.local_stream[i]), 0) if i < ng else (base + nk + i - ng, -1, 0)
 
@@ -240,6 +269,8 @@ def _feed_live(live: LiveGantt, run: KoalaRun, w: KoalaWorkload, horizon: float)
         c, t0, size, owner, _ = view["starts"][h]
         if owner[0] == "L":
             return [(t0, t0 + view["local_runtime"][owner[1]], KIND_RUN)]
+        if owner[0] == "D":
+            return [(t0, view["outages"][owner[1]][2], KIND_DOWN)]
         k = view["jobs"][owner[1]]
         rows = [(t0, k.jst, KIND_CLAIMED)] if k.jst > t0 and h not in claim_sent else []
         if k.state == "running":
@@ -354,14 +385,25 @@ def koala_metrics(scenario, w: KoalaWorkload, o: KoalaOutcome) -> dict[str, floa
     spread = [len({c[1] for c in k.comps}) / len(k.comps) for k in done]
     m["mean_job_spread"] = mean(spread)
     m["coallocated_fraction"] = mean([len({c[1] for c in k.comps}) > 1 for k in done])
-    if o.soft_errors is not None:  # soft errors modelled (a cluster's soft_errors > 0)
+    if w.failing:  # soft errors or cluster failures modelled
         # the thesis's failure rate of a job (§5.2.4): its failures over its starts (successful placements)
         m["failure_rate"] = mean([k.failures / (k.failures + 1) for k in done])
         m["failures_per_job"] = mean([k.failures for k in done])
         m["koala_failures"] = float(sum(k.failures for k in meas))
+    if o.soft_errors is not None:  # soft errors modelled (a cluster's soft_errors > 0)
         m["excluded_clusters"] = float(len(o.excluded))
         for c, spec in enumerate(scenario.platform.clusters):
             m[f"soft_errors.{spec.name}"] = float(o.soft_errors[c])
+    if w.outages is not None:  # cluster failures: the share of processor time up, in the window
+        rows = np.array([(a, b, 0, procs[c]) for c, a, b in o.down], float).reshape(-1, 4)
+        by = np.array([c for c, _, _ in o.down], np.int64)
+        total = 0.0
+        for c, spec in enumerate(scenario.platform.clusters):
+            d = down_time(rows[by == c], int(procs[c]), t_w, o.t_end)
+            total += d
+            if spec.failures is not None:
+                m[f"availability.{spec.name}"] = 1.0 - d / (procs[c] * window) if window > 0 else nan
+        m["availability"] = 1.0 - total / (cap * window) if window > 0 else nan
     m["preemptions"] = float(sum(k.preempted for k in meas))
     m["max_placement_queue"] = float(o.max_queue)
     m["makespan"] = float(o.t_end)
@@ -390,7 +432,7 @@ def _rows(scenario, w: KoalaWorkload, o: KoalaOutcome, replication: int):
     extra = {"placement_time": np.full(n, np.nan), "placement_tries": np.zeros(n, np.int32),
              "claiming_tries": np.zeros(n, np.int32), "ftt": np.full(n, np.nan), "jpt": np.full(n, np.nan),
              "jct": np.full(n, np.nan), "jst": np.full(n, np.nan),
-             **({"failures": np.zeros(n, np.int32)} if o.soft_errors is not None else {}),  # (soft errors modelled)
+             **({"failures": np.zeros(n, np.int32)} if w.failing else {}),  # (soft errors or failures modelled)
              "measured": np.zeros(n, bool)}  # the job metrics are KOALA jobs' (koala_metrics)
     g: dict[str, list] = {k: [] for k in list(cols) + list(extra)}
     owner = []  # (job, component) per KOALA row
@@ -504,7 +546,7 @@ def _segments(scenario, o: KoalaOutcome, row_of: dict) -> dict[str, np.ndarray]:
 
 def _series(scenario, w: KoalaWorkload, o: KoalaOutcome) -> dict[str, np.ndarray]:
     t = np.linspace(0.0, max(o.t_end, 1e-9), SERIES_POINTS)
-    h = o.holdings
+    h = [x for x in o.holdings if x[5] != "down"]  # (a cluster down does no work)
     cap = max(float(w.processors.sum()), 1.0)
     t0 = np.array([x[1] for x in h], float)
     t1 = np.array([x[2] for x in h], float)

@@ -126,11 +126,19 @@ def reservation_problems(s, check_policy=None) -> Problems:
         if c.failures is not None:
             pre = ("platform", "clusters", i, "failures")
             found += [((*pre, *path), message) for path, message in failure_problems(c.failures, c.processors)]
-            if c.scheduler.name not in QUEUE_SCHEDULERS:
-                found.append((pre, f"cluster '{c.name}' uses the {c.scheduler.name} scheduler; failures need {need}"))
+            if "koala" in grid_kinds:  # KOALA's clusters fail whole (docs/failures.md)
+                if c.failures.mtbf is not None and c.failures.group != c.processors:
+                    found.append(((*pre, "group"), f"KOALA's clusters fail whole: give group {c.processors} (the "
+                                                   f"cluster's processors); got {c.failures.group}"))
+                for k, d in enumerate(c.failures.down):
+                    if d.first != 0 or (d.processors is not None and d.processors != c.processors):
+                        found.append(((*pre, "down", k), "KOALA's clusters fail whole: leave first and processors "
+                                                         "out (the whole cluster)"))
             elif grid_kinds:
                 found.append((pre, f"resource failures are not simulated with {grid_kinds[0]} streams yet (only with "
-                                   "synthetic and trace streams; KOALA has soft_errors)"))
+                                   "synthetic, trace and koala streams)"))
+            elif c.scheduler.name not in QUEUE_SCHEDULERS:
+                found.append((pre, f"cluster '{c.name}' uses the {c.scheduler.name} scheduler; failures need {need}"))
         if c.preemption.name != "none" and c.scheduler.name not in QUEUE_SCHEDULERS:
             found.append((("platform", "clusters", i, "preemption", "name"),
                           f"cluster '{c.name}' uses the {c.scheduler.name} scheduler; preemption needs "

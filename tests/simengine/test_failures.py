@@ -9,6 +9,8 @@ import pytest
 
 import simengine
 from simengine.errors import ScenarioError
+from simengine.grid.koala import KoalaJob, KoalaPolicy, simulate_koala
+from simengine.grid.koala_run import simulate_koala_replication
 from simengine.gantt import KIND_DOWN, KIND_KILLED, KIND_RUN
 from simengine.local import core
 from simengine.local.cluster import AR_DONE, DONE, KILLED, AdvanceReservation, ClusterSim
@@ -231,15 +233,83 @@ def test_bad_failures_are_refused_naming_the_field(failures, path, message):
     assert any(err.path == path and message in err.message for err in e.value.errors), e.value.errors
 
 
-def test_failures_on_a_koala_grid_are_refused_naming_the_field():
-    d = {"platform": {"clusters": [{"name": "a", "processors": 64, "failures": {"down": [{"start": 1, "end": 2}]}},
-                                   {"name": "b", "processors": 64}]},
-         "workload": {"streams": [{"kind": "koala", "name": "k", "count": 10, "arrival": {"rate": 0.002},
-                                   "shapes": [{"components": 2, "size": 4, "runtime": 60.0}]}]}}
+def _koala(**failures):
+    return {"platform": {"clusters": [{"name": "a", "processors": 32, "failures": failures},
+                                      {"name": "b", "processors": 32}]},
+            "workload": {"streams": [{"kind": "koala", "name": "k", "count": 60, "arrival": {"rate": 0.01},
+                                      "shapes": [{"components": 2, "size": 8, "runtime": 300.0}]}]},
+            "run": {"seed": 4, "replications": 3}}
+
+
+def test_partial_failures_on_a_koala_grid_and_failures_on_a_coallocation_grid_are_refused():
+    exp = {"kind": "exponential", "mean": 1000.0}
+    with pytest.raises(ScenarioError) as e:
+        load_scenario(_koala(mtbf=exp, mttr=exp, group=4, down=[{"start": 1, "end": 2, "processors": 8}]))
+    paths = {err.path: err.message for err in e.value.errors}
+    assert "KOALA's clusters fail whole: give group 32" in paths["platform.clusters.0.failures.group"]
+    assert "fail whole" in paths["platform.clusters.0.failures.down.0"]
+    d = _koala(down=[{"start": 1, "end": 2}])
+    d["workload"]["streams"][0] = {"kind": "coallocated", "name": "g", "count": 10, "arrival": {"rate": 0.01},
+                                   "size": {"kind": "constant", "value": 4},
+                                   "runtime": {"kind": "constant", "value": 60.0}, "deadline": {"min": 1, "max": 60}}
     with pytest.raises(ScenarioError) as e:
         load_scenario(d)
-    assert any(err.path == "platform.clusters.0.failures" and "not simulated with koala streams" in err.message
+    assert any(err.path == "platform.clusters.0.failures" and "not simulated with coallocated streams" in err.message
                for err in e.value.errors), e.value.errors
+
+
+@pytest.mark.parametrize("requeue", [True, False])
+def test_a_koala_job_fails_whole_when_a_cluster_of_its_components_fails(requeue):
+    # two components of 4 placed on both 8-processor clusters at the scan at 60 (no files: they start
+    # there); cluster 1 is down over [100, 400): the job loses its 40 s on both clusters, goes back to
+    # placement, and the scan at 120 places both components on cluster 0. The local job on cluster 1
+    # (50 .. 250) is killed at 100: requeued, it restarts at the repair; else it is lost.
+    local = (np.array([50.0]), np.array([200.0]), np.array([2]), np.array([1]))
+    o = simulate_koala([8, 8], [KoalaJob(1.0, 500.0, [4, 4])], KoalaPolicy(placement="worst-fit"), None, local,
+                       outages=[(1, 100.0, 400.0)], local_requeue=requeue)
+    k = o.jobs[0]
+    assert (k.state, k.failures, k.start, k.end, k.placements) == ("done", 1, 120.0, 620.0, 2)
+    assert [c[1] for c in k.comps] == [0, 0]
+    killed = sorted(h[:4] for h in o.holdings if h[5] == "killed" and h[4][0] == "K")
+    assert killed == [(0, 60.0, 100.0, 4), (1, 60.0, 100.0, 4)]
+    assert [h[:4] for h in o.holdings if h[5] == "down"] == [(1, 100.0, 400.0, 8)] and o.down == [(1, 100.0, 400.0)]
+    if requeue:
+        assert (o.local_start[0], o.local_end[0], o.local_state[0]) == (400.0, 600.0, 2)
+    else:
+        assert (o.local_end[0], o.local_state[0]) == (100.0, 3)
+
+
+def test_koala_completes_every_job_through_cluster_failures_and_nothing_runs_on_a_cluster_down():
+    exp = {"kind": "exponential", "mean": 1500.0}
+    d = _koala(mtbf=exp, mttr={"kind": "exponential", "mean": 600.0}, group=32)
+    d["platform"]["clusters"][1]["failures"] = {"down": [{"start": 2000.0, "end": 3000.0}], "jobs": "lose"}
+    s = load_scenario(d)
+    failures = 0
+    for r in range(3):
+        out = simulate_koala_replication(s, r, True, True)
+        o = out.outcome
+        assert all(k.state == "done" for k in o.jobs), r  # "KOALA succeeds in getting all jobs to complete"
+        assert (1, 2000.0, 3000.0) in o.down
+        for c, a, b in o.down:
+            assert not [h for h in o.holdings if h[0] == c and h[5] != "down" and h[1] < b and a < h[2]
+                        and h[2] > h[1]], (r, c, a, b)
+        failures += sum(k.failures for k in o.jobs)
+        m = out.metrics
+        assert 0.0 < m["availability"] < 1.0 and m["failures_per_job"] >= 0.0
+        seg = out.segments
+        assert (seg["kind"] == KIND_DOWN).sum() == len(o.down) and (seg["job"][seg["kind"] == KIND_DOWN] == -1).all()
+    assert failures > 0
+
+
+def test_a_koala_run_streams_its_down_intervals_live(monkeypatch):
+    from simengine import streaming
+    from tests.simengine.live_stream import check_live_stream
+    monkeypatch.setattr(streaming, "LIVE_INTERVAL", 0.0)
+    d = _koala(down=[{"start": 400.0, "end": 1500.0}])
+    chunks = []
+    result = simengine.run(load_scenario(d), on_progress=chunks.append)
+    check_live_stream(chunks, result, during=True, late_rows=False)
+    assert (result.segments["kind"] == KIND_DOWN).any()
 
 
 def test_too_many_down_intervals_are_refused_before_the_run():
