@@ -390,7 +390,7 @@
       el.dataset.options = "reservation-clusters";
       return field("Cluster", el, path, { help: "the cluster whose processors are reserved" });
     }
-    if (/^reservations\.\d+\.[^.]+$/.test(path)) {
+    if (/^reservations\.\d+\.[^.]+$/.test(path) || /^platform\.clusters\.\d+\.failures$/.test(path)) {
       const outer = unwrapOptional(raw);
       const inner = resolve(outer);
       if (outer !== raw && inner.type === "object" && inner.properties) return optionalGroup(name, outer, inner, path, value);
@@ -465,7 +465,7 @@
     ], "policy");
   }
 
-  /** An optional object (a reservation's relaxed frame or job): an "Add" button while it is not
+  /** An optional object (a reservation's relaxed frame or job, a cluster's failures): an "Add" button while it is not
    *  given, else its fields and a "Remove" button. */
   function optionalGroup(name, outer, inner, path, value) {
     const title = OPTIONAL_TITLES[name] || titleOf(name, outer);
@@ -483,11 +483,15 @@
     ], "optional");
   }
 
-  const OPTIONAL_TITLES = { relaxed: "Relaxed frame", job: "Job" };
+  const OPTIONAL_TITLES = { relaxed: "Relaxed frame", job: "Job", failures: "Failures" };
 
   /** What an optional object of a reservation starts as: a frame twice the window's length
-   *  around it, a job filling the window. */
+   *  around it, a job filling the window; a cluster's failures: each processor failing about
+   *  weekly and repaired in an hour (docs/failures.md). */
   function optionalDefault(path) {
+    if (/^platform\.clusters\.\d+\.failures$/.test(path)) {
+      return { mtbf: { kind: "exponential", mean: 604800 }, mttr: { kind: "exponential", mean: 3600 } };
+    }
     const match = /^reservations\.(\d+)\.(relaxed|job)$/.exec(path);
     if (!match) return {};
     const r = state.doc.reservations[Number(match[1])] || {};
