@@ -233,8 +233,10 @@ def test_distribution_errors_at_stream_field():
     d = base()
     d["workload"]["streams"][0]["size"] = {"kind": "uniform", "low": 8, "high": 2}
     assert problems(d)["workload.streams.0.size"] == ["high must be greater than low"]
-    d["workload"]["streams"][0]["size"] = {"kind": "weibull"}
-    assert "unknown kind 'weibull'" in problems(d)["workload.streams.0.size"][0]
+    d["workload"]["streams"][0]["size"] = {"kind": "gamma"}
+    assert "unknown kind 'gamma'" in problems(d)["workload.streams.0.size"][0]
+    d["workload"]["streams"][0]["size"] = {"kind": "weibull", "scale": 4.0}  # (a kind since engine 0.4.3)
+    assert any("shape" in path for path in problems(d))
     d["workload"]["streams"][0]["size"] = {"low": 1}
     assert "'kind' is required" in problems(d)["workload.streams.0.size"][0]
 
