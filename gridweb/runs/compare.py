@@ -29,8 +29,14 @@ METRICS: dict[str, tuple[str, str]] = {
     "reservations_accepted": ("reservations accepted", ""),
     "reservations_rejected": ("reservations rejected", ""),
     "preemptions": ("preemptions", ""),
-    "jobs_preempted_killed": ("jobs killed by preemption", ""),
-    "lost_work": ("work lost to preemption", "processor-s"),
+    "jobs_preempted_killed": ("jobs killed for good (preemption or failure)", ""),
+    "lost_work": ("work lost to kills (preemption, failures)", "processor-s"),
+    # runs with resource failures (docs/failures.md)
+    "availability": ("availability (processor time up)", ""),
+    "goodput": ("goodput (runs over runs and killed runs)", ""),
+    "failures_per_job": ("failures per job", ""),
+    "jobs_lost_to_failures": ("jobs lost to failures", ""),
+    "broken_reservations": ("broken reservations", ""),
     # workloads whose jobs carry users (docs/output.md, per-user metrics)
     "users_measured": ("users measured", ""),
     "jain_wait": ("fairness of waits between users (Jain's index)", ""),
@@ -38,6 +44,9 @@ METRICS: dict[str, tuple[str, str]] = {
     "worst_user_mean_wait": ("worst user's mean wait", "s"),
     "worst_user_mean_bounded_slowdown": ("worst user's mean bounded slowdown", ""),
 }
+
+#: metrics with a value per cluster too (``<metric>.<cluster>``), listed after the total
+PER_CLUSTER = ("utilisation", "availability")
 
 ABSENT = "(not set)"
 
@@ -91,14 +100,14 @@ class MetricRow:
 
 
 def metric_order(names: set[str]) -> list[str]:
-    """Known metrics first in the table's order (per-cluster utilisation after the total),
+    """Known metrics first in the table's order (per-cluster utilisation and availability after the total),
     then any other metric alphabetically."""
     ordered: list[str] = []
     for name in METRICS:
         if name in names:
             ordered.append(name)
-        if name == "utilisation":
-            ordered += sorted(n for n in names if n.startswith("utilisation."))
+        if name in PER_CLUSTER:
+            ordered += sorted(n for n in names if n.startswith(f"{name}."))
     return ordered + sorted(names - set(ordered))
 
 
@@ -108,8 +117,9 @@ def metrics_table(summaries: list[dict[str, Any]]) -> list[MetricRow]:
     names = {name for s in summaries for name in (s or {}).get("metrics", {})}
     rows = []
     for name in metric_order(names):
-        if name.startswith("utilisation."):
-            label, unit = f"utilisation of {name.removeprefix('utilisation.')}", ""
+        if name.partition(".")[0] in PER_CLUSTER and "." in name:
+            total, _, cluster = name.partition(".")
+            label, unit = f"{total} of {cluster}", ""
         else:
             label, unit = METRICS.get(name, (name.replace("_", " "), ""))
         row = MetricRow(name, label, unit)

@@ -66,7 +66,7 @@ def test_add_failures_to_a_cluster_run_it_and_see_the_processors_down(live_serve
     page.wait_for_function("() => window.gridwebGantt && window.gridwebGantt.ready", timeout=30_000)
     page.wait_for_function("() => document.getElementById('gantt').dataset.mode === 'segments'")
     data = page.evaluate("(() => { const d = gridwebGantt.source.data;"
-                         " return {kind: [...d.kind], processors: [...d.processors]}; })()")
+                         " return {kind: [...d.kind], processors: [...d.procs]}; })()")
     kinds = [KIND_NAMES[k] for k in data["kind"]]
     down = [i for i, k in enumerate(kinds) if k == "down"]
     assert down and all(data["processors"][i] == 4 for i in down)  # a node of 4 at a time
@@ -76,5 +76,7 @@ def test_add_failures_to_a_cluster_run_it_and_see_the_processors_down(live_serve
     assert legend == [kind for kind in KIND_NAMES if kind in set(kinds)] and "down" in legend
     # the run's metrics say how much was up
     assert 0.0 < run.summary["metrics"]["availability"]["mean"] < 1.0
+    metrics = page.locator("table.metrics").inner_text() if page.locator("table.metrics").count() else page.inner_text("body")
+    assert "availability (processor time up)" in metrics and "availability of c1" in metrics and "goodput" in metrics
     page.screenshot(path=str(SCREENSHOTS / "gantt-failures.png"), full_page=True)
     assert page.js_errors == []
