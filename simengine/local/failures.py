@@ -16,7 +16,7 @@ import math
 from typing import Literal
 
 import numpy as np
-from pydantic import Field, model_validator
+from pydantic import Field, model_serializer, model_validator
 
 from simengine.distributions import Distribution
 from simengine.schema_base import StrictModel
@@ -32,6 +32,16 @@ class DownInterval(StrictModel):
     first: int = Field(0, ge=0, description="The first processor down (0-based, ≥ 0)")
     processors: int | None = Field(None, gt=0, description="How many processors from first (> 0); empty: all "
                                                            "from first to the cluster's last")
+    notice: float = Field(0.0, ge=0, description="Announced this many seconds before start (≥ 0), as a "
+                                                 "maintenance reservation: from then on the schedulers plan around "
+                                                 "it. 0 (default): unforeseen, as a failure")
+
+    @model_serializer(mode="wrap")
+    def _leave_out_no_notice(self, handler):
+        data = handler(self)  # (the default is left out: intervals written before it keep their hash)
+        if data.get("notice") == 0.0:
+            del data["notice"]
+        return data
 
     @model_validator(mode="after")
     def _ordered(self):
@@ -89,12 +99,13 @@ def problems(failures: Failures, processors: int) -> list[tuple[tuple, str]]:
 
 def draw_outages(failures: Failures, processors: int, until: float, rng: np.random.Generator,
                  limit: int | None = None) -> np.ndarray:
-    """Down intervals over [0, until) as rows (start, end, first processor, processors), ordered by
-    start (then first processor); the fixed ones are kept whole, wherever they lie. Past ``limit``
-    rows the drawing stops (the caller refuses the scenario: more than it can simulate)."""
+    """Down intervals over [0, until) as rows (start, end, first processor, processors, announced
+    at), ordered by start (then first processor); the fixed ones are kept whole, wherever they lie
+    (a drawn failure is announced at its start). Past ``limit`` rows the drawing stops (the caller
+    refuses the scenario: more than it can simulate)."""
     parts: list[np.ndarray] = []
-    rows = [(d.start, d.end, d.first, d.processors if d.processors is not None else processors - d.first)
-            for d in failures.down]
+    rows = [(d.start, d.end, d.first, d.processors if d.processors is not None else processors - d.first,
+             max(d.start - d.notice, 0.0)) for d in failures.down]
     if failures.mtbf is not None and until > 0:
         g = failures.group
         units = -(-processors // g)
@@ -113,11 +124,11 @@ def draw_outages(failures: Failures, processors: int, until: float, rng: np.rand
             starts = ends - down
             keep = (starts < until) & (down > 0)
             u = np.broadcast_to(live[:, None], keep.shape)[keep]
-            parts.append(np.column_stack([starts[keep], ends[keep], firsts[u], sizes[u]]))
+            parts.append(np.column_stack([starts[keep], ends[keep], firsts[u], sizes[u], starts[keep]]))
             t[live] = ends[:, -1]
             if limit is not None and sum(len(p) for p in parts) > limit:
                 break
-    fixed = np.array(rows, float).reshape(-1, 4)
+    fixed = np.array(rows, float).reshape(-1, 5)
     out = np.concatenate([fixed] + parts) if failures.mtbf is not None and until > 0 and parts else fixed
     order = np.lexsort((out[:, 2], out[:, 0]))
     return out[order]

@@ -142,7 +142,7 @@ class _Replication:
         self.failures_until[c] = until
         mode = DOWN_LOSE if spec.failures.jobs == "lose" else DOWN_REQUEUE
         return [AdvanceReservation(index=k, processors=int(r[3]), start=float(r[0]), end=float(r[1]),
-                                   request_time=float(r[0]), outage=mode, first=int(r[2]))
+                                   request_time=float(r[4]), outage=mode, first=int(r[2]))
                 for k, r in enumerate(rows.tolist())]
 
     def kth_end(self, k: int) -> tuple[float, int]:

@@ -134,6 +134,9 @@ def reservation_problems(s, check_policy=None) -> Problems:
                     if d.first != 0 or (d.processors is not None and d.processors != c.processors):
                         found.append(((*pre, "down", k), "KOALA's clusters fail whole: leave first and processors "
                                                          "out (the whole cluster)"))
+                    if d.notice > 0:
+                        found.append(((*pre, "down", k, "notice"), "KOALA does not plan around announced "
+                                                                   "maintenance: give 0 or leave it out"))
             elif grid_kinds:
                 found.append((pre, f"resource failures are not simulated with {grid_kinds[0]} streams yet (only with "
                                    "synthetic, trace and koala streams)"))

@@ -127,13 +127,19 @@ def test_fcfs_with_failures_follows_a_straightforward_reference(lose):
 @pytest.mark.parametrize("policy", sorted(PYTHON_TWINS))
 def test_a_python_policy_sees_the_outages_as_the_compiled_pass_does(policy):
     # the plain-Python twin decides through the event API (free processors, the reservations'
-    # windows): with failures it must give the compiled pass's schedule
+    # windows): with failures and announced maintenance it must give the compiled pass's schedule
     twin = LOCAL_SCHEDULERS.get(PYTHON_TWINS[policy]).implementation.policy
     for seed in range(4):
         P, submit, runtime, size, rows = _case(seed)
         estimate = (runtime * 1.5).round(1)
-        a = ClusterSim(P, policy, submit, runtime, estimate, size, outages=_outages(rows)).run()
-        b = ClusterSim(P, policy, submit, runtime, estimate, size, outages=_outages(rows), python=twin).run()
+
+        def outages():  # the drawn failures, and a maintenance window of half the cluster announced an hour before
+            maintenance = AdvanceReservation(index=len(rows), processors=P // 2, start=9000.0, end=12600.0,
+                                             request_time=5400.0, outage=core.DOWN_REQUEUE, first=0)
+            return _outages(rows) + [maintenance]
+
+        a = ClusterSim(P, policy, submit, runtime, estimate, size, outages=outages()).run()
+        b = ClusterSim(P, policy, submit, runtime, estimate, size, outages=outages(), python=twin).run()
         np.testing.assert_array_equal(a.first_start, b.first_start, err_msg=f"{policy} seed {seed}")
         np.testing.assert_array_equal(a.end, b.end)
         assert a.failures.sum() > 0
@@ -322,3 +328,34 @@ def test_too_many_down_intervals_are_refused_before_the_run():
 def test_metric_values_stay_in_their_domain():
     m = Metric.from_values("availability", [0.999, 1.0, 0.998])
     assert m.ci_high <= 1.0
+
+
+@pytest.mark.parametrize("policy", ["fcfs", "easy", "conservative"])
+def test_announced_maintenance_is_planned_around_and_a_surprise_one_kills(policy):
+    # 8 processors down over [1000, 2000). Job 0 (8 processors, 1500 s) arrives at 0; job 1 (4
+    # processors, 500 s) at 10. Announced at 0, the window is a reservation every policy plans
+    # around: job 0 cannot finish before it and waits until 2000; job 1 fits before it (EASY and
+    # conservative backfill it; FCFS keeps it behind job 0). Unannounced, job 0 starts at 0 and is
+    # killed at 1000.
+    def run(notice):
+        d = Failures.model_validate({"down": [{"start": 1000.0, "end": 2000.0, "notice": notice}]})
+        rows = draw_outages(d, 8, 0.0, np.random.default_rng(0))
+        out = [AdvanceReservation(index=k, processors=int(r[3]), start=float(r[0]), end=float(r[1]),
+                                  request_time=float(r[4]), outage=core.DOWN_REQUEUE, first=int(r[2]))
+               for k, r in enumerate(rows)]
+        return ClusterSim(8, policy, [0.0, 10.0], [1500.0, 500.0], [1500.0, 500.0], [8, 4], outages=out).run()
+
+    told = run(1000.0)
+    assert told.failures.tolist() == [0, 0] and told.first_start[0] == 2000.0 and told.end[0] == 3500.0
+    assert told.first_start[1] == (3500.0 if policy == "fcfs" else 10.0)
+    surprise = run(0.0)
+    assert surprise.failures.tolist() == [1, 0] and surprise.first_start[0] == 0.0 and surprise.lost[0] == 1000.0
+    assert surprise.end[0] == 3500.0  # restarted at the repair
+
+
+def test_notice_is_left_out_when_zero_and_refused_on_koala():
+    d = _scenario(down=[{"start": 5.0, "end": 9.0}])
+    assert "notice" not in load_scenario(d).platform.clusters[0].failures.down[0].model_dump()
+    with pytest.raises(ScenarioError) as e:
+        load_scenario(_koala(down=[{"start": 1.0, "end": 2.0, "notice": 60.0}]))
+    assert any(err.path == "platform.clusters.0.failures.down.0.notice" for err in e.value.errors), e.value.errors
