@@ -118,6 +118,16 @@ class _Dist(BaseModel):
         return _dot(np.maximum(np.ceil(values), 1.0), probs)
 
 
+class _HalfLine(_Dist):
+    """A continuous distribution on [0, inf)."""
+
+    def min_value(self) -> float:
+        return 0.0
+
+    def max_value(self) -> float:
+        return math.inf
+
+
 #: Supports of up to this many whole numbers are summed term by term (microseconds; the values every
 #: existing scenario's arrival rate was solved with); larger ones, up to 10^308, in closed form or a
 #: few thousand terms: a size's parameters must not choose the work of validating it (issue 34).
@@ -142,7 +152,7 @@ def _draws(n: int) -> int:
     return n
 
 
-class Exponential(_Dist):
+class Exponential(_HalfLine):
     """Exponential with the given mean (rate 1/mean)."""
 
     kind: Literal["exponential"] = Field("exponential", description="Distribution kind: exponential")
@@ -162,12 +172,6 @@ class Exponential(_Dist):
 
     def mean(self) -> float:
         return float(self.mean_)
-
-    def min_value(self) -> float:
-        return 0.0
-
-    def max_value(self) -> float:
-        return math.inf
 
     def sf(self, x):
         x = np.asarray(x, dtype=np.float64)
@@ -356,7 +360,7 @@ class Empirical(_Dist):
         return a, np.full(len(a), 1.0 / len(a))
 
 
-class HyperExponential(_Dist):
+class HyperExponential(_HalfLine):
     """With probability ``p[i]`` an exponential of mean ``means[i]``."""
 
     kind: Literal["hyperexponential"] = Field(
@@ -392,12 +396,6 @@ class HyperExponential(_Dist):
     def mean(self) -> float:
         p, means = self._arrays
         return float(np.dot(p, means))
-
-    def min_value(self) -> float:
-        return 0.0
-
-    def max_value(self) -> float:
-        return math.inf
 
     def sf(self, x):
         p, means = self._arrays
@@ -657,7 +655,7 @@ class RSD(_Dist):
         return float((total * (base + step * mean_j) + np.dot(extra, powers)) / (total + extra.sum()))
 
 
-class LogNormal(_Dist):
+class LogNormal(_HalfLine):
     """Log-normal with the given (arithmetic) ``mean`` and log-scale standard deviation ``sigma``.
 
     The underlying normal has mean mu = ln(mean) - sigma**2 / 2.
@@ -686,12 +684,6 @@ class LogNormal(_Dist):
     def mean(self) -> float:
         return float(self.mean_)
 
-    def min_value(self) -> float:
-        return 0.0
-
-    def max_value(self) -> float:
-        return math.inf
-
     def sf(self, x):
         x = np.asarray(x, dtype=np.float64)
         with np.errstate(divide="ignore"):
@@ -716,7 +708,7 @@ class LogNormal(_Dist):
         return 1.0 + head + max(excess, 0.0) - density / 24.0
 
 
-class Weibull(_Dist):
+class Weibull(_HalfLine):
     """Weibull with ``scale`` λ and ``shape`` k: P(X > x) = exp(-(x/λ)^k); k < 1 gives the decreasing
     hazard of the failure traces' times between failures, k = 1 is the exponential of mean λ."""
 
@@ -733,12 +725,6 @@ class Weibull(_Dist):
             return float(self.scale * math.gamma(1.0 + 1.0 / self.shape))
         except OverflowError:  # (a shape at the floats' end: Γ(1 + 1/k) has no float)
             return math.inf
-
-    def min_value(self) -> float:
-        return 0.0
-
-    def max_value(self) -> float:
-        return math.inf
 
     def sf(self, x):
         x = np.asarray(x, dtype=np.float64)
