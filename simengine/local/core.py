@@ -850,13 +850,22 @@ def _open_window(s, r, t):
     cluster's mode, or killing when the cluster does not preempt); an outage takes its own."""
     if s.ar_down[r] != AR_RESERVATION:
         _go_down(s, r, t)
-        s.ar_status[r] = AR_ACTIVE
-        if s.cons:
-            lp_release(s.ar_snode[r], s.nt, s.nf, s.L, s.fs, s.S)
-            s.ar_snode[r] = -1
-        _push(s, s.ar_end[r], EV_AR_END, r, 0)
-        _log(s, LOG_AR_START, r)
-        return
+    else:
+        _take_window_processors(s, r, t)
+    s.ar_status[r] = AR_ACTIVE
+    if s.cons:  # the window's start is now: only its end node is held from here on
+        lp_release(s.ar_snode[r], s.nt, s.nf, s.L, s.fs, s.S)
+        s.ar_snode[r] = -1
+    _push(s, s.ar_end[r], EV_AR_END, r, 0)
+    _log(s, LOG_AR_START, r)
+    if s.ar_jrt[r] == s.ar_jrt[r]:
+        _piece(s, -1 - r, t, t + s.ar_jrt[r], KIND_RUN, s.ar_off[r], s.ar_held[r])
+
+
+@njit(cache=True)
+def _take_window_processors(s, r, t):
+    """Reservation r's processors: the free ones, preempting jobs if need be; fewer when
+    processors are down (broken)."""
     need = s.ar_p[r]
     if s.nfree < need:
         cand = _victim_order(s, t, np.iinfo(np.int64).max)
@@ -880,14 +889,6 @@ def _open_window(s, r, t):
     _hold(s, off, got, -2 - r)
     s.ar_off[r] = off
     s.ar_held[r] = got
-    s.ar_status[r] = AR_ACTIVE
-    if s.cons:  # the window's start is now: only its end node is held from here on
-        lp_release(s.ar_snode[r], s.nt, s.nf, s.L, s.fs, s.S)
-        s.ar_snode[r] = -1
-    _push(s, s.ar_end[r], EV_AR_END, r, 0)
-    _log(s, LOG_AR_START, r)
-    if s.ar_jrt[r] == s.ar_jrt[r]:
-        _piece(s, -1 - r, t, t + s.ar_jrt[r], KIND_RUN, off, got)
 
 
 @njit(cache=True)
