@@ -6,7 +6,7 @@ finished): ``job_id`` as Batsim names jobs (``workload!id``, the workload being 
 a component of a co-allocated job adds ``.component``), the times, ``success`` (1: completed),
 ``final_state`` (``COMPLETED_SUCCESSFULLY``, ``COMPLETED_WALLTIME_REACHED`` -- a job
 ``run.enforce_walltime`` stopped at its requested time, as Batsim kills a job at its walltime -- or
-``COMPLETED_KILLED``: killed otherwise, e.g. by a preemption) and ``allocated_resources``:
+``COMPLETED_KILLED``: killed otherwise, e.g. by a preemption or its cancellation) and ``allocated_resources``:
 the processors the job held, numbered across the platform (cluster after cluster), as an interval
 set in Batsim's hyphen notation (``0-3 8``) -- from the Gantt, so it is the placement drawn.
 """
@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from simengine.gantt import KIND_KILLED, KIND_RUN
-from simengine.workload import STATUS_COMPLETED, STATUS_KILLED
+from simengine.workload import STATUS_CANCELLED, STATUS_COMPLETED, STATUS_KILLED
 
 COLUMNS = ("job_id", "workload_name", "profile", "submission_time", "requested_number_of_resources",
            "requested_time", "success", "final_state", "starting_time", "execution_time", "finish_time",
@@ -51,7 +51,7 @@ def batsim_rows(result) -> list[list]:
     components = jobs.get("component")
     split = components is not None and bool((np.asarray(components) > 0).any())
     finished = np.flatnonzero((jobs["replication"] == 0) & ~np.isnan(jobs["start"]) & ~np.isnan(jobs["end"])
-                              & np.isin(jobs["status"], (STATUS_COMPLETED, STATUS_KILLED)))
+                              & np.isin(jobs["status"], (STATUS_COMPLETED, STATUS_KILLED, STATUS_CANCELLED)))
     finished = finished[np.argsort(jobs["submit"][finished], kind="stable")]
     rows = []
     for i in finished.tolist():

@@ -47,7 +47,8 @@ class EventScheduler(PolicyKind):
     of one replication."""
 
     kind_registry = LOCAL_SCHEDULERS
-    kind_methods = ("decide", "on_submit", "on_complete", "on_preempted", "on_reservation", "on_timer")
+    kind_methods = ("decide", "on_submit", "on_complete", "on_preempted", "on_reservation", "on_timer",
+                    "on_cancelled")
 
     def __init__(self, params: BaseModel, cluster):
         self.params, self.cluster = params, cluster
@@ -71,6 +72,11 @@ class EventScheduler(PolicyKind):
 
     def on_complete(self, now: float, jobs: list[Job]) -> None:
         """``jobs`` finished their work."""
+
+    def on_cancelled(self, now: float, jobs: list[Job]) -> None:
+        """The trace's users cancelled ``jobs`` (docs/traces.md, "Cancelled jobs"; status
+        ``cancelled``): a waiting one left ``cluster.queue``, a running one was killed and its
+        processors are free (``start`` says whether it ran)."""
 
     def on_preempted(self, now: float, jobs: list[Job]) -> None:
         """A reservation's window took the processors of ``jobs`` (their ``status`` says what became

@@ -37,7 +37,7 @@ def policy_raised(name: str, call: str, exc: Exception) -> PolicyError:
 class Job:
     """A job as a scheduler sees it: ``id`` (its index among the cluster's jobs, in submit
     order), ``submit``, ``size`` (processors), ``estimate`` (requested time), ``priority`` (its
-    stream's; higher first), ``status`` (waiting, running, suspended, done, killed, rejected),
+    stream's; higher first), ``status`` (waiting, running, suspended, done, killed, rejected, cancelled),
     ``start`` (when its current run started; NaN while it waits), ``plan`` (the time its current
     run is planned to take: the estimate, or what is left of it plus the preemption overhead
     after a suspension) and ``end`` (NaN until it ends)."""

@@ -176,6 +176,16 @@ class BatsimScheduler(EventScheduler):
             killed.append(job)
         self.onJobsKilled(killed)
 
+    def on_cancelled(self, now, jobs):
+        # the trace's users cancelled them (docs/traces.md): Batsim's word is killed; a waiting one
+        # was never started (its allocation is what the scheduler left there)
+        killed = []
+        for j in jobs:
+            job = self._jobs[j.id]
+            job.job_state, job.finish_time = "COMPLETED_KILLED", now
+            killed.append(job)
+        self.onJobsKilled(killed)
+
     def on_timer(self, now):
         bs = self.bs
         if bs._killed:

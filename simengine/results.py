@@ -519,7 +519,8 @@ class Result:
 
     def status_counts(self) -> dict[str, int]:
         codes, counts = np.unique(self.jobs["status"], return_counts=True)
-        out = {name: 0 for name in STATUS_NAMES}
+        # (cancelled only when a run has it: older results keep their summaries)
+        out = {name: 0 for name in STATUS_NAMES if name != "cancelled"}
         for c, k in zip(codes, counts):
             out[STATUS_NAMES[c]] = int(k)
         return out

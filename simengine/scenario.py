@@ -428,10 +428,13 @@ class TraceStream(_Model):
         False, description="Batsim workloads: leave out the jobs whose profile gives no run time (types Batsim "
                            "times on its platform model, e.g. ParallelTaskProfile), and say how many, instead of "
                            "refusing the workload")
-    cancelled: Literal["keep", "drop"] = Field(
+    cancelled: Literal["keep", "drop", "withdraw"] = Field(
         "keep", description="SWF/GWF jobs the trace marks cancelled (status 5) that never ran (run time 0 or "
-                            "unknown): keep (replayed as jobs of run time 0, as before) or drop them. Cancelled "
-                            "jobs that ran are replayed with the time they ran either way; the run's notes count both")
+                            "unknown): keep (replayed as jobs of run time 0, as before), drop them, or withdraw them "
+                            "(submitted, and withdrawn from the queue at the submission plus the trace's wait -- "
+                            "killed then if they started: clusters simulated event by event, docs/traces.md). "
+                            "Cancelled jobs that ran are replayed with the time they ran either way; the run's notes "
+                            "count them")
 
     _resolved: str | None = PrivateAttr(None)
 

@@ -59,6 +59,8 @@ DOMAINS: dict[str, tuple[float, float]] = {
     # ... with resource failures (docs/failures.md): shares of processor time
     "availability": _UNIT, "goodput": _UNIT, "jobs_lost_to_failures": _NONNEGATIVE,
     "broken_reservations": _NONNEGATIVE,
+    # ... with a trace's cancelled jobs withdrawn (docs/traces.md)
+    "jobs_withdrawn": _NONNEGATIVE, "jobs_cancelled_running": _NONNEGATIVE,
     # users (Jain's index of n users is in [1/n, 1])
     "users_measured": _NONNEGATIVE, "jain_wait": _UNIT, "jain_bounded_slowdown": _UNIT,
     "worst_user_mean_wait": _NONNEGATIVE, "worst_user_mean_bounded_slowdown": (1.0, math.inf),

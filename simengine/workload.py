@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 #: Job status codes used in result arrays (``Result.jobs['status']``).
-STATUS_COMPLETED, STATUS_KILLED, STATUS_FAILED, STATUS_REJECTED, STATUS_UNFINISHED = 0, 1, 2, 3, 4
-STATUS_NAMES = ("completed", "killed", "failed", "rejected", "unfinished")
+STATUS_COMPLETED, STATUS_KILLED, STATUS_FAILED, STATUS_REJECTED, STATUS_UNFINISHED, STATUS_CANCELLED = 0, 1, 2, 3, 4, 5
+#: (cancelled: a trace's job withdrawn or killed at its cancellation time, docs/traces.md)
+STATUS_NAMES = ("completed", "killed", "failed", "rejected", "unfinished", "cancelled")
 
 
 @dataclass
@@ -41,6 +42,9 @@ class JobTable:
     extra: dict[str, np.ndarray] = field(default_factory=dict)
 
     COLUMNS = ("job_id", "submit", "runtime", "estimate", "processors", "cluster", "stream")
+    #: extra columns kept when only some tables of a concat have them (the others get this value);
+    #: other extras are kept only when every table has them
+    FILLED = {"cancel_after": np.nan}
 
     def __post_init__(self) -> None:
         self.job_id = np.asarray(self.job_id, dtype=np.int64)
@@ -83,7 +87,9 @@ class JobTable:
         if len(tables) == 1:
             return tables[0]
         keys = set.intersection(*(set(t.extra) for t in tables)) if tables else set()
+        keys |= {k for t in tables for k in t.extra if k in JobTable.FILLED}
         return JobTable(
             *(np.concatenate([getattr(t, c) for t in tables]) for c in JobTable.COLUMNS),
-            extra={k: np.concatenate([t.extra[k] for t in tables]) for k in keys},
+            extra={k: np.concatenate([t.extra[k] if k in t.extra else np.full(len(t), JobTable.FILLED[k])
+                                      for t in tables]) for k in keys},
         )

@@ -82,8 +82,10 @@ STATUS_CANCELLED = 5
 
 def _cancelled_jobs(stream: TraceStream, jobs: JobTable) -> tuple[JobTable, list[str]]:
     """The trace's cancelled jobs (status 5): those that ran are replayed with the time they ran;
-    those that never did (run time 0 or unknown) are kept as jobs of run time 0 or dropped
-    (``stream.cancelled``); a note counts both."""
+    those that never did (run time 0 or unknown) are, as ``stream.cancelled`` says, withdrawn
+    from the queue at their cancellation time -- the submission plus the trace's wait, kept as
+    ``extra["cancel_after"]`` (the wait: a span, so a retimed stream keeps it) --, kept as jobs of
+    run time 0, or dropped; a note counts them (docs/traces.md, "Cancelled jobs")."""
     status = jobs.extra.get("status")
     if status is None:
         return jobs, []
@@ -92,12 +94,19 @@ def _cancelled_jobs(stream: TraceStream, jobs: JobTable) -> tuple[JobTable, list
         return jobs, []
     never = cancelled & ~(jobs.runtime > 0)
     ran = int(cancelled.sum() - never.sum())
-    what = ("dropped (cancelled: drop)" if stream.cancelled == "drop"
-            else "replayed as jobs of run time 0 (cancelled: drop leaves them out)")
+    what = {"drop": "dropped (cancelled: drop)",
+            "keep": "replayed as jobs of run time 0 (cancelled: withdraw withdraws them at their cancellation, "
+                    "drop leaves them out)",
+            "withdraw": "submitted and withdrawn at their cancellation time, the submission plus the trace's wait "
+                        "(cancelled: withdraw)"}[stream.cancelled]
     note = (f"{stream.name}: {int(cancelled.sum()):,} jobs the trace marks cancelled (status 5): {ran:,} ran before "
             f"their cancellation and are replayed with the time they ran; {int(never.sum()):,} never ran and are {what}")
     if stream.cancelled == "drop" and never.any():
         jobs = jobs.take(np.flatnonzero(~never))
+    elif stream.cancelled == "withdraw":
+        wait = np.asarray(jobs.extra.get("wait", np.full(len(jobs), np.nan)), np.float64)
+        # (an unknown wait: withdrawn at its submission, so it never waits)
+        jobs.extra["cancel_after"] = np.where(never, np.where(wait >= 0, wait, 0.0), np.nan)
     return jobs, [note]
 
 

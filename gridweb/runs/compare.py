@@ -37,6 +37,8 @@ METRICS: dict[str, tuple[str, str]] = {
     "failures_per_job": ("failures per job", ""),
     "jobs_lost_to_failures": ("jobs lost to failures", ""),
     "broken_reservations": ("broken reservations", ""),
+    "jobs_withdrawn": ("cancelled jobs withdrawn while waiting", ""),
+    "jobs_cancelled_running": ("cancelled jobs killed while running", ""),
     # workloads whose jobs carry users (docs/output.md, per-user metrics)
     "users_measured": ("users measured", ""),
     "jain_wait": ("fairness of waits between users (Jain's index)", ""),

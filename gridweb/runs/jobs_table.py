@@ -29,7 +29,7 @@ JOB_COLUMN_HELP: dict[str, str] = {
     "runtime": "run time on its cluster (s)", "estimate": "requested time (s)",
     "wait": "start − submit (s)", "response": "end − submit (s)", "slowdown": "response / runtime",
     "bounded_slowdown": "max(response / max(runtime, 10 s), 1)",
-    "status": "completed, killed, failed, rejected or unfinished",
+    "status": "completed, killed, failed, rejected, unfinished or cancelled",
     "warmup": "in the warm-up (left out of the metrics)",
     "measured": "one of the jobs the job metrics (mean wait, response, slowdowns) average",
     # model-specific columns (docs/grid.md, docs/reservations.md, docs/cao.md)

@@ -8,7 +8,8 @@ compiled kernels (simengine.schedulers), which tests/simengine/test_local_events
 the same instants, the same tie rules:
 
 - each loop takes the next event time t and handles, in order: job completions and
-  reservation ends (conservative: the unused rest of the plan is given back), overrun
+  reservation ends (conservative: the unused rest of the plan is given back), a trace's
+  cancellations (a waiting job leaves the queue, a running one is killed), overrun
   extensions (conservative), reservation requests (admission), relaxed reservations
   sliding earlier (if processors came free), reservation windows starting (overrunning
   jobs preempted), arrivals, then one scheduling pass;
@@ -44,8 +45,8 @@ from pydantic import BaseModel
 from simengine.jit import load_own_copies
 from simengine.local import core
 from simengine.local.external import Cluster
-from simengine.local.core import (AR_ACCEPTED, AR_ACTIVE, AR_DONE, AR_PENDING, AR_REJECTED, DONE,  # noqa: F401
-                                  KILLED, QUEUED, REJECTED, RUNNING, SUSPENDED, WAITING)
+from simengine.local.core import (AR_ACCEPTED, AR_ACTIVE, AR_DONE, AR_PENDING, AR_REJECTED, CANCELLED,  # noqa: F401
+                                  DONE, KILLED, QUEUED, REJECTED, RUNNING, SUSPENDED, WAITING)
 from simengine.local.profile import replan_queue
 from simengine.local.schema import PYTHON_TWINS
 from simengine.registry import LOCAL_SCHEDULERS
@@ -134,11 +135,14 @@ class ClusterSim:
     outages : list of AdvanceReservation, optional
         Down intervals (``outage`` set; simengine.local.failures): seen by every policy as
         reservations nobody may refuse, requested at their start.
+    cancel : array, optional
+        When each job is cancelled (inf or NaN: never; not before its submission): waiting, it
+        leaves the queue; running, it is killed; it ends CANCELLED (docs/traces.md, "Cancelled jobs").
     victims : PolicyRef, dict, str or None
         The cluster's victim choice (simengine.preemption; None: the built-in order). A Python one
         with fcfs or easy runs their plain-Python twin (PYTHON_TWINS), which takes its victims.
 
-    After :meth:`run` (arrays indexed by job): ``first_start``, ``end``, ``state`` (DONE, KILLED,
+    After :meth:`run` (arrays indexed by job): ``first_start``, ``end``, ``state`` (DONE, KILLED, CANCELLED,
     or still RUNNING/QUEUED/SUSPENDED/WAITING at the horizon), ``preemptions``, ``lost``
     (seconds of run lost per job), ``resumes``, ``completed`` (jobs that finished their work,
     in the order they did), and ``pieces``: (owner, t0, t1, kind, processor ids) with owner
@@ -148,7 +152,7 @@ class ClusterSim:
     def __init__(self, processors: int, policy: str, submit, runtime, estimate, size, priority=None,
                  reservations: list[AdvanceReservation] | None = None, mode: PreemptionMode | None = None,
                  overrun_step: float = 60.0, horizon: float = INF, params=None, python: type | None = None,
-                 victims=None, outages: list[AdvanceReservation] | None = None):
+                 victims=None, outages: list[AdvanceReservation] | None = None, cancel=None):
         choice = victim_choice(victims)  # (None: the core's own order)
         if python is None and policy in POLICIES and choice is not None:
             # the compiled passes take victims in the core's order: with a Python victim choice the
@@ -184,6 +188,13 @@ class ClusterSim:
         if n and (size.max() > self.P or size.min() < 1):
             raise ValueError(f"job sizes must be within 1..{self.P}")
         prio = np.asarray(priority, np.int64) if priority is not None else np.zeros(n, np.int64)
+        if cancel is not None:
+            cancel = np.asarray(cancel, np.float64)
+            if cancel.shape != submit.shape:
+                raise ValueError(f"cancel has {cancel.size} entries, expected one per job ({n})")
+            if np.any(cancel < submit):
+                raise ValueError("a job cannot be cancelled before its submission")
+            cancel = np.where(np.isnan(cancel), INF, cancel)
         # in request order (the core's positions): an outage after the reservations asked at its start
         self.ars = sorted((reservations or []) + (outages or []), key=lambda r: (r.request_time, r.outage > 0, r.index))
         for r in self.ars:
@@ -204,7 +215,7 @@ class ClusterSim:
             [r.est if r.est is not None else nan for r in a], [r.lft if r.lft is not None else nan for r in a],
             [r.job_runtime if r.job_runtime is not None else nan for r in a],
             lazy=python is not None and _simple_form(python),
-            ar_down=[r.outage for r in a], ar_first=[max(r.first, 0) for r in a])
+            ar_down=[r.outage for r in a], ar_first=[max(r.first, 0) for r in a], cancel=cancel)
         self._a = arrays
         self.first_start, self.end, self.state = arrays["first_start"], arrays["end"], arrays["state"]
         self.preemptions, self.resumes, self.lost = arrays["preemptions"], arrays["resumes_n"], arrays["lost"]

@@ -8,7 +8,7 @@ can be called again to go on; nothing of the loop runs in Python.
 
 The rules are those of the module docstring of simengine.local.cluster (docs/reservations.md,
 "Same-time events"): at each event time t, in this order, job completions and reservation ends
-(in the order they were scheduled), overrun extensions (conservative), reservation requests,
+(in the order they were scheduled), cancellations (in job order), overrun extensions (conservative), reservation requests,
 relaxed reservations sliding earlier, reservation windows opening, arrivals, one scheduling
 pass. tests/simengine/test_local_core.py checks every schedule against the plain-Python
 simulator the core replaced (tests/simengine/reference_cluster.py).
@@ -23,6 +23,11 @@ scratch or lost: ``ar_down``), a reservation holding one of them loses it (``ar_
 processors stay down until the repair, which every scheduling view then sees, as it sees a
 reservation's window. A reservation whose window opens while too few processors are up gets
 what is free (``ar_held``) and is broken too.
+
+A cancellation (a trace's user withdrawing a job: docs/traces.md, "Cancelled jobs") is an event at
+the job's ``cancel`` time, handled after the completions of its instant: a waiting job leaves the queue (its
+conservative reservation comes back), a running one is killed, one not yet arrived never arrives;
+the job ends CANCELLED.
 """
 from __future__ import annotations
 
@@ -46,10 +51,10 @@ from simengine.schedulers.conservative import compress, end_plan, plan_from_now,
 
 INF = math.inf
 
-WAITING, QUEUED, RUNNING, SUSPENDED, DONE, KILLED, REJECTED = range(7)
+WAITING, QUEUED, RUNNING, SUSPENDED, DONE, KILLED, REJECTED, CANCELLED = range(8)
 #: ar_down: an advance reservation, or an outage whose victims are requeued (restart from scratch) or lost
 AR_RESERVATION, DOWN_REQUEUE, DOWN_LOSE = range(3)
-EV_JOB_END, EV_AR_END, EV_OVERRUN, EV_TIMER = range(4)
+EV_JOB_END, EV_AR_END, EV_OVERRUN, EV_TIMER, EV_CANCEL = range(5)
 #: the scheduling pass: a compiled strategy, or EXTERNAL -- the pass is the caller's (a Python
 #: policy, simengine.local.external): advance() stops with DECIDE once the events of an instant are
 #: handled, the caller acts through the act_* functions and calls advance() again
@@ -58,7 +63,7 @@ FCFS, EASY, CONSERVATIVE, EXTERNAL = range(4)
 FINISHED, REACHED_UNTIL, REPORT_DUE, DECIDE = range(4)
 #: what an EXTERNAL pass is told (the event log, log_kind/log_id, reset by the caller)
 LOG_SUBMIT, LOG_END, LOG_PREEMPTED, LOG_AR_ACCEPTED, LOG_AR_REJECTED, LOG_AR_MOVED, LOG_AR_START, LOG_AR_END, \
-    LOG_TIMER = range(9)
+    LOG_TIMER, LOG_CANCELLED = range(10)
 #: ctl[]: the scalars an EXTERNAL caller reads and writes without a call
 CTL_NLOG, CTL_NFREE, CTL_TIMER_LOGGED, CTL_QH, CTL_QN = range(5)
 
@@ -121,10 +126,11 @@ structref.define_proxy(State, StateType, list(FIELDS))
 def new_state(processors: int, policy: int, step: float, horizon: float, preempts: bool, restarts: bool,
               resumes: bool, overhead: float, submit, runtime, size, prio, plan0, classes,
               ar_p, ar_start, ar_end, ar_req, ar_est, ar_lft, ar_jrt, lazy: bool = False,
-              ar_down=None, ar_first=None) -> tuple[State, dict]:
+              ar_down=None, ar_first=None, cancel=None) -> tuple[State, dict]:
     """A fresh State, and the arrays it shares with the caller by name (they stay current:
     only the growable buffers -- heap, profile, pieces, pool -- are replaced as the run goes).
-    ``ar_down``/``ar_first``: which reservations are outages, and their first processor."""
+    ``ar_down``/``ar_first``: which reservations are outages, and their first processor;
+    ``cancel``: when each job is cancelled (inf: never; not before its submission)."""
     n = len(submit)
     nar = len(ar_p)
     nuser = int(np.sum(np.asarray(ar_down, np.int64) == AR_RESERVATION)) if ar_down is not None else nar
@@ -160,12 +166,19 @@ def new_state(processors: int, policy: int, step: float, horizon: float, preempt
         ctl=np.zeros(5, np.int64), decide_t=np.full(1, np.nan),
     )
     cap = max(16, 2 * n)
+    # the cancellations are the heap's first events: sorted by (time, job), which is a heap
+    cancel = np.full(n, INF) if cancel is None else np.ascontiguousarray(cancel, f)
+    when = np.flatnonzero(cancel < INF)
+    when = when[np.argsort(cancel[when], kind="stable")]
+    ev_t, ev_seq, ev_kind, ev_id, ev_gen = (np.empty(cap), np.empty(cap, np.int64), np.empty(cap, np.int64),
+                                            np.empty(cap, np.int64), np.empty(cap, np.int64))
+    m = len(when)
+    ev_t[:m], ev_seq[:m], ev_kind[:m], ev_id[:m], ev_gen[:m] = cancel[when], np.arange(m), EV_CANCEL, when, 0
     values = dict(
         P=int(processors), policy=int(policy), cons=policy == CONSERVATIVE, step=float(step),
         horizon=float(horizon), preempts=bool(preempts), restarts=bool(restarts), resumes=bool(resumes),
         overhead=float(overhead), n=n, nrun=0, nseq=0, nsusp=0, pinned=0, nfree=int(processors), qh=0, qn=0, ncomp=0,
-        ev_t=np.empty(cap), ev_seq=np.empty(cap, np.int64), ev_kind=np.empty(cap, np.int64),
-        ev_id=np.empty(cap, np.int64), ev_gen=np.empty(cap, np.int64), nev=0, seq=0,
+        ev_t=ev_t, ev_seq=ev_seq, ev_kind=ev_kind, ev_id=ev_id, ev_gen=ev_gen, nev=m, seq=m,
         nar=len(ar_p), nover=0, nlive_ar=nuser, nuser_ar=nuser,
         **_linked_state(policy == CONSERVATIVE, processors, n, len(ar_p), arrays),
         pc_owner=np.empty(cap, np.int64), pc_t0=np.empty(cap), pc_t1=np.empty(cap),
@@ -910,6 +923,53 @@ def _close_window(s, r, t):
     _log(s, LOG_AR_END, r)
 
 
+# ---- cancellations ----------------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def _cancel(s, j, t):
+    """The user cancels job j now: not yet arrived, it never arrives; waiting (or suspended), it
+    leaves the queue; running, it is killed; over, nothing. True if processors came free."""
+    state = s.state[j]
+    if state == DONE or state == KILLED or state == REJECTED or state == CANCELLED:
+        return False
+    freed = False
+    if state == RUNNING:
+        _preempt(s, j, t, False, False, 0.0, True)  # killed: its processors come free
+        s.preemptions[j] -= 1  # (a cancellation, not a preemption)
+        freed = True
+    elif state == QUEUED or state == SUSPENDED:
+        if state == SUSPENDED:  # it gives up the processors it was to resume on
+            off, p = s.off[j], s.size[j]
+            _piece(s, j, s.susp_at[j], t, KIND_SUSPENDED, off, p)
+            pin, pool = s.pin, s.pool
+            for i in range(off, off + p):
+                pin[pool[i]] -= 1
+            s.pinned -= 1
+            s.nsusp -= 1
+        if s.policy == EXTERNAL:
+            _leave_queue(s, j)
+        else:
+            if s.cons:
+                _give_reservation(s, j, t)
+                s.early = True  # its reservation came back: the pass compresses
+            gone = np.empty(1, np.int64)
+            gone[0] = _position(s, j)
+            _dequeue_at(s, gone)
+            if s.cons:
+                s.next_start = _next_start(s)
+        s.end[j] = t
+        s.nover += 1
+    else:  # WAITING: cancelled at its submission, it never arrives
+        s.state[j] = CANCELLED
+        s.end[j] = t
+        s.nover += 1
+        return False
+    s.state[j] = CANCELLED
+    _log(s, LOG_CANCELLED, j)
+    return freed
+
+
 # ---- preemption for a waiting job -------------------------------------------------------------------
 
 
@@ -1102,7 +1162,8 @@ def _pass_conservative(s, t, new_lo, new_hi):
     if s.early or s.repaired:
         _compress(s, t)
     for j in range(new_lo, new_hi):
-        _join_queue(s, j, t, True)
+        if s.state[j] == QUEUED:
+            _join_queue(s, j, t, True)
     while True:
         _start_due(s, t)
         if s.qn == 0:
@@ -1369,6 +1430,7 @@ def advance(s, until, report_every, fresh):
         s.countdown = report_every
     overruns = np.empty(16, np.int64)
     ov_gen = np.empty(16, np.int64)
+    cancels = np.empty(16, np.int64)
     while True:
         t = s.submit[s.arrived] if s.arrived < n else INF
         if s.nev and s.ev_t[0] < t:
@@ -1399,8 +1461,9 @@ def advance(s, until, report_every, fresh):
         s.repaired = False
         freed = False
         ext_hi = -INF
-        # 1. completions and reservation ends; overruns (conservative)
+        # 1. completions and reservation ends; cancellations; overruns (conservative)
         nov = 0
+        ncan = 0
         while s.nev and s.ev_t[0] <= t:
             kind, ident, gen = _pop(s)
             if kind == EV_JOB_END:
@@ -1410,6 +1473,11 @@ def advance(s, until, report_every, fresh):
             elif kind == EV_AR_END:
                 _close_window(s, ident, t)
                 freed = True
+            elif kind == EV_CANCEL:  # (after the completions: a job ending as it is cancelled completes)
+                if ncan == cancels.shape[0]:
+                    cancels = _grown(cancels, 16)
+                cancels[ncan] = ident
+                ncan += 1
             elif kind == EV_TIMER:
                 if s.ctl[CTL_TIMER_LOGGED] == 0:
                     _log(s, LOG_TIMER, -1)
@@ -1421,6 +1489,9 @@ def advance(s, until, report_every, fresh):
                 overruns[nov] = ident
                 ov_gen[nov] = gen
                 nov += 1
+        for i in range(ncan):
+            if _cancel(s, cancels[i], t):
+                freed = True
         for i in range(nov):
             j, gen = overruns[i], ov_gen[i]
             if gen != s.gen[j] or s.state[j] != RUNNING or s.pend[j] != t:
@@ -1447,14 +1518,16 @@ def advance(s, until, report_every, fresh):
         # 5. arrivals
         first_new = s.arrived
         while s.arrived < n and s.submit[s.arrived] <= t:
-            s.state[s.arrived] = QUEUED
-            _log(s, LOG_SUBMIT, s.arrived)
-            s.nwait += 1
+            if s.state[s.arrived] == WAITING:  # (not cancelled at its submission)
+                s.state[s.arrived] = QUEUED
+                _log(s, LOG_SUBMIT, s.arrived)
+                s.nwait += 1
             s.arrived += 1
         # 6. one scheduling pass
         if s.policy == EXTERNAL:
             for j in range(first_new, s.arrived):
-                _enqueue(s, j)
+                if s.state[j] == QUEUED:
+                    _enqueue(s, j)
             # (a pass at every event time, as the compiled ones: a stale event's instant too -- plans
             # of overrunning jobs move with the clock)
             if not s.lazy or (s.nwait > 0 and s.nfree > 0) or 2 * s.ctl[CTL_NLOG] >= s.log_kind.shape[0]:
@@ -1466,5 +1539,6 @@ def advance(s, until, report_every, fresh):
             _pass_conservative(s, t, first_new, s.arrived)
         else:
             for j in range(first_new, s.arrived):
-                _enqueue(s, j)
+                if s.state[j] == QUEUED:
+                    _enqueue(s, j)
             _pass_queue(s, t)

@@ -23,7 +23,7 @@ import numba
 import numpy as np
 
 from simengine.local import core
-from simengine.local.core import AR_ACCEPTED, AR_ACTIVE, LOG_END, LOG_PREEMPTED, LOG_SUBMIT, LOG_TIMER
+from simengine.local.core import AR_ACCEPTED, AR_ACTIVE, LOG_CANCELLED, LOG_END, LOG_PREEMPTED, LOG_SUBMIT, LOG_TIMER
 from simengine.preemption import PreemptionMode, VictimChoice, ordered_victims
 from simengine.policy_types import Job, PolicyError, Profile, policy_raised  # noqa: F401  (Profile: read from here too)
 
@@ -119,6 +119,7 @@ class Cluster:
         self._on_preempted = p.on_preempted if own("on_preempted") else None
         self._on_reservation = p.on_reservation if own("on_reservation") else None
         self._on_timer = p.on_timer if own("on_timer") else None
+        self._on_cancelled = p.on_cancelled if own("on_cancelled") else None
 
     # ---- what the policy reads ------------------------------------------------------------------
 
@@ -329,7 +330,7 @@ class Cluster:
         ctl[core.CTL_TIMER_LOGGED] = 0
         now = self.now = float(self._decide_t[0])
         self.free = int(ctl[_NFREE])
-        submitted, ended, preempted, changed = [], [], [], []
+        submitted, ended, preempted, changed, cancelled = [], [], [], [], []
         timer = False
         running, jobs = self.running, self._jobs
         for kind, i in zip(self._log_kind[:n].tolist(), self._log_id[:n].tolist()):  # (usually one or two)
@@ -356,6 +357,12 @@ class Cluster:
                 preempted.append(job)
             elif kind == LOG_TIMER:
                 timer = True
+            elif kind == LOG_CANCELLED:  # the user withdrew it (waiting) or killed it (running)
+                job = jobs[i]
+                if running.pop(i, None) is None:
+                    self._dequeue(job)
+                job.status, job.end = "cancelled", float(self._end[i])
+                cancelled.append(job)
             else:
                 changed.append((i, kind))
         if changed:
@@ -366,6 +373,8 @@ class Cluster:
                 p.on_submit(now, submitted)
             if ended and self._on_complete:
                 p.on_complete(now, ended)
+            if cancelled and self._on_cancelled:
+                p.on_cancelled(now, cancelled)
             if preempted and self._on_preempted:
                 p.on_preempted(now, preempted)
             if changed and self._on_reservation:

@@ -26,8 +26,8 @@ import numpy as np
 from simengine.gantt import KIND_KILLED, KIND_RUN, SEGMENT_COLUMNS, ordered_segments
 from simengine.local.schema import needs_local
 from simengine.errors import FieldError, ScenarioError
-from simengine.local.cluster import (AR_ACCEPTED, AR_ACTIVE, AR_DONE, AR_REJECTED, DONE, KILLED, REJECTED,
-                                     AdvanceReservation, ClusterSim)
+from simengine.local.cluster import (AR_ACCEPTED, AR_ACTIVE, AR_DONE, AR_REJECTED, CANCELLED, DONE, KILLED,
+                                     REJECTED, AdvanceReservation, ClusterSim)
 from simengine.local.core import DOWN_LOSE, DOWN_REQUEUE
 from simengine.local.failures import down_time, draw_outages
 from simengine.preemption import preemption_mode
@@ -39,7 +39,7 @@ from simengine.results import (JOB_DTYPES, QUEUE_COLUMNS, order_job_rows, segmen
 from simengine.scenario import Scenario
 from simengine.statistics import BATCHES
 from simengine.streaming import LiveGantt, concat_rows, empty_rows, live_rows, run_in_slices, take_rows
-from simengine.workload import STATUS_COMPLETED, STATUS_KILLED, STATUS_REJECTED, STATUS_UNFINISHED
+from simengine.workload import STATUS_CANCELLED, STATUS_COMPLETED, STATUS_KILLED, STATUS_REJECTED, STATUS_UNFINISHED
 from simengine.workload_build import (drawn_until, early_stop_note, endless_streams, failure_rng, prepare_jobs,
                                       read_traces, stop_horizon, streams_cover, until_enough)
 
@@ -88,6 +88,8 @@ class _Replication:
         self.outages: dict[int, np.ndarray] = {}
         self.failures_until: dict[int, float] = {}
         horizon = stop_horizon(scenario)
+        cancel = self._cancellations(estimate)
+        runtime = self.runtime
         for c, spec in enumerate(scenario.platform.clusters):
             idx = np.flatnonzero(cluster == c)
             ars = _reservations_on(scenario, c)
@@ -95,11 +97,11 @@ class _Replication:
             if not len(idx) and not ars and not down:
                 continue
             step = float(spec.scheduler.params.get("overrun_step", 60.0))
-            self.sims.append((c, idx, ClusterSim(spec.processors, spec.scheduler.name, jobs.submit[idx], runtime[idx],
-                                                 estimate[idx], jobs.processors[idx], jobs.extra["priority"][idx],
-                                                 ars, preemption_mode(spec.preemption), step, horizon,
-                                                 params=spec.scheduler.params, victims=spec.victims,
-                                                 outages=down)))
+            self.sims.append((c, idx, ClusterSim(spec.processors, spec.scheduler.name, jobs.submit[idx],
+                                                 runtime[idx], estimate[idx], jobs.processors[idx],
+                                                 jobs.extra["priority"][idx], ars, preemption_mode(spec.preemption),
+                                                 step, horizon, params=spec.scheduler.params, victims=spec.victims,
+                                                 outages=down, cancel=None if cancel is None else cancel[idx])))
             self.ars += ars
         if live is not None:
             _feed_live(self, live, horizon)
@@ -122,6 +124,20 @@ class _Replication:
         for r in self.ars:
             if r.status == AR_REJECTED:
                 self.notes.append(f"reservation '{scenario.reservations[r.index].name}' {r.note}")
+
+    def _cancellations(self, estimate: np.ndarray) -> np.ndarray | None:
+        """When each job is cancelled (NaN: never; None: no job is). A cancelled job that never ran
+        in the trace has no run time of its own: one the schedule starts before its cancellation
+        runs its requested time (the only figure the trace gives; 0 without one), or until its
+        cancellation kills it (docs/traces.md, "Cancelled jobs")."""
+        after = self.jobs.extra.get("cancel_after")
+        if after is None or not np.any(after == after):
+            return None
+        withdrawn = after == after
+        asked = np.where(estimate > 0, estimate, 0.0)  # (NaN > 0 is False)
+        self.runtime = np.where(withdrawn, asked, self.runtime)
+        self.walltime_killed = self.walltime_killed & ~withdrawn
+        return self.jobs.submit + after
 
     def _outages(self, c: int, idx: np.ndarray, runtime: np.ndarray, horizon: float,
                   replication: int) -> list[AdvanceReservation]:
@@ -268,6 +284,7 @@ def finish(rep: _Replication, replication: int, with_segments: bool):
     status[(state == DONE) & ended] = STATUS_COMPLETED
     status[((state == DONE) & ended & rep.walltime_killed[sl]) | ((state == KILLED) & ended)] = STATUS_KILLED
     status[(cluster < 0) | ((state == REJECTED) & ended)] = STATUS_REJECTED  # (a Python policy may reject)
+    status[(state == CANCELLED) & ended] = STATUS_CANCELLED
     w = {"job_id": jobs.job_id[sl], "stream": jobs.stream[sl], "cluster": cluster, "submit": jobs.submit[sl],
          "start": np.where(started, first, np.nan), "end": np.where(ended, end, np.nan),
          "processors": jobs.processors[sl], "runtime": rep.runtime[sl], "estimate": jobs.estimate[sl],
@@ -380,13 +397,20 @@ def finish(rep: _Replication, replication: int, with_segments: bool):
     metrics["preemptions"] = float(w["preemptions"].sum())
     metrics["jobs_preempted_killed"] = float(((state == KILLED) & ended).sum())
     metrics["lost_work"] = lost_work
+    if "cancel_after" in jobs.extra:  # (a stream withdraws its cancelled jobs: docs/traces.md)
+        cancelled = workload_row & (cols["status"] == STATUS_CANCELLED)
+        metrics["jobs_withdrawn"] = float((cancelled & np.isnan(cols["start"])).sum())
+        metrics["jobs_cancelled_running"] = float((cancelled & ~np.isnan(cols["start"])).sum())
     if failing:
         metrics.update(_failure_metrics(rep, cols, measured & workload_row, ars, busy, killed_in, t0w, t1w, t_stop))
 
     series = None
     if with_segments:
         queued = cols["reservation"] < 0  # the queue counts workload jobs, not reservations
-        series = segment_series(segments, clusters, {k: cols[k][queued] for k in QUEUE_COLUMNS}, t_stop)
+        rows = {k: cols[k][queued] for k in QUEUE_COLUMNS}
+        # a job that ended without starting (withdrawn, rejected) left the queue then
+        rows["start"] = np.where(np.isnan(rows["start"]), cols["end"][queued], rows["start"])
+        series = segment_series(segments, clusters, rows, t_stop)
     return cols, segments, metrics, series, batch_half
 
 

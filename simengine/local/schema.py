@@ -122,6 +122,19 @@ def reservation_problems(s, check_policy=None) -> Problems:
             found.append((("workload", "streams", i, "priority"),
                           f"cluster '{other[0].name}' uses the {other[0].scheduler.name} scheduler; priorities "
                           f"need {need}"))
+    for i, st in enumerate(s.workload.streams):
+        if getattr(st, "cancelled", "keep") != "withdraw":
+            continue
+        field = ("workload", "streams", i, "cancelled")
+        if grid_kinds:
+            found.append((field, f"withdraw is simulated on clusters event by event, not with {grid_kinds[0]} streams "
+                                 "(give keep or drop)"))
+            continue
+        targets = s.platform.clusters if st.target == GRID_TARGET else [by_name.get(st.target)]
+        other = [c for c in targets if c is not None and c.scheduler.name not in QUEUE_SCHEDULERS]
+        if other:
+            found.append((field, f"cluster '{other[0].name}' uses the {other[0].scheduler.name} scheduler; "
+                                 f"withdrawing cancelled jobs needs {need} (or give keep or drop)"))
     for i, c in enumerate(s.platform.clusters):
         if c.failures is not None:
             pre = ("platform", "clusters", i, "failures")
@@ -176,9 +189,11 @@ def victim_problems(s, check_policy=None) -> Problems:
 
 
 def needs_local(scenario: Any) -> bool:
-    """Does the scenario need the event-driven simulator (reservations, preemption, priorities or
-    failures, or a policy on the event API, which may reject and preempt jobs: more than start times)?"""
+    """Does the scenario need the event-driven simulator (reservations, preemption, priorities,
+    failures or trace cancellations withdrawn, or a policy on the event API, which may reject and
+    preempt jobs: more than start times)?"""
     return (bool(scenario.reservations)
+            or any(getattr(s, "cancelled", "keep") == "withdraw" for s in scenario.workload.streams)
             or any(c.failures is not None for c in scenario.platform.clusters)
             or any(c.preemption.name != "none" for c in scenario.platform.clusters)
             or any(getattr(s, "priority", 0) != 0 for s in scenario.workload.streams)

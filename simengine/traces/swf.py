@@ -573,9 +573,9 @@ def swf_status(engine_status: np.ndarray) -> np.ndarray:
     """Map engine job status codes (``simengine.workload.STATUS_*``) to SWF status codes.
 
     completed -> 1, killed and failed -> 0 (SWF "failed"), rejected -> 5 (cancelled:
-    never ran), unfinished -> -1 (unknown).
+    never ran), unfinished -> -1 (unknown), cancelled -> 5.
     """
-    table = np.array([1, 0, 0, 5, -1], dtype=np.int64)
+    table = np.array([1, 0, 0, 5, -1, 5], dtype=np.int64)
     return table[np.asarray(engine_status, dtype=np.int64)]
 
 

@@ -191,5 +191,11 @@ def test_cancelled_swf_jobs_are_counted_and_those_that_never_ran_can_be_dropped(
     assert any("2 never ran and are dropped (cancelled: drop)" in n for n in dropped.notes)
     from simengine.errors import ScenarioError
     with pytest.raises(ScenarioError) as bad:
-        run(cancelled="withdraw")
+        run(cancelled="sometimes")
     assert any(e.path == "workload.streams.0.cancelled" for e in bad.value.errors)
+    # withdraw (tests/simengine/test_cancellations.py): the schedule starts job 3 at 10, before its
+    # cancellation (32): it runs its requested 20 s; job 4 starts at 30 and is killed at 33
+    withdrawn = run(cancelled="withdraw")
+    assert withdrawn.jobs["job_id"].tolist() == [1, 2, 3, 4]
+    assert withdrawn.jobs["start"].tolist()[2:] == [10, 30] and withdrawn.jobs["end"].tolist()[2:] == [30, 33]
+    assert withdrawn.metrics["jobs_withdrawn"].mean == 0 and withdrawn.metrics["jobs_cancelled_running"].mean == 1

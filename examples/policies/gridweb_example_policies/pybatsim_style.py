@@ -46,6 +46,13 @@ class FillerSched(BatsimScheduler):
     def onJobCompletion(self, job):
         self.idle += job.requested_resources
 
+    def onJobsKilled(self, jobs):  # (a trace's cancellations: a waiting job leaves, a running one ends)
+        for job in jobs:
+            if job in self.waiting:
+                self.waiting.remove(job)
+            else:
+                self.idle += job.requested_resources
+
     def onNoMoreEvents(self):
         started = []
         for job in self.waiting:
@@ -74,6 +81,13 @@ class TopDownEASY(BatsimScheduler):
     def onJobCompletion(self, job):
         del self.running[job.id]
         self.idle.update(job.allocation)
+
+    def onJobsKilled(self, jobs):  # (a trace's cancellations: a waiting job leaves, a running one ends)
+        for job in jobs:
+            if job.id in self.running:
+                self.onJobCompletion(job)
+            else:
+                self.waiting.remove(job)
 
     def take(self, job):
         procs = sorted(self.idle)[-job.requested_resources:]

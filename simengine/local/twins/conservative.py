@@ -64,7 +64,7 @@ class EventsConservative(EventScheduler):
         self.asked = set()  # times a timer was asked for
         self.next_start = INF  # the earliest reservation
         self.early = self.repaired = False  # this instant: a plan or window came back; a repair
-        self._arrived, self._ended, self._preempted, self._ar = [], [], [], []
+        self._arrived, self._ended, self._preempted, self._ar, self._cancelled = [], [], [], [], []
 
     # ---- what happened (kept until decide, which replays it in the core's order) -----------------
 
@@ -76,6 +76,9 @@ class EventsConservative(EventScheduler):
 
     def on_preempted(self, now, jobs):
         self._preempted += jobs
+
+    def on_cancelled(self, now, jobs):
+        self._cancelled += jobs
 
     def on_reservation(self, now, reservation, event):
         self._ar.append((reservation, event))
@@ -89,6 +92,16 @@ class EventsConservative(EventScheduler):
         # 1. completions: the unused rest of the plan comes back; overruns: plans grow, then repair
         for job in self._ended:
             self._plan_ends(job, now)
+        # (the core handles cancellations with the completions): a running job's plan comes back,
+        # a waiting job's reservation too
+        for job in self._cancelled:
+            if job.id in self.pend:
+                self._plan_ends(job, now)
+            else:
+                self._dequeue(job)
+                self.profile.take(self.rstart.pop(job.id), self.rend.pop(job.id), -job.size)
+                self.early = True
+                self.next_start = min((self.rstart[q.id] for q in self.q), default=INF)
         ext_hi = -INF
         preempted = {job.id: job for job in self._preempted}  # (by a window, after its overrun)
         for j in self.overruns.pop(now, ()):
@@ -130,7 +143,7 @@ class EventsConservative(EventScheduler):
         for job in self._arrived:
             self.plan[job.id] = self._plan0(job)
             self._join(job, now)
-        self._arrived, self._ended, self._preempted, self._ar = [], [], [], []
+        self._arrived, self._ended, self._preempted, self._ar, self._cancelled = [], [], [], [], []
         while True:
             self._start_due(now)
             if not self.q:

@@ -57,6 +57,17 @@ class EventsLWR(EventScheduler):
             self.busy.discard(p)
             self.ready.add(p)
 
+    def on_cancelled(self, now, jobs):
+        for job in jobs:
+            if job.id in self.on:  # it ran: its processor is free
+                self.on_complete(now, [job])
+                continue
+            for p, line in enumerate(self.lines):  # it waited: its line is shorter by its estimate
+                if job in line:
+                    line.remove(job)
+                    self.drain[p] -= job.estimate
+                    break
+
     def decide(self, now):
         for p in self.ready:  # each processor's next job starts when the processor is idle
             if self.lines[p] and p not in self.busy:

@@ -147,7 +147,7 @@ class EventsEASYArrays(EventsEASY):
     def on_complete(self, now, jobs):
         self._since = None
 
-    on_preempted = on_complete
+    on_preempted = on_cancelled = on_complete
 
     def on_reservation(self, now, reservation, event):
         self._since = None
