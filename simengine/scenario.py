@@ -678,11 +678,15 @@ class Scenario(_Model):
             del data["reservations"]
         return data
 
+    #: the directory relative file paths were resolved against (load_scenario's ``base_dir``)
+    _base_dir: str | None = PrivateAttr(None)
+
     @model_validator(mode="after")
-    def _cross_checks(self):
+    def _cross_checks(self, info: ValidationInfo):
         found = [problem for _, check in SCENARIO_CHECKS for problem in check(self, _check_policy)]
         if found:
             raise _problems(found)
+        self._base_dir = (info.context or {}).get("base_dir")
         return self
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -1106,13 +1110,13 @@ def load_scenario(source: Any, *, base_dir: str | os.PathLike | None = None) -> 
 
 
 def trace_base_dir(scenario: Scenario) -> str | None:
-    """The directory of the scenario's first trace file: what ``load_scenario(json, base_dir=...)``
-    needs to reload the scenario from its JSON in another process (None: no traces)."""
-    for s in scenario.workload.streams:
-        path = getattr(s, "resolved_path", None)
-        if path:
-            return os.path.dirname(os.path.abspath(path))
-    return None
+    """The directory the scenario's relative trace paths were resolved against: what
+    ``load_scenario(json, base_dir=...)`` needs to reload the scenario from its JSON in another
+    process (None: no traces). (Not a trace's own directory: ``../demo/x.swf`` resolved from there
+    is another file.)"""
+    if not any(getattr(s, "resolved_path", None) for s in scenario.workload.streams):
+        return None
+    return scenario._base_dir or os.getcwd()
 
 
 def scenario_hash(scenario: Scenario) -> str:
