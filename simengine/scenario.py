@@ -1110,11 +1110,12 @@ def load_scenario(source: Any, *, base_dir: str | os.PathLike | None = None) -> 
 
 
 def trace_base_dir(scenario: Scenario) -> str | None:
-    """The directory the scenario's relative trace paths were resolved against: what
-    ``load_scenario(json, base_dir=...)`` needs to reload the scenario from its JSON in another
-    process (None: no traces). (Not a trace's own directory: ``../demo/x.swf`` resolved from there
-    is another file.)"""
-    if not any(getattr(s, "resolved_path", None) for s in scenario.workload.streams):
+    """The directory the scenario's relative file paths (traces, down-interval files) were
+    resolved against: what ``load_scenario(json, base_dir=...)`` needs to reload the scenario
+    from its JSON in another process (None: it names no file). (Not a trace's own directory:
+    ``../demo/x.swf`` resolved from there is another file.)"""
+    if not (any(getattr(s, "resolved_path", None) for s in scenario.workload.streams)
+            or any(c.failures is not None and c.failures.down_file for c in scenario.platform.clusters)):
         return None
     return scenario._base_dir or os.getcwd()
 

@@ -77,6 +77,19 @@ def materialize_traces(spec: Any, user=None) -> dict[str, list[str]]:
     return errors
 
 
+def _no_server_files(spec: dict) -> dict[str, list[str]]:
+    """A scenario on the site names no file of this server but uploaded traces: a cluster's
+    ``failures.down_file`` is refused (its intervals go in ``down``)."""
+    clusters = (spec.get("platform") or {}).get("clusters") if isinstance(spec.get("platform"), dict) else None
+    errors = {}
+    for i, c in enumerate(clusters if isinstance(clusters, list) else []):
+        failures = c.get("failures") if isinstance(c, dict) else None
+        if isinstance(failures, dict) and failures.get("down_file") is not None:
+            errors[f"platform.clusters.{i}.failures.down_file"] = [
+                "the site reads no file of its server: give the file's intervals in down (docs/failures.md)"]
+    return errors
+
+
 def validate_spec(spec: Any, user=None) -> simengine.Scenario:
     """The engine's ``Scenario`` for ``spec``, or :class:`SpecInvalid` naming every bad field."""
     if not isinstance(spec, dict):
@@ -84,7 +97,7 @@ def validate_spec(spec: Any, user=None) -> simengine.Scenario:
     errors: dict[str, list[str]] = {}
     for path, message in shape_problems(spec, site_limits()):  # before the schema's work, which grows with them
         errors.setdefault(path, []).append(message)
-    errors = errors or materialize_traces(spec, user)
+    errors = errors or materialize_traces(spec, user) or _no_server_files(spec)
     if errors:
         raise SpecInvalid(errors)
     try:

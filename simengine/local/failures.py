@@ -12,16 +12,24 @@ are broken, and the schedulers see the processors unavailable until the repair.
 """
 from __future__ import annotations
 
+import csv
+import gzip
 import math
+import os
+from pathlib import Path
 from typing import Literal
 
 import numpy as np
-from pydantic import Field, model_serializer, model_validator
+from pydantic import Field, PrivateAttr, ValidationError, ValidationInfo, model_serializer, model_validator
 
 from simengine.distributions import Distribution
-from simengine.schema_base import StrictModel
+from simengine.schema_base import StrictModel, problems as field_problems
 
-__all__ = ["DownInterval", "Failures", "draw_outages", "down_time"]
+__all__ = ["DownInterval", "Failures", "draw_outages", "down_time", "read_down_intervals", "DOWN_COLUMNS"]
+
+#: the columns of a down-interval CSV file (docs/failures.md, "Down intervals from a file"):
+#: start and end are required, the others optional (DownInterval's fields)
+DOWN_COLUMNS = ("start", "end", "first", "processors", "notice")
 
 
 class DownInterval(StrictModel):
@@ -65,13 +73,40 @@ class Failures(StrictModel):
                                "restarted from scratch) or lose (killed for good)")
     down: list[DownInterval] = Field([], description="Fixed down intervals: maintenance windows, or the down "
                                                      "times of a failure trace")
+    down_file: str | None = Field(
+        None, description="A CSV file of more down intervals (a path relative to the scenario file; .gz too): a "
+                          "header row naming start, end and any of first, processors, notice, then one interval "
+                          "per row (docs/failures.md)")
+
+    #: the intervals read from down_file
+    _file_down: list[DownInterval] = PrivateAttr(default_factory=list)
+
+    @model_serializer(mode="wrap")
+    def _leave_out_no_file(self, handler):
+        data = handler(self)  # (left out when empty: scenarios written before it keep their hash)
+        if data.get("down_file") is None:
+            data.pop("down_file", None)
+        return data
+
+    @property
+    def intervals(self) -> list[DownInterval]:
+        """Every fixed down interval: ``down``, then those of ``down_file``."""
+        return self.down + self._file_down
 
     @model_validator(mode="after")
-    def _both(self):
+    def _both(self, info: ValidationInfo):
+        if self.down_file is not None:
+            base = Path((info.context or {}).get("base_dir") or os.getcwd())
+            path = Path(os.path.normpath(base / Path(self.down_file).expanduser()))
+            try:
+                self._file_down = read_down_intervals(path)
+            except (OSError, ValueError) as e:
+                raise field_problems([(("down_file",), str(e) if isinstance(e, ValueError) else
+                                 f"cannot read {path}: {e.strerror or e}")]) from None
         if (self.mtbf is None) != (self.mttr is None):
             missing = "mttr" if self.mttr is None else "mtbf"
             raise ValueError(f"{missing} is missing: drawn failures need both mtbf and mttr")
-        if self.mtbf is None and not self.down:
+        if self.mtbf is None and not self.intervals:
             raise ValueError("no failures: give mtbf and mttr, or down intervals (or leave failures out)")
         for name in ("mtbf", "mttr"):
             d = getattr(self, name)
@@ -83,17 +118,69 @@ class Failures(StrictModel):
         return self
 
 
+def read_down_intervals(path: str | os.PathLike) -> list[DownInterval]:
+    """The down intervals of a CSV file (DOWN_COLUMNS: a header row, then one interval per row;
+    lines starting with # and blank lines are skipped). A ValueError names the line and column
+    at fault."""
+    opener = gzip.open if str(path).endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8", newline="") as fh:
+        lines = [(k, line) for k, line in enumerate(fh, 1) if line.strip() and not line.lstrip().startswith("#")]
+    if not lines:
+        raise ValueError(f"{Path(path).name}: no header row (expected {', '.join(DOWN_COLUMNS)})")
+    rows = list(csv.reader(line for _, line in lines))
+    header = [h.strip() for h in rows[0]]
+    where = f"{Path(path).name}, line {lines[0][0]}"
+    unknown = [h for h in header if h not in DOWN_COLUMNS]
+    if unknown or len(set(header)) < len(header) or not {"start", "end"} <= set(header):
+        why = (f"unknown column {unknown[0]!r}" if unknown else "a column named twice" if len(set(header)) < len(header)
+               else "start and end are required")
+        raise ValueError(f"{where}: {why}; the header names columns among {', '.join(DOWN_COLUMNS)}")
+    out = []
+    for (k, _), row in zip(lines[1:], rows[1:]):
+        where = f"{Path(path).name}, line {k}"
+        if len(row) != len(header):
+            raise ValueError(f"{where}: {len(row)} values for the header's {len(header)} columns")
+        values = {}
+        for name, text in zip(header, row):
+            text = text.strip()
+            if text == "" and name not in ("start", "end"):
+                continue  # (an optional column left empty: its default)
+            try:
+                number = float(text)
+            except ValueError:
+                raise ValueError(f"{where}, column {name}: not a number: {text!r}") from None
+            if name in ("first", "processors"):
+                if not (math.isfinite(number) and number == int(number)):
+                    raise ValueError(f"{where}, column {name}: must be a whole number; got {text!r}")
+                number = int(number)
+            values[name] = number
+        try:
+            out.append(DownInterval.model_validate(values))
+        except ValidationError as e:
+            err = e.errors()[0]
+            column = ".".join(map(str, err["loc"])) or "end"
+            raise ValueError(f"{where}, column {column}: {err['msg'].removeprefix('Value error, ')}") from None
+    return out
+
+
 def problems(failures: Failures, processors: int) -> list[tuple[tuple, str]]:
-    """What does not fit the cluster, as (path below ``failures``, message)."""
+    """What does not fit the cluster, as (path below ``failures``, message; a file's interval is
+    named by its row)."""
     found = []
     if failures.group > processors:
         found.append((("group",), f"must be at most the cluster's {processors} processors; got {failures.group}"))
-    for i, d in enumerate(failures.down):
+    n = len(failures.down)
+    for i, d in enumerate(failures.intervals):
+        at = ("down", i) if i < n else ("down_file",)
+        row = "" if i < n else f"row {i - n + 1}: "
         if d.first >= processors:
-            found.append((("down", i, "first"), f"must be below the cluster's {processors} processors; got {d.first}"))
+            found.append(((*at, "first") if i < n else at,
+                          f"{row}first must be below the cluster's {processors} processors; got {d.first}"
+                          if row else f"must be below the cluster's {processors} processors; got {d.first}"))
         elif d.processors is not None and d.first + d.processors > processors:
-            found.append((("down", i, "processors"), f"processors {d.first} .. {d.first + d.processors - 1} do not "
-                                                     f"exist: the cluster has {processors}"))
+            found.append(((*at, "processors") if i < n else at,
+                          f"{row}processors {d.first} .. {d.first + d.processors - 1} do not exist: the cluster "
+                          f"has {processors}"))
     return found
 
 
@@ -105,7 +192,7 @@ def draw_outages(failures: Failures, processors: int, until: float, rng: np.rand
     refuses the scenario: more than it can simulate)."""
     parts: list[np.ndarray] = []
     rows = [(d.start, d.end, d.first, d.processors if d.processors is not None else processors - d.first,
-             max(d.start - d.notice, 0.0)) for d in failures.down]
+             max(d.start - d.notice, 0.0)) for d in failures.intervals]
     if failures.mtbf is not None and until > 0:
         g = failures.group
         units = -(-processors // g)

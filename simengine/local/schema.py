@@ -143,13 +143,15 @@ def reservation_problems(s, check_policy=None) -> Problems:
                 if c.failures.mtbf is not None and c.failures.group != c.processors:
                     found.append(((*pre, "group"), f"KOALA's clusters fail whole: give group {c.processors} (the "
                                                    f"cluster's processors); got {c.failures.group}"))
-                for k, d in enumerate(c.failures.down):
+                n = len(c.failures.down)
+                for k, d in enumerate(c.failures.intervals):  # (those of down_file named by their row)
+                    at, row = ((*pre, "down", k), "") if k < n else ((*pre, "down_file"), f"row {k - n + 1}: ")
                     if d.first != 0 or (d.processors is not None and d.processors != c.processors):
-                        found.append(((*pre, "down", k), "KOALA's clusters fail whole: leave first and processors "
-                                                         "out (the whole cluster)"))
+                        found.append((at, f"{row}KOALA's clusters fail whole: leave first and processors out (the "
+                                          "whole cluster)"))
                     if d.notice > 0:
-                        found.append(((*pre, "down", k, "notice"), "KOALA does not plan around announced "
-                                                                   "maintenance: give 0 or leave it out"))
+                        found.append(((*at, "notice") if k < n else at,
+                                      f"{row}KOALA does not plan around announced maintenance: give 0 or leave it out"))
             elif grid_kinds:
                 found.append((pre, f"resource failures are not simulated with {grid_kinds[0]} streams yet (only with "
                                    "synthetic, trace and koala streams)"))

@@ -378,6 +378,8 @@
       return field("Target", targetSelect(path, value), path,
         { help: "a cluster, or grid: the grid's site-allocation policy picks each job's cluster" });
     }
+    // a file of the server: the site refuses it (its intervals go in down), so the form does not offer it
+    if (/^platform\.clusters\.\d+\.failures\.down_file$/.test(path)) return h("span", { hidden: true });
     const trace = /^workload\.streams\.(\d+)\.path$/.exec(path);
     if (trace) return tracePicker(Number(trace[1]), path, value);
     if (/^platform\.file_sites\.\d+\.cluster$/.test(path)) {

@@ -359,3 +359,69 @@ def test_notice_is_left_out_when_zero_and_refused_on_koala():
     with pytest.raises(ScenarioError) as e:
         load_scenario(_koala(down=[{"start": 1.0, "end": 2.0, "notice": 60.0}]))
     assert any(err.path == "platform.clusters.0.failures.down.0.notice" for err in e.value.errors), e.value.errors
+
+
+# ---- down intervals from a CSV file ------------------------------------------------------------------------
+
+
+def _with_down(tmp_path, text, **failures):
+    (tmp_path / "down.csv").write_text(text)
+    d = _scenario(down_file="down.csv", **failures)
+    d["run"]["replications"] = 3
+    return d
+
+
+DOWN_CSV = """# a node twice, then half the cluster announced ahead
+start,end,first,processors,notice
+1200,4800,0,4,
+9000.5,12000,4,4,0
+20000,30000,,8,3600
+"""
+
+
+def test_a_down_interval_file_gives_what_the_same_intervals_inline_give(tmp_path):
+
+    d = _with_down(tmp_path, DOWN_CSV)
+    from_file = load_scenario(d, base_dir=tmp_path)
+    inline = [{"start": 1200.0, "end": 4800.0, "first": 0, "processors": 4},
+              {"start": 9000.5, "end": 12000.0, "first": 4, "processors": 4},
+              {"start": 20000.0, "end": 30000.0, "processors": 8, "notice": 3600.0}]
+    assert [i.model_dump() for i in from_file.platform.clusters[0].failures.intervals] == \
+        [load_scenario(_scenario(down=inline)).platform.clusters[0].failures.down[k].model_dump() for k in range(3)]
+    a = simengine.run(from_file, workers=1)
+    d2 = _scenario(down=inline)
+    d2["run"]["replications"] = 3
+    b = simengine.run(load_scenario(d2), workers=1)
+    for k in a.jobs:
+        np.testing.assert_array_equal(a.jobs[k], b.jobs[k], err_msg=k)
+    assert a.metrics["availability"].values == b.metrics["availability"].values
+    assert a.metrics["availability"].mean < 1
+    # the scenario keeps the file's name; replications in worker processes read it again
+    assert from_file.model_dump(mode="json")["platform"]["clusters"][0]["failures"]["down_file"] == "down.csv"
+    pooled = simengine.run(from_file, workers=2)
+    for k in a.jobs:
+        np.testing.assert_array_equal(a.jobs[k], pooled.jobs[k], err_msg=k)
+
+
+@pytest.mark.parametrize("text,message", [
+    ("start,end\n5,4\n", "down.csv, line 2, column end: end must be after start (5); got 4"),
+    ("start,end,first\n5,9,x\n", "down.csv, line 2, column first: not a number: 'x'"),
+    ("start,end,first\n5,9,1.5\n", "down.csv, line 2, column first: must be a whole number; got '1.5'"),
+    ("start,stop\n5,9\n", "down.csv, line 1: unknown column 'stop'"),
+    ("start,end\n\n# note\n5,9,3\n", "down.csv, line 4: 3 values for the header's 2 columns"),
+    ("start,end\n-5,9\n", "down.csv, line 2, column start"),
+    ("# nothing\n", "no header row"),
+    ("start,end,first\n5,9,16\n", "row 1: first must be below the cluster's 16 processors; got 16"),
+])
+def test_a_bad_down_interval_file_is_refused_naming_the_field_line_and_column(tmp_path, text, message):
+    with pytest.raises(ScenarioError) as e:
+        load_scenario(_with_down(tmp_path, text), base_dir=tmp_path)
+    assert any(err.path == "platform.clusters.0.failures.down_file" and message in err.message
+               for err in e.value.errors), e.value.errors
+
+
+def test_a_missing_down_interval_file_is_refused_naming_the_field(tmp_path):
+    with pytest.raises(ScenarioError) as e:
+        load_scenario(_scenario(down_file="nowhere.csv"), base_dir=tmp_path)
+    assert [err.path for err in e.value.errors] == ["platform.clusters.0.failures.down_file"]
+    assert "cannot read" in e.value.errors[0].message

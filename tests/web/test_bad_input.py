@@ -236,3 +236,15 @@ def test_booleans_and_strings_are_not_numbers(api):
     assert status == 400, body
     assert set(body["errors"]) == {"spec.platform.clusters.0.processors", "spec.workload.streams.0.count"}, body
     assert not Run.objects.exists()
+
+
+def test_a_down_interval_file_on_the_server_is_refused_naming_the_field(api):
+    # the site reads no file of its server (a path such as /etc/passwd would be read): a cluster's
+    # down intervals go in failures.down
+    cluster = {**SPEC["platform"]["clusters"][0], "failures": {"down_file": "/etc/passwd"}}
+    spec = {**SPEC, "platform": {"clusters": [cluster]}}
+    status, body = post_json(api, "/api/runs/", {"spec": spec})
+    assert status == 400 and list(body["errors"]) == ["spec.platform.clusters.0.failures.down_file"], body
+    assert "passwd" not in json.dumps(body) and not Run.objects.exists()
+    cluster["failures"] = {"down": [{"start": 10.0, "end": 20.0}]}
+    assert post_json(api, "/api/runs/", {"spec": spec})[0] == 201
