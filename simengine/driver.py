@@ -16,8 +16,8 @@ called with every chunk, and -- through its ``check()``, when it has one -- at l
 ``STEP_REPORT_SECONDS`` while replication 0's progress stands still and while replications 1..R-1
 run: from inside a replication run here (the
 models that report steps stop at once, the others at their end), and from the wait on a pool
-(the run ends at once; the replications running in the pool's threads are left to finish on
-their own, a process pool's workers are terminated, the queued ones are dropped).
+(the run ends at once; the replications running in the pool's threads or processes are left to
+finish on their own, the queued ones are dropped).
 """
 from __future__ import annotations
 
@@ -152,7 +152,10 @@ def run_model(model: Model, scenario: Scenario, on_progress: ProgressCallback | 
                     emit.progress(len(outcomes) / R, 0.0)
                 finished = True
             finally:
-                _end_pool(pool, finished)
+                # stopped, or a replication failed: the queued ones are cancelled and the running
+                # ones not waited for (they end on their own: a worker killed while it sends its
+                # result leaves the pool's manager waiting for the rest of it for ever)
+                pool.shutdown(wait=finished, cancel_futures=True)
         else:
             poll = _poller(emit) if listening else None
             for r in rest:
@@ -186,19 +189,6 @@ def _processes_pay(workers: int | None, remaining: int, first_seconds: float) ->
     if workers is not None:
         return workers > 1
     return (os.cpu_count() or 1) > 1 and first_seconds * remaining >= POOL_MIN_SECONDS
-
-
-def _end_pool(pool, finished: bool) -> None:
-    """Shut a process pool down; when the run stopped or a replication failed, the queued
-    replications are dropped and the workers terminated: no process outlives the run (the command
-    line ends with os._exit, and its workers, idle or not, kept its output open: a pipe never ended)."""
-    if not finished:
-        # Terminated first, while the pool's manager thread runs: it finds the pool broken and ends
-        # (a shutdown first would have it replace each worker that leaves: the new ones outlived us).
-        # (Python 3.14 has terminate_workers.)
-        for p in list((getattr(pool, "_processes", None) or {}).values()):
-            p.terminate()
-    pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _await(get: Callable[[], Replication], timeout: type[BaseException], emit: ChunkEmitter) -> Replication:

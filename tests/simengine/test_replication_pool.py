@@ -82,29 +82,5 @@ def test_a_scenario_whose_trace_path_climbs_out_of_its_folder_runs_in_a_pool(tmp
     doc = s.model_dump(mode="json")
     doc["run"].update(replications=3, stop={"completions": 300})
     pooled = simengine.run(load_scenario(doc, base_dir=EXAMPLES), workers=2)
-    assert sorted(set(pooled.metrics["mean_wait"].values)) and len(pooled.metrics["mean_wait"].values) == 3
-
-
-def _failing(scenario, r, with_segments, **kw):
-    """The reservations model, but replication 1 fails (a picklable module-level function)."""
-    if r == 1:
-        raise RuntimeError("replication 1 fails")
-    from simengine.local.run import MODEL
-    return MODEL.replicate(scenario, r, with_segments, **kw)
-
-
-def _always(scenario):
-    return True
-
-
-def test_a_replication_failing_in_a_pool_leaves_no_process_behind():
-    import multiprocessing
-
-    from simengine.driver import Model, run_model
-    from simengine.local.run import MODEL
-
-    s = _with("reservations-preemption.yaml", replications=4)
-    before = set(multiprocessing.active_children())  # (other tests' pools may still be ending)
-    with pytest.raises(RuntimeError, match="replication 1 fails"):
-        run_model(Model("failing", _always, _failing, prepare=MODEL.prepare), s, workers=2)
-    assert set(multiprocessing.active_children()) <= before, (before, multiprocessing.active_children())
+    values = pooled.metrics["mean_wait"].values
+    assert len(values) == 3 and all(v == v and v >= 0 for v in values)
