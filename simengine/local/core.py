@@ -8,9 +8,9 @@ can be called again to go on; nothing of the loop runs in Python.
 
 The rules are those of the module docstring of simengine.local.cluster (docs/reservations.md,
 "Same-time events"): at each event time t, in this order, job completions and reservation ends
-(in the order they were scheduled), cancellations (in job order), overrun extensions (conservative), reservation requests,
-relaxed reservations sliding earlier, reservation windows opening, arrivals, one scheduling
-pass. tests/simengine/test_local_core.py checks every schedule against the plain-Python
+(in the order they were scheduled), cancellations (in job order), overrun extensions
+(conservative), reservation requests, relaxed reservations sliding earlier, reservation windows
+opening, arrivals, one scheduling pass. tests/simengine/test_local_core.py checks every schedule against the plain-Python
 simulator the core replaced (tests/simengine/reference_cluster.py).
 
 Internally a reservation is known by its position in request order (the Python side maps it
@@ -25,9 +25,9 @@ reservation's window. A reservation whose window opens while too few processors 
 what is free (``ar_held``) and is broken too.
 
 A cancellation (a trace's user withdrawing a job: docs/traces.md, "Cancelled jobs") is an event at
-the job's ``cancel`` time, handled after the completions of its instant: a waiting job leaves the queue (its
-conservative reservation comes back), a running one is killed, one not yet arrived never arrives;
-the job ends CANCELLED.
+the job's ``cancel`` time, handled after the completions of its instant: a waiting job leaves the
+queue (its conservative reservation comes back), a running one is killed, one not yet arrived
+never arrives; the job ends CANCELLED.
 """
 from __future__ import annotations
 
@@ -933,12 +933,13 @@ def _cancel(s, j, t):
     state = s.state[j]
     if state == DONE or state == KILLED or state == REJECTED or state == CANCELLED:
         return False
-    freed = False
     if state == RUNNING:
-        _preempt(s, j, t, False, False, 0.0, True)  # killed: its processors come free
+        _preempt(s, j, t, False, False, 0.0, True)  # killed (it ends now): its processors come free
         s.preemptions[j] -= 1  # (a cancellation, not a preemption)
-        freed = True
-    elif state == QUEUED or state == SUSPENDED:
+    else:
+        s.end[j] = t
+        s.nover += 1
+    if state == QUEUED or state == SUSPENDED:
         if state == SUSPENDED:  # it gives up the processors it was to resume on
             off, p = s.off[j], s.size[j]
             _piece(s, j, s.susp_at[j], t, KIND_SUSPENDED, off, p)
@@ -958,16 +959,10 @@ def _cancel(s, j, t):
             _dequeue_at(s, gone)
             if s.cons:
                 s.next_start = _next_start(s)
-        s.end[j] = t
-        s.nover += 1
-    else:  # WAITING: cancelled at its submission, it never arrives
-        s.state[j] = CANCELLED
-        s.end[j] = t
-        s.nover += 1
-        return False
     s.state[j] = CANCELLED
-    _log(s, LOG_CANCELLED, j)
-    return freed
+    if state != WAITING:  # (WAITING: cancelled at its submission, it never arrives: nobody heard of it)
+        _log(s, LOG_CANCELLED, j)
+    return state == RUNNING
 
 
 # ---- preemption for a waiting job -------------------------------------------------------------------

@@ -171,16 +171,14 @@ def problems(failures: Failures, processors: int) -> list[tuple[tuple, str]]:
         found.append((("group",), f"must be at most the cluster's {processors} processors; got {failures.group}"))
     n = len(failures.down)
     for i, d in enumerate(failures.intervals):
-        at = ("down", i) if i < n else ("down_file",)
-        row = "" if i < n else f"row {i - n + 1}: "
+        # an interval of down: its field's path; one of down_file: the file's path, its row and field
+        at, row = (lambda f: ("down", i, f), "") if i < n else (lambda f: ("down_file",), f"row {i - n + 1}: ")
         if d.first >= processors:
-            found.append(((*at, "first") if i < n else at,
-                          f"{row}first must be below the cluster's {processors} processors; got {d.first}"
-                          if row else f"must be below the cluster's {processors} processors; got {d.first}"))
+            found.append((at("first"), f"{row}{'first ' if row else ''}must be below the cluster's {processors} "
+                                       f"processors; got {d.first}"))
         elif d.processors is not None and d.first + d.processors > processors:
-            found.append(((*at, "processors") if i < n else at,
-                          f"{row}processors {d.first} .. {d.first + d.processors - 1} do not exist: the cluster "
-                          f"has {processors}"))
+            found.append((at("processors"), f"{row}processors {d.first} .. {d.first + d.processors - 1} do not "
+                                            f"exist: the cluster has {processors}"))
     return found
 
 
