@@ -122,6 +122,10 @@ def metrics_table(summaries: list[dict[str, Any]]) -> list[MetricRow]:
         if name.partition(".")[0] in PER_CLUSTER and "." in name:
             total, _, cluster = name.partition(".")
             label, unit = f"{total} of {cluster}", ""
+        elif "." in name:  # a breakdown (KOALA's per priority and per number of components)
+            total, _, group = name.partition(".")
+            label, unit = METRICS.get(total, (total.replace("_", " "), ""))
+            label = f"{label} ({group.replace('_', ' ')})"
         else:
             label, unit = METRICS.get(name, (name.replace("_", " "), ""))
         row = MetricRow(name, label, unit)

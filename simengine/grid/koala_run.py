@@ -334,6 +334,28 @@ def _live_rows(rows: list[tuple]) -> dict[str, np.ndarray]:
                                "stream"), zip(*rows))), len(rows))
 
 
+def job_failure_rate(k) -> float:
+    """The thesis's failure rate of a done job (§5.2.4): its failures over its starts."""
+    return k.failures / (k.failures + 1)
+
+
+#: the metrics broken down by priority and by number of components with failures (thesis §5.2.4,
+#: Figs. 5.12-5.13): name -> the per-job value averaged over a group's done jobs
+BREAKDOWN = {"failure_rate": job_failure_rate, "mean_placement_time": lambda k: k.placement_time,
+             "mean_start_delay": lambda k: k.jst - k.jst0}
+
+
+def _breakdowns(done: list) -> dict[str, float]:
+    """``<metric>.priority_<p>`` and ``<metric>.components_<n>`` for each priority and number of
+    components among the done jobs (a group without a done job in a replication has no value)."""
+    groups: dict[str, list] = {}
+    for k in done:
+        groups.setdefault(f"priority_{KOALA_PRIORITIES[k.job.priority]}", []).append(k)
+        groups.setdefault(f"components_{len(k.job.sizes)}", []).append(k)
+    return {f"{name}.{g}": float(np.mean([value(k) for k in jobs]))
+            for g, jobs in sorted(groups.items()) for name, value in BREAKDOWN.items()}
+
+
 def koala_metrics(scenario, w: KoalaWorkload, o: KoalaOutcome) -> dict[str, float]:
     """One replication's metrics (docs/grid.md, KOALA)."""
     t_w = scenario.run.warmup.time
@@ -386,10 +408,10 @@ def koala_metrics(scenario, w: KoalaWorkload, o: KoalaOutcome) -> dict[str, floa
     m["mean_job_spread"] = mean(spread)
     m["coallocated_fraction"] = mean([len({c[1] for c in k.comps}) > 1 for k in done])
     if w.failing:  # soft errors or cluster failures modelled
-        # the thesis's failure rate of a job (§5.2.4): its failures over its starts (successful placements)
-        m["failure_rate"] = mean([k.failures / (k.failures + 1) for k in done])
+        m["failure_rate"] = mean([job_failure_rate(k) for k in done])
         m["failures_per_job"] = mean([k.failures for k in done])
         m["koala_failures"] = float(sum(k.failures for k in meas))
+        m.update(_breakdowns(done))
     if o.soft_errors is not None:  # soft errors modelled (a cluster's soft_errors > 0)
         m["excluded_clusters"] = float(len(o.excluded))
         for c, spec in enumerate(scenario.platform.clusters):

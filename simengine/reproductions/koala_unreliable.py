@@ -35,7 +35,7 @@ from typing import Callable
 
 import numpy as np
 
-from simengine.grid.koala_run import simulate_koala_replication
+from simengine.grid.koala_run import job_failure_rate, simulate_koala_replication
 from simengine.grid.schema import KOALA_PRIORITIES
 from simengine.reproductions import Claim, Progress, difference_text, no_progress, shown_lower, write_claims
 from simengine.reproductions.koala import BANDWIDTH, BANDWIDTH_FIT, _ci, _write_csv, _write_html
@@ -126,7 +126,7 @@ def measure(replications: int, log, progress: Progress = no_progress) -> dict:
             if k.state != "done":
                 continue
             prio = KOALA_PRIORITIES[k.job.priority]  # (the streams are high and low: PRIORITIES)
-            values = {"failure_rate": k.failures / (k.failures + 1), "coallocated": float(len({c[1] for c in k.comps}) > 1),
+            values = {"failure_rate": job_failure_rate(k), "coallocated": float(len({c[1] for c in k.comps}) > 1),
                       "placement_time": k.placement_time, "start_delay": k.jst - k.jst0}
             for group in (_key(k), f"size {sum(k.job.sizes)}", "all"):
                 for p in (prio, "both"):

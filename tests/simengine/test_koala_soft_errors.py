@@ -167,3 +167,37 @@ def test_re_placement_never_offers_a_cluster_koala_excluded(monkeypatch):
     assert [c for c, _ in out.excluded] == [0]
     assert out.jobs[0].state == "failed" and 0 in out.unplaceable  # X went back fixed on a: it fails, not loops
     assert asked and all(t > 60.0 and cluster == 0 and got is None for t, cluster, got in asked), asked
+
+
+def test_the_breakdowns_by_components_and_priority_follow_the_geometric_law():
+    # one grid, jobs of 1 and 3 components in two streams of high and low priority: each group's
+    # failure rate is the geometric law's of its own number of components (priority changes nothing
+    # on an uncontended grid, so each priority's rate is the mix of both shapes')
+    q = 0.2
+    d = _grid_scenario(q, 1)
+    stream = d["workload"]["streams"][0]
+    stream["shapes"] = [{"components": 1, "size": 4, "runtime": 60.0}, {"components": 3, "size": 4, "runtime": 60.0}]
+    d["workload"]["streams"] = [dict(stream, name="hi", priority="high"), dict(stream, name="lo", priority="low")]
+    s = load_scenario(d)
+    per: dict[str, list] = {}
+    for r in range(20):
+        m = simulate_koala_replication(s, r, False, False).metrics
+        for name in ("components_1", "components_3", "priority_high", "priority_low"):
+            per.setdefault(name, []).append(m[f"failure_rate.{name}"])
+        assert m["mean_placement_time.components_3"] >= 0.0 and "mean_start_delay.priority_low" in m
+
+    def theory(c):
+        p = 1.0 - (1.0 - q) ** c
+        return 1.0 - (1.0 - p) / p * -math.log(1.0 - p)
+    for c in (1, 3):
+        fr = Metric.from_values("failure_rate", per[f"components_{c}"])
+        assert fr.ci_low <= theory(c) <= fr.ci_high, (c, fr.mean, theory(c))
+    mix = (theory(1) + theory(3)) / 2
+    for p in ("high", "low"):
+        fr = Metric.from_values("failure_rate", per[f"priority_{p}"])
+        assert fr.ci_low - 0.02 <= mix <= fr.ci_high + 0.02, (p, fr.mean, mix)
+
+
+def test_no_breakdown_without_failures():
+    m = simulate_koala_replication(load_scenario(_grid_scenario(0.0, 2)), 0, False, False).metrics
+    assert not any("." in name and name.split(".")[0] in ("failure_rate", "mean_placement_time") for name in m)

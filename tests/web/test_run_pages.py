@@ -691,3 +691,16 @@ def test_compare_pairs_runs_that_share_their_seeds_replication_by_replication(al
     # pairing narrows the interval of the difference (unpaired: the two half-widths combined)
     a, b = easy.summary["metrics"]["mean_wait"], fcfs.summary["metrics"]["mean_wait"]
     assert want["half_width"] < math.hypot(a["half_width"], b["half_width"])
+
+
+def test_a_breakdown_row_is_labelled_by_its_metric_and_group():
+    from gridweb.runs.compare import metrics_table
+    rows = metrics_table([{"replications": 2, "metrics": {
+        "failure_rate.priority_high": {"mean": 0.2, "ci_low": -0.1, "ci_high": 0.5, "values": [0.1, 0.3]},
+        "availability.c1": {"mean": 0.9, "ci_low": 0.8, "ci_high": 1.1, "values": [0.85, 0.95]}}}])
+    labels = {r.name: r.label for r in rows}
+    assert labels == {"failure_rate.priority_high": "failure rate (priority high)",
+                      "availability.c1": "availability of c1"}
+    # each keeps its base metric's domain: a rate's interval is cut at 0 and 1
+    cells = {r.name: r.cells[0] for r in rows}
+    assert cells["failure_rate.priority_high"].ci_low == 0.0 and cells["availability.c1"].ci_high == 1.0
