@@ -339,19 +339,20 @@ def job_failure_rate(k) -> float:
     return k.failures / (k.failures + 1)
 
 
-#: the metrics broken down by priority and by number of components with failures (thesis §5.2.4,
+#: the metrics broken down by priority, number of components and job size with failures (thesis §5.2.4,
 #: Figs. 5.12-5.13): name -> the per-job value averaged over a group's done jobs
 BREAKDOWN = {"failure_rate": job_failure_rate, "mean_placement_time": lambda k: k.placement_time,
              "mean_start_delay": lambda k: k.jst - k.jst0}
 
 
 def _breakdowns(done: list) -> dict[str, float]:
-    """``<metric>.priority_<p>`` and ``<metric>.components_<n>`` for each priority and number of
-    components among the done jobs (a group without a done job in a replication has no value)."""
+    """``<metric>.priority_<p>``, ``<metric>.components_<n>`` and ``<metric>.size_<n>`` for each
+    priority, number of components and total size (processors) among the done jobs (a group without a done job in a replication has no value)."""
     groups: dict[str, list] = {}
     for k in done:
         groups.setdefault(f"priority_{KOALA_PRIORITIES[k.job.priority]}", []).append(k)
         groups.setdefault(f"components_{len(k.job.sizes)}", []).append(k)
+        groups.setdefault(f"size_{sum(k.job.sizes)}", []).append(k)
     return {f"{name}.{g}": float(np.mean([value(k) for k in jobs]))
             for g, jobs in sorted(groups.items()) for name, value in BREAKDOWN.items()}
 

@@ -185,6 +185,8 @@ def test_the_breakdowns_by_components_and_priority_follow_the_geometric_law():
         for name in ("components_1", "components_3", "priority_high", "priority_low"):
             per.setdefault(name, []).append(m[f"failure_rate.{name}"])
         assert m["mean_placement_time.components_3"] >= 0.0 and "mean_start_delay.priority_low" in m
+        assert m["failure_rate.size_4"] == m["failure_rate.components_1"]  # (the sizes are 4 and 12)
+        assert m["failure_rate.size_12"] == m["failure_rate.components_3"]
 
     def theory(c):
         p = 1.0 - (1.0 - q) ** c
