@@ -51,8 +51,10 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--replications", type=int, help="override run.replications")
     r.add_argument("--workers", type=int, help="processes for replications (default: automatic)")
     r.add_argument("--quiet", action="store_true", help="no progress bar or summary")
-    r.add_argument("--swf-precision", type=_swf_precision, default=0, metavar="N|exact", help=SWF_PRECISION_HELP)
+    r.add_argument("--swf-precision", type=_precision, default=0, metavar="N|exact", help=SWF_PRECISION_HELP)
     r.add_argument("--batsim", action="store_true", help=BATSIM_HELP)
+    r.add_argument("--batsim-precision", type=_precision, default=None, metavar="N|exact",
+                   help=BATSIM_PRECISION_HELP)
     r.set_defaults(func=cmd_run)
 
     t = sub.add_parser("replay", help="replay a workload trace (SWF/GWF) on one cluster")
@@ -61,11 +63,15 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("--scheduler", default="fcfs", help="local scheduler: fcfs, easy, conservative, ...")
     t.add_argument("--target-load", type=float, help="scale submit times so the offered load is this")
     t.add_argument("--limit", type=int, help="replay only the first N jobs")
-    t.add_argument("--enforce-walltime", action="store_true", help="kill jobs at their requested time")
+    t.add_argument("--enforce-walltime", action=argparse.BooleanOptionalAction, default=None,
+                   help="kill jobs at their requested time, or not (default: a Batsim workload's jobs are "
+                        "killed there, as Batsim does; an SWF or GWF trace's run to their end)")
     t.add_argument("--out", required=True)
     t.add_argument("--quiet", action="store_true")
-    t.add_argument("--swf-precision", type=_swf_precision, default=0, metavar="N|exact", help=SWF_PRECISION_HELP)
+    t.add_argument("--swf-precision", type=_precision, default=0, metavar="N|exact", help=SWF_PRECISION_HELP)
     t.add_argument("--batsim", action="store_true", help=BATSIM_HELP)
+    t.add_argument("--batsim-precision", type=_precision, default=None, metavar="N|exact",
+                   help=BATSIM_PRECISION_HELP)
     t.set_defaults(func=cmd_replay)
 
     z = sub.add_parser("reproduce", help="rerun a paper's experiments: figure data, plots and claims")
@@ -122,7 +128,7 @@ def cmd_run(args) -> int:
         data["run"] |= overrides
         scenario = load_scenario(data, base_dir=Path(args.scenario).resolve().parent)
     return _simulate(scenario, args.out, args.quiet, workers=args.workers, swf_precision=args.swf_precision,
-                     batsim=args.batsim)
+                     batsim=args.batsim, batsim_precision=args.batsim_precision)
 
 
 def cmd_replay(args) -> int:
@@ -155,14 +161,16 @@ def cmd_replay(args) -> int:
         stream["target_load"] = args.target_load
     if args.limit is not None:
         stream["limit"] = args.limit
+    if args.enforce_walltime is not None:
+        stream["enforce_walltime"] = args.enforce_walltime
     scenario = load_scenario({
         "name": f"replay {trace_path.name} ({args.scheduler}, {processors} processors)",
         "platform": {"clusters": [{"name": "cluster", "processors": processors,
                                    "scheduler": {"name": args.scheduler}}]},
         "workload": {"streams": [stream]},
-        "run": {"enforce_walltime": args.enforce_walltime},
     })
-    return _simulate(scenario, args.out, args.quiet, swf_precision=args.swf_precision, batsim=args.batsim)
+    return _simulate(scenario, args.out, args.quiet, swf_precision=args.swf_precision, batsim=args.batsim,
+                     batsim_precision=args.batsim_precision)
 
 
 def cmd_reproduce(args) -> int:
@@ -306,11 +314,14 @@ def cmd_policies(args) -> int:
 
 
 BATSIM_HELP = "also write batsim_jobs.csv: the jobs as Batsim's _jobs.csv, which evalys reads"
+BATSIM_PRECISION_HELP = ("decimals of the times in batsim_jobs.csv: 'exact' (default) for the simulated values, or "
+                         "0 to 9 (0: whole seconds; rounding keeps the order of events, so tools that add up "
+                         "processors in use never see more than the platform)")
 SWF_PRECISION_HELP = ("decimals of the times in schedule.swf: 0 (default) for the integer seconds SWF readers "
                       "expect, up to 9, or 'exact' for the simulated values")
 
 
-def _swf_precision(text: str) -> int | None:
+def _precision(text: str) -> int | None:
     if text == "exact":
         return None
     try:
@@ -323,14 +334,14 @@ def _swf_precision(text: str) -> int | None:
 
 
 def _simulate(scenario, out: str, quiet: bool, workers: int | None = None, swf_precision: int | None = 0,
-              batsim: bool = False) -> int:
+              batsim: bool = False, batsim_precision: int | None = None) -> int:
     # (imported by the command that needs it, so --help answers at once)
     from simengine.runner import run
 
     bar = _ProgressBar(enabled=not quiet)
     result = run(scenario, on_progress=bar if bar.enabled else None, workers=workers)
     bar.close()
-    result.write(out, swf_precision=swf_precision, batsim=batsim)
+    result.write(out, swf_precision=swf_precision, batsim=batsim, batsim_precision=batsim_precision)
     if not quiet:
         s = result.summary()
         counts = ", ".join(f"{k} {v}" for k, v in s["job_counts"].items() if v)

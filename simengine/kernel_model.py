@@ -19,14 +19,15 @@ from simengine.gantt import KIND_RUN, SEGMENT_COLUMNS, assign_processors, ordere
 from simengine.grid_lwr import grid_lwr_kernel, lwr_sites
 from simengine.kernel_feed import feed_live, feed_placed_live
 from simengine.registry import LOCAL_SCHEDULERS, SITE_ALLOCATION
-from simengine.results import (empty_job_rows, finish_rows, kth_smallest_end, measured_rows, time_series,
-                               user_metrics)
+from simengine.results import (carried_columns, empty_job_rows, finish_rows, kth_smallest_end, measured_rows,
+                               time_series, user_metrics)
 from simengine.scenario import Scenario
 from simengine.site_allocation import choose
 from simengine.streaming import LiveGantt, run_in_slices
 from simengine.workload import JobTable
 from simengine.workload_build import (build_workload, drawn_until, early_stop_note, endless_streams, prepare_jobs,
-                                      read_traces, replication_rngs, stop_horizon, streams_cover, until_enough)
+                                      read_traces, replication_rngs, stop_horizon, streams_cover, until_enough,
+                                      walltime_cut)
 
 
 @dataclass
@@ -120,8 +121,9 @@ def finish_replication(scenario: Scenario, sim: Simulated, replication: int, wit
         t_stop = float(largest) if finished else 0.0
     cols = None
     kept = run.keep_jobs == "all" or replication == 0 or with_segments
-    users = jobs.extra.get("user")
-    optional = ("user",) if users is not None else ()
+    carried = carried_columns(jobs.extra)
+    users = carried.get("user")
+    optional = tuple((k, v.dtype) for k, v in carried.items())
     if kept or users is not None:  # (the per-user metrics need every replication's rows)
         cols = place(keep, n, optional) if place is not None and kept else empty_job_rows(keep, optional)
     held = np.empty(keep) if with_segments else None
@@ -131,8 +133,10 @@ def finish_replication(scenario: Scenario, sim: Simulated, replication: int, wit
                           jobs.processors, jobs.estimate, replication, keep, t_stop, run.warmup.time,
                           run.warmup.completions, [c.name for c in clusters], [c.processors for c in clusters],
                           cols, held, batch_half)
+    if cols is not None:
+        for k, v in carried.items():  # (rows are in the jobs' order)
+            cols[k][:] = v[:keep]
     if users is not None:
-        cols["user"][:] = users[:keep]
         measured = measured_rows(cols)
         metrics.update(user_metrics(cols, measured))
         if not kept:
@@ -219,11 +223,7 @@ def _stateful_one(scenario: Scenario, r: int, counts: list[int] | None, live: Li
         notes.append(f"replication {r}: {int(bad.sum())} jobs needing more than one processor "
                      "were rejected (LWR sites)")
     fixed[bad] = -2
-    work = jobs.runtime.astype(np.float64)
-    killed = np.zeros(n, bool)
-    if scenario.run.enforce_walltime:
-        killed = work > jobs.estimate
-        work = np.fmin(work, jobs.estimate)  # (no estimate: runs to its end)
+    work, killed = walltime_cut(scenario, jobs.stream, jobs.runtime.astype(np.float64), jobs.estimate)
     site = np.full(n, -1, np.int64)
     proc = np.full(n, -1, np.int64)
     dispatch = np.full(n, np.nan)

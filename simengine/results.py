@@ -121,13 +121,21 @@ JOB_DTYPES = {"job_id": np.int64, "replication": np.int32, "stream": np.int32, "
               "slowdown": np.float64, "bounded_slowdown": np.float64, "status": np.int8, "warmup": np.bool_}
 
 
-#: columns a model's rows may carry beside JOB_COLUMNS when its workload has them (the kernel path)
-OPTIONAL_JOB_DTYPES = {"user": np.int64}
+#: per-job columns a trace brings that a run's rows keep when its workload has them: the users
+#: (per-user metrics) and the names Batsim writes in its _jobs.csv (``batsim_id``, ``profile``:
+#: UTF-8 bytes, as wide as the trace's longest; simengine.batsim). None: the trace's own dtype
+CARRIED_JOB_DTYPES = {"user": np.int64, "batsim_id": None, "profile": None}
 
 
-def empty_job_rows(n: int, optional: tuple[str, ...] = ()) -> dict[str, np.ndarray]:
-    """Uninitialised job columns for ``n`` rows (JOB_COLUMNS, then the ``optional`` ones)."""
-    return {k: np.empty(n, JOB_DTYPES.get(k) or OPTIONAL_JOB_DTYPES[k]) for k in (*JOB_COLUMNS, *optional)}
+def carried_columns(extra: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The workload's CARRIED_JOB_DTYPES columns it has (``JobTable.extra``)."""
+    return {k: v if dtype is None else v.astype(dtype, copy=False)
+            for k, dtype in CARRIED_JOB_DTYPES.items() if (v := extra.get(k)) is not None}
+
+
+def empty_job_rows(n: int, optional: tuple[tuple[str, np.dtype], ...] = ()) -> dict[str, np.ndarray]:
+    """Uninitialised job columns for ``n`` rows (JOB_COLUMNS, then the ``optional`` (name, dtype) ones)."""
+    return {k: np.empty(n, JOB_DTYPES[k]) for k in JOB_COLUMNS} | {k: np.zeros(n, dtype) for k, dtype in optional}
 
 
 @njit(cache=True, nogil=True)
@@ -544,10 +552,10 @@ class Result:
 
     # ---- writers -------------------------------------------------------------------------
     def write(self, out_dir: str | os.PathLike, swf: bool = True, swf_precision: int | None = 0,
-              batsim: bool = False) -> Path:
+              batsim: bool = False, batsim_precision: int | None = None) -> Path:
         """Write jobs.csv, segments.csv, summary.json, scenario.json, result.npz and
         schedule.swf (times at ``swf_precision`` decimals: :meth:`write_swf`) and, with
-        ``batsim``, batsim_jobs.csv (:meth:`write_batsim_jobs`) into ``out_dir``.
+        ``batsim``, batsim_jobs.csv (:meth:`write_batsim_jobs`, times at ``batsim_precision``) into ``out_dir``.
         Files appear whole or not at all: everything is written into a temporary folder beside
         ``out_dir`` and moved in at the end."""
         out = Path(out_dir)
@@ -562,7 +570,7 @@ class Result:
             if swf:
                 self.write_swf(tmp / "schedule.swf", swf_precision)
             if batsim:
-                self.write_batsim_jobs(tmp / "batsim_jobs.csv")
+                self.write_batsim_jobs(tmp / "batsim_jobs.csv", batsim_precision)
             if self.users() is not None:
                 self.write_users_csv(tmp / "users.csv")
             out.mkdir(exist_ok=True)
@@ -618,9 +626,10 @@ class Result:
         cols["kind"] = np.asarray(KIND_NAMES, dtype=object)[s["kind"]]
         _write_csv(path, cols)
 
-    def write_batsim_jobs(self, path: Path) -> None:
-        """Replication 0's finished jobs as Batsim's ``_jobs.csv`` (evalys reads it: simengine.batsim)."""
-        write_batsim_jobs(self, path)
+    def write_batsim_jobs(self, path: Path, precision: int | None = None) -> None:
+        """Replication 0's finished and rejected jobs as Batsim's ``_jobs.csv`` (evalys reads it:
+        simengine.batsim), times at ``precision`` decimals (None: as simulated)."""
+        write_batsim_jobs(self, path, precision)
 
     def write_npz(self, path: Path) -> None:
         arrays = {f"jobs_{k}": v for k, v in self.jobs.items()}

@@ -428,6 +428,10 @@ class TraceStream(_Model):
         False, description="Batsim workloads: leave out the jobs whose profile gives no run time (types Batsim "
                            "times on its platform model, e.g. ParallelTaskProfile), and say how many, instead of "
                            "refusing the workload")
+    enforce_walltime: bool | None = Field(
+        None, description="Kill this stream's jobs at their requested time (walltime) when they run longer: empty "
+                          "follows run.enforce_walltime, except for a Batsim workload, whose jobs are killed there "
+                          "as Batsim kills them (docs/traces.md)")
     cancelled: Literal["keep", "drop", "withdraw"] = Field(
         "keep", description="SWF/GWF jobs the trace marks cancelled (status 5) that never ran (run time 0 or "
                             "unknown): keep (replayed as jobs of run time 0, as before), drop them, or withdraw them "
@@ -447,6 +451,8 @@ class TraceStream(_Model):
             del data["skip_untimed"]
         if data.get("cancelled") == "keep":
             del data["cancelled"]
+        if data.get("enforce_walltime") is None:
+            data.pop("enforce_walltime", None)
         return data
 
     @model_validator(mode="after")
@@ -640,7 +646,9 @@ class RunControl(_Model):
                                                          "whichever comes first")
     warmup: Warmup = Field(default_factory=Warmup, description="Jobs left out of the metrics at the start: the "
                                                                "first completions, or submitted before time")
-    enforce_walltime: bool = Field(False, description="Kill jobs at their estimate when the runtime is longer")
+    enforce_walltime: bool = Field(False, description="Kill jobs at their estimate when the runtime is longer "
+                                                      "(a trace stream may say otherwise for its jobs; a Batsim "
+                                                      "workload's jobs are killed there unless it does)")
     keep_jobs: Literal["all", "first"] = Field(
         "all", description="Job rows kept in the result: all (every replication) or first (replication 0 only); "
                            "metrics cover all")

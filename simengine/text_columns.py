@@ -77,6 +77,9 @@ def column_text(values) -> np.ndarray:
         return integer_text(v)
     if v.dtype.kind == "f":
         return float_text(v)
+    if v.dtype.kind == "S":  # UTF-8 text kept as bytes (Batsim's names): already the matrix, NUL-padded
+        width = max(v.dtype.itemsize, 1)
+        return np.ascontiguousarray(v.astype(f"S{width}")).view(np.uint8).reshape(len(v), width)
     return strings_text([str(x) for x in v.tolist()])
 
 

@@ -44,7 +44,7 @@ class JobTable:
     COLUMNS = ("job_id", "submit", "runtime", "estimate", "processors", "cluster", "stream")
     #: extra columns kept when only some tables of a concat have them (the others get this value);
     #: other extras are kept only when every table has them
-    FILLED = {"cancel_after": np.nan}
+    FILLED = {"cancel_after": np.nan, "batsim_id": b"", "profile": b""}
 
     def __post_init__(self) -> None:
         self.job_id = np.asarray(self.job_id, dtype=np.int64)

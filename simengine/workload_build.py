@@ -17,7 +17,7 @@ import numpy as np
 from simengine.generate import generate_stream
 from simengine.registry import SITE_ALLOCATION
 from simengine.scenario import GRID_TARGET, Scenario, SyntheticStream, TraceStream
-from simengine.traces import read_trace
+from simengine.traces import read_trace, walltime_kills
 from simengine.workload import JobTable
 
 
@@ -225,11 +225,19 @@ def prepare_jobs(scenario: Scenario, replication: int, counts: list[int] | None)
         speed = np.array(speeds + [1.0])[cluster]
         runtime = runtime / speed
         estimate = estimate / speed
-    killed = np.zeros(len(jobs), bool)
-    if scenario.run.enforce_walltime:  # (a job without an estimate runs to its end: fmin skips NaN)
-        killed = runtime > estimate
-        runtime = np.fmin(runtime, estimate)
+    runtime, killed = walltime_cut(scenario, jobs.stream, runtime, estimate)
     return jobs, cluster, runtime, estimate, killed, notes
+
+
+def walltime_cut(scenario: Scenario, stream: np.ndarray, runtime: np.ndarray,
+                 estimate: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The run times with the jobs of the streams that kill at the walltime (:func:`walltime_kills`)
+    cut at their estimate, and which were cut. A job without an estimate runs to its end."""
+    kills = np.array(walltime_kills(scenario.workload.streams, scenario.run.enforce_walltime), bool)
+    if not kills.any():
+        return runtime, np.zeros(len(runtime), bool)
+    at = kills[stream]
+    return np.where(at, np.fmin(runtime, estimate), runtime), (runtime > estimate) & at
 
 
 def early_stop_note(scenario: Scenario, kept: int, workload: int) -> str | None:

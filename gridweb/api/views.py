@@ -595,8 +595,9 @@ class RunExportView(APIView):
     }
 
     @extend_schema(parameters=[OpenApiParameter(
-                       "precision", str, description="schedule.swf only: decimals of the times, 0 (default: "
-                                                     "integer seconds, as SWF readers expect) to 9, or 'exact'")],
+                       "precision", str, description="schedule.swf and batsim_jobs.csv: decimals of the times, 0 "
+                                                     "to 9, or 'exact' (defaults: 0 for schedule.swf, the integer "
+                                                     "seconds SWF readers expect; exact for batsim_jobs.csv)")],
                    responses={(200, "application/octet-stream"): OpenApiTypes.BINARY,
                               400: OpenApiResponse(description="a bad precision"),
                               404: OpenApiResponse(description="no such run that you may view"),
@@ -605,9 +606,9 @@ class RunExportView(APIView):
         run = get_object_or_404(Run.objects.visible_to(request.user), pk=pk)
         write, content_type = self.EXPORTS[export]
         options = {}
-        if export == "schedule.swf":
+        if export in exports.PRECISION_DEFAULT:
             try:
-                options["precision"] = exports.swf_precision(request.query_params.get("precision"))
+                options["precision"] = exports.precision(export, request.query_params.get("precision"))
             except ValueError as exc:
                 return bad_input({"precision": [str(exc).split(": ", 1)[1]]})
         try:

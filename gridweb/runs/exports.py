@@ -141,9 +141,11 @@ def schedule_swf(run: Run, precision: int | None = 0) -> bytes:
     return _written(lambda path: result.write_swf(path, precision), "schedule.swf")
 
 
-def batsim_jobs_csv(run: Run) -> bytes:
-    """``batsim_jobs.csv``: replication 0's finished jobs as Batsim's ``_jobs.csv`` (evalys reads it)."""
-    return _written(result_of(run).write_batsim_jobs, "batsim_jobs.csv")
+def batsim_jobs_csv(run: Run, precision: int | None = None) -> bytes:
+    """``batsim_jobs.csv``: replication 0's finished and rejected jobs as Batsim's ``_jobs.csv``
+    (evalys reads it), times at ``precision`` decimals (None: exact, as simulated)."""
+    result = result_of(run)
+    return _written(lambda path: result.write_batsim_jobs(path, precision), "batsim_jobs.csv")
 
 
 def users_csv(run: Run) -> bytes:
@@ -155,11 +157,16 @@ def users_csv(run: Run) -> bytes:
     return _written(result.write_users_csv, "users.csv")
 
 
-def swf_precision(value: str | None) -> int | None:
-    """The ``precision`` query parameter of schedule.swf: absent -> 0, ``exact`` -> None, else
-    an integer 0..9 (ValueError with the reason otherwise)."""
+#: the exports that take a ``precision`` query parameter, and its default: SWF readers expect
+#: integer seconds; Batsim writes its times as simulated
+PRECISION_DEFAULT = {"schedule.swf": 0, "batsim_jobs.csv": None}
+
+
+def precision(export: str, value: str | None) -> int | None:
+    """The ``precision`` query parameter of ``export`` (PRECISION_DEFAULT): absent -> its default,
+    ``exact`` -> None, else an integer 0..9 (ValueError with the reason otherwise)."""
     if value is None or value == "":
-        return 0
+        return PRECISION_DEFAULT[export]
     if value == "exact":
         return None
     if not (value.isascii() and value.isdigit()) or not 0 <= int(value) <= 9:

@@ -43,6 +43,7 @@ JOB_COLUMN_HELP: dict[str, str] = {
     "lost_time": "run time lost to kill/requeue (s)", "reservation": "reservation index (−1: a workload job)",
     "workflow": "workflow index", "task": "task index in its workflow", "ready": "time the task became ready (s)",
     "job_class": "job class",
+    "batsim_id": "the job's id in its Batsim workload", "profile": "its Batsim profile",
 }
 JOBS_PAGE_DEFAULT, JOBS_PAGE_MAX = 100, 1000
 #: The query parameters :func:`jobs_page` reads (for the API's schema and docs).
@@ -103,6 +104,8 @@ def _json_values(values: np.ndarray) -> list:
     """A column slice as JSON values: NaN and infinities as null."""
     if values.dtype.kind == "f":
         return [v if math.isfinite(v) else None for v in values.tolist()]
+    if values.dtype.kind == "S":  # UTF-8 text kept as bytes (a Batsim workload's names)
+        return [v.decode("utf-8", "replace") for v in values.tolist()]
     return values.tolist()
 
 

@@ -316,9 +316,9 @@ def run_export(request: HttpRequest, pk: int, kind: str) -> HttpResponse:
     from . import exports  # the runs backend; imported when used
 
     options = {}
-    if kind == "schedule.swf":
+    if kind in exports.PRECISION_DEFAULT:
         try:
-            options["precision"] = exports.swf_precision(request.GET.get("precision"))
+            options["precision"] = exports.precision(kind, request.GET.get("precision"))
         except ValueError as exc:
             return HttpResponse(str(exc), status=400, content_type="text/plain; charset=utf-8")
     try:

@@ -34,7 +34,7 @@ from simengine.preemption import preemption_mode
 from simengine.driver import Model, Replication
 from simengine.kernel_feed import StopTime
 import simengine.results as results
-from simengine.results import (JOB_DTYPES, QUEUE_COLUMNS, order_job_rows, segment_series,
+from simengine.results import (JOB_DTYPES, QUEUE_COLUMNS, carried_columns, order_job_rows, segment_series,
                                warm_up_by_completions)
 from simengine.scenario import Scenario
 from simengine.statistics import BATCHES
@@ -294,9 +294,9 @@ def finish(rep: _Replication, replication: int, with_segments: bool):
     failing = bool(rep.outages)
     if failing:
         w["failures"] = rep.failures[sl]
-    users = jobs.extra.get("user")
-    if users is not None:
-        w["user"] = users[sl].astype(np.int64)
+    carried = carried_columns(jobs.extra)
+    for k, v in carried.items():
+        w[k] = v[sl]
     # ---- reservation rows
     ars = [r for r in rep.ars if r.request_time <= t_stop]
     nr = len(ars)
@@ -318,8 +318,8 @@ def finish(rep: _Replication, replication: int, with_segments: bool):
          "reservation": np.array([r.index for r in ars], np.int32)}
     if failing:
         a["failures"] = np.zeros(nr, np.int32)
-    if users is not None:
-        a["user"] = np.full(nr, -1, np.int64)  # a reservation has no user
+    for k, v in carried.items():  # a reservation has no user (-1) and no Batsim name
+        a[k] = np.full(nr, -1 if k == "user" else b"", v.dtype)
     cols, position = order_job_rows({k: np.concatenate([np.asarray(w[k]), np.asarray(a[k])]) for k in w},
                                     replication, run.warmup.time)
     workload_row = cols["reservation"] < 0
@@ -378,7 +378,7 @@ def finish(rep: _Replication, replication: int, with_segments: bool):
                                                   (cols["status"] == STATUS_KILLED))
     metrics: dict[str, float] = {"jobs_measured": float(measured.sum()), **results.job_metrics(
         *(cols[k][measured] for k in ("wait", "response", "slowdown", "bounded_slowdown")))}
-    if users is not None:
+    if "user" in carried:
         metrics.update(results.user_metrics(cols, measured))
     capacity = sum(c.processors for c in clusters)
     span = t1w - t0w

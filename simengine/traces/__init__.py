@@ -31,6 +31,7 @@ __all__ = [
     "UNKNOWN_RUNTIME_KEY",
     "Trace",
     "format_of",
+    "walltime_kills",
     "read_batsim",
     "read_gwf",
     "read_swf",
@@ -59,6 +60,29 @@ def format_of(path: str | os.PathLike[str]) -> str:
     raise TraceError(os.fspath(path), None, None,
                      "cannot tell the trace format from the file name: expected .swf, .swf.gz, .gwf, .gwf.gz, .json "
                      "or .json.gz")
+
+
+def walltime_kills(streams: list, run_enforce: bool) -> list[bool]:
+    """Per stream (scenario stream objects or their dumped dicts): are its jobs killed at their
+    requested time (walltime)? A trace stream's own ``enforce_walltime`` when given; else a Batsim
+    workload's jobs are, as Batsim kills a job at its walltime; else ``run.enforce_walltime`` says."""
+    def get(stream, key):
+        return stream.get(key) if isinstance(stream, Mapping) else getattr(stream, key, None)
+
+    out = []
+    for st in streams:
+        own = get(st, "enforce_walltime") if get(st, "kind") == "trace" else None
+        if own is not None:
+            out.append(bool(own))
+            continue
+        batsim = False
+        if get(st, "kind") == "trace":
+            try:
+                batsim = (get(st, "format") or format_of(get(st, "path") or "")) == "batsim"
+            except TraceError:  # (a stored scenario's unknown suffix: it is no Batsim workload)
+                pass
+        out.append(batsim or bool(run_enforce))
+    return out
 
 
 def read_trace(

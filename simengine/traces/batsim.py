@@ -415,7 +415,7 @@ class _Jobs:
 
     def __init__(self, name: str):
         self.name = name
-        self.cols = _Columns(("submit", "estimate", "processors", "job_id", "profile"))
+        self.cols = _Columns(("submit", "estimate", "processors", "job_id", "profile", "batsim_id", "profile_name"))
         self.batch: list[Any] = []
         self.first = 0  # index of the batch's first job
         self.numeric = True  # every id so far is a number (else jobs are numbered from 1)
@@ -478,9 +478,12 @@ class _Jobs:
                 ids = np.array(ids, dtype=np.int64)
             except (ValueError, OverflowError):
                 self.numeric = False
+        # the names Batsim writes in its _jobs.csv (job_id, profile), as UTF-8 bytes
+        names = np.array([str(job.get("id")).encode("utf-8") for job in batch], dtype=np.bytes_)
         self.cols.add(submit=submit, estimate=np.where(walltime > 0, walltime, np.nan),
                       processors=res.astype(np.int64), job_id=ids if self.numeric else np.zeros(0, np.int64),
-                      profile=np.array(list(map(digests.__getitem__, profiles)), dtype="S16"))
+                      profile=np.array(list(map(digests.__getitem__, profiles)), dtype="S16"), batsim_id=names,
+                      profile_name=np.array([p.encode("utf-8") for p in profiles], dtype=np.bytes_))
 
 
 def _open(name: str) -> IO[bytes]:
@@ -546,7 +549,9 @@ def read_batsim(path: str | os.PathLike[str], limit: int | None = None, caps: Re
     ids = (jobs.take("job_id", np.int64) if jobs.numeric else np.arange(1, n + 1, dtype=np.int64))[order]
     kept = len(order)
     table = JobTable(ids, submit[order], runtime[order], jobs.take("estimate", np.float64)[order],
-                     jobs.take("processors", np.int64)[order], np.full(kept, -1, np.int32), np.zeros(kept, np.int32))
+                     jobs.take("processors", np.int64)[order], np.full(kept, -1, np.int32), np.zeros(kept, np.int32),
+                     extra={"batsim_id": jobs.take("batsim_id", "S1")[order],
+                            "profile": jobs.take("profile_name", "S1")[order]})
     header = {"MaxProcs": str(int(nb_res))} if isinstance(nb_res, int) and not isinstance(nb_res, bool) else {}
     return Trace(table, name, "batsim", header, [], int(nb_res) if header else None, len(bad),
                  bad[:MAX_SKIPPED_LINES].tolist())

@@ -186,6 +186,8 @@
       case "optional-text":
       case "enum":
         return text === "" ? undefined : raw;
+      case "tribool": // an optional yes/no: empty leaves the field out (its default applies)
+        return text === "" ? undefined : text === "true";
       default:
         return raw;
     }
@@ -325,6 +327,10 @@
     }
     switch (p.type) {
       case "boolean":
+        if (outer !== raw) { // `bool | null`: a default that is neither yes nor no (said in its help)
+          const options = [["", "default"], ["true", "yes"], ["false", "no"]];
+          return field(title, select(path, "tribool", options, value), path, { help: leafHelp });
+        }
         return field(title, input(path, "bool", value ?? outer.default ?? false), path, { help: leafHelp, cls: "check" });
       case "integer":
         return field(title, input(path, "int", value, { placeholder }), path, { help: leafHelp });

@@ -186,6 +186,37 @@ def test_a_corrupt_trace_upload_shows_its_line_and_a_good_one_becomes_the_stream
     assert page.js_errors == []
 
 
+def test_a_batsim_workloads_walltime_kill_is_left_to_its_default_or_set_either_way(live_server, builder, user):
+    # an optional yes/no field offers "default" beside yes and no (a checkbox would always send
+    # false, and a Batsim workload would run past its walltimes)
+    page = builder
+    open_builder(page, live_server.url + "/scenarios/new/")
+    page.click("#btn-add-cluster")
+    field(page, "platform.clusters.0.processors").fill("4")
+    page.click("#btn-add-stream")
+    field(page, "workload.streams.0.kind").select_option("trace")
+    page.set_input_files("#trace-file-0", str(ROOT / "tests" / "data" / "batsim-v5" / "test_case_study1.json"))
+    trace = wait_for(lambda: TraceFile.objects.first())
+    page.wait_for_function(
+        "name => document.querySelector('[data-path=\"workload.streams.0.path\"]').value === name",
+        arg=trace.stored_name)
+    walltime = field(page, "workload.streams.0.enforce_walltime")
+    assert walltime.input_value() == ""
+    assert walltime.locator("option").all_inner_texts() == ["default", "yes", "no"]
+    field(page, "name").fill("Batsim walltimes")
+    page.wait_for_function("() => document.getElementById('builder').dataset.errorCount === '0'")
+    page.click("#btn-save")
+    expect_text(page.locator("#save-status"), "Saved")
+    stream = Scenario.objects.get().spec["workload"]["streams"][0]
+    assert "enforce_walltime" not in stream
+    walltime.select_option("false")
+    page.wait_for_function("() => document.getElementById('builder').dataset.errorCount === '0'")
+    page.click("#btn-save")
+    page.wait_for_function("() => document.getElementById('save-status').textContent.includes('Saved')")
+    wait_for(lambda: Scenario.objects.get().spec["workload"]["streams"][0].get("enforce_walltime") is False)
+    assert page.js_errors == []
+
+
 def test_imported_document_with_an_unknown_field_lists_it_in_the_summary(live_server, builder, tmp_path):
     page = builder
     open_builder(page, live_server.url + "/scenarios/new/?preset=multicluster-4x32")

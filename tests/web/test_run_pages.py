@@ -341,6 +341,29 @@ def test_schedule_swf_downloads_in_integer_seconds_or_the_precision_asked_for(al
     assert all("." not in t for t in times(owner.get(f"/api/runs/{run.pk}/schedule.swf")))
 
 
+def test_batsim_jobs_download_exact_by_default_or_at_the_precision_asked_for(alice):
+    """Batsim writes its times as simulated; whole seconds on request, from the page and the API."""
+    import csv
+    import io
+
+    run = finished_run(alice)
+    owner = client_for(alice)
+    url = run_urls(run)["batsim_jobs.csv"]
+
+    def starts(response) -> list[float]:
+        assert response.status_code == 200
+        return [float(r["starting_time"]) for r in csv.DictReader(io.StringIO(response.content.decode()))
+                if r["starting_time"]]
+
+    exact = starts(owner.get(url))
+    assert any(t != round(t) for t in exact)
+    whole = starts(owner.get(url + "?precision=0"))
+    assert whole == [float(round(t)) for t in exact]
+    assert starts(owner.get(f"/api/runs/{run.pk}/batsim_jobs.csv?precision=0")) == whole
+    api = owner.get(f"/api/runs/{run.pk}/batsim_jobs.csv?precision=x")
+    assert api.status_code == 400 and "precision" in api.json()["errors"]
+
+
 def tmp_swf(content: bytes):
     import tempfile
     from pathlib import Path

@@ -326,3 +326,40 @@ def test_a_replay_of_a_trace_with_users_offers_its_per_user_table(alice, django_
     none = reverse("runs:export", args=[synthetic.pk, "users.csv"])
     assert none not in owner.get(reverse("runs:run", args=[synthetic.pk])).content.decode()
     assert owner.get(none).status_code == 409
+
+
+def test_a_batsim_run_on_the_site_keeps_the_workloads_names_and_batsims_walltime_kills(alice, settings, tmp_path):
+    """Stored, run and exported: the jobs table shows each job's workload id and profile, and
+    batsim_jobs.csv names them as Batsim does, with the jobs killed at their walltime."""
+    import csv
+    import io
+    import json as json_module
+
+    from django.test import Client
+    from django.urls import reverse
+
+    from gridweb.runs.execution import execute_run
+    from gridweb.runs.models import Run, Status
+    from gridweb.runs.services import create_run
+
+    settings.GRIDWEB_TRACE_DIR = tmp_path / "traces"
+    path = ROOT / "tests" / "data" / "batsim-v5" / "test_compo_sequence_delay.json"
+    doc = json_module.loads(path.read_text())
+    trace = store_trace(alice, upload("compo.json", path.read_bytes()))
+    spec = {"name": "compo", "platform": {"clusters": [{"name": "c", "processors": doc["nb_res"]}]},
+            "workload": {"streams": [{"kind": "trace", "name": "w0", "target": "c", "path": trace.stored_name}]}}
+    run = create_run(alice, spec, dispatch_now=False)
+    assert execute_run(run.pk) == Status.DONE
+    run = Run.objects.get(pk=run.pk)
+    owner = Client()
+    owner.force_login(alice)
+    table = owner.get(reverse("runs:jobs", args=[run.pk]), {"limit": 100}).json()
+    column = {name: [row[k] for row in table["rows"]] for k, name in enumerate(table["columns"])}
+    by_id = {j["id"]: j["profile"] for j in doc["jobs"]}
+    assert sorted(column["batsim_id"]) == sorted(by_id)
+    assert all(by_id[i] == p for i, p in zip(column["batsim_id"], column["profile"]))
+    body = owner.get(reverse("runs:export", args=[run.pk, "batsim_jobs.csv"]))
+    rows = list(csv.DictReader(io.StringIO(body.content.decode())))
+    assert {r["job_id"]: r["profile"] for r in rows} == by_id
+    reached = [r["job_id"] for r in rows if r["final_state"] == "COMPLETED_WALLTIME_REACHED"]
+    assert reached and all(not i.endswith("-ok") for i in reached)  # (the workload's "-ok" jobs fit their walltime)
