@@ -4,6 +4,7 @@ what cannot be read is refused with the job and field named. With the _jobs.csv 
 from __future__ import annotations
 
 import gzip
+import csv
 import json
 
 import numpy as np
@@ -112,8 +113,12 @@ def test_a_workload_is_read_a_job_at_a_time_within_the_caps(tmp_path):
 
 BATSIM_V5 = ROOT / "tests" / "data" / "batsim-v5"  # (copied from Batsim's repository: PROVENANCE.txt there)
 #: the delay-only and delay-composition workloads of Batsim's current release among the samples
+#: every delay-only or delay-composition workload of Batsim's release (tests/data/batsim-v5/PROVENANCE.txt)
 DELAY_WORKLOADS = ("test_one_delay_job.json", "test_delays.json", "test_case_study1.json",
-                   "test_compo_sequence_delay.json")
+                   "test_compo_sequence_delay.json", "test_batsim_paper_workload_seed1.json",
+                   "test_energy_minimal_load0.json", "test_extra_data_desired_allocation.json",
+                   "test_extra_data_desired_allocation_object.json", "test_same_submit_time.json",
+                   *(f"example_workload_hpc_seed{i}_jobs250.json" for i in range(1, 6)))
 
 
 def test_v4_and_v5_profile_names_read_alike(tmp_path):
@@ -183,14 +188,42 @@ def test_batsims_delay_workloads_replay_as_a_straightforward_fcfs(name):
     runtime = {doc["jobs"][i]["profile"]: float(trace.jobs.runtime[k]) for k, i in enumerate(order)}
     result = simengine.run({
         "platform": {"clusters": [{"name": "c", "processors": doc["nb_res"], "scheduler": {"name": "fcfs"}}]},
-        "workload": {"streams": [{"kind": "trace", "name": "b", "target": "c", "path": str(BATSIM_V5 / name)}]},
-        "run": {"enforce_walltime": True}})  # Batsim kills a job at its walltime
+        "workload": {"streams": [{"kind": "trace", "name": "b", "target": "c", "path": str(BATSIM_V5 / name)}]}})
+    # (a Batsim workload's jobs are killed at their walltime by default, as Batsim kills them)
     by_id = {int(j): k for k, j in enumerate(result.jobs["job_id"])}
     got = [(float(result.jobs["start"][by_id[int(trace.jobs.job_id[k])]]),
             float(result.jobs["end"][by_id[int(trace.jobs.job_id[k])]])) for k in range(len(order))]
     assert got == _fcfs_reference(doc["jobs"], runtime, doc["nb_res"])
     if name == "test_case_study1.json":  # job 3 (the third in submit order) needs 10 s, has a walltime of 6: killed
         assert got[2][1] - got[2][0] == 6.0
+
+
+def test_the_composition_workload_passes_batsims_own_check_of_states_and_times(tmp_path):
+    # Batsim's test suite runs test_compo_sequence_delay and checks each job of its _jobs.csv against
+    # its profile's expected_execution_time (test/helper.py, check_job_duration_from_profile_expected_
+    # duration, read): the state is COMPLETED_WALLTIME_REACHED when the walltime is shorter, else
+    # COMPLETED_SUCCESSFULLY, and the execution time is the smaller of the two. The same check on ours:
+    name = "test_compo_sequence_delay.json"
+    doc = json.loads((BATSIM_V5 / name).read_text())
+    result = simengine.run({
+        "platform": {"clusters": [{"name": "c", "processors": doc["nb_res"]}]},
+        "workload": {"streams": [{"kind": "trace", "name": "w0", "target": "c", "path": str(BATSIM_V5 / name)}]}})
+    result.write_batsim_jobs(tmp_path / "jobs.csv")
+    with open(tmp_path / "jobs.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert sorted(r["job_id"] for r in rows) == sorted(j["id"] for j in doc["jobs"])  # the workload's own ids
+    expected = {p: body["expected_execution_time"] for p, body in doc["profiles"].items()
+                if "expected_execution_time" in body}
+    checked = reached = 0
+    for r in rows:
+        if r["profile"] not in expected:
+            continue
+        wall, want = float(r["requested_time"]), float(expected[r["profile"]])
+        state = "COMPLETED_WALLTIME_REACHED" if wall != -1 and wall < want else "COMPLETED_SUCCESSFULLY"
+        assert (r["final_state"], float(r["execution_time"])) == (state, min(want, wall) if wall != -1 else want), r
+        checked += 1
+        reached += state == "COMPLETED_WALLTIME_REACHED"
+    assert checked == len(rows) and reached > 0
 
 
 def test_batsims_other_profile_types_are_named_when_a_job_needs_one():
