@@ -37,6 +37,7 @@ import numpy as np
 from simengine.results import Result, assemble_result, empty_job_rows
 from simengine.scenario import Scenario, load_scenario, trace_base_dir
 from simengine.streaming import ChunkEmitter, LiveGantt, ProgressCallback
+from simengine.workload_build import trace_time_origins
 
 #: least wall-clock seconds between two progress reports from inside replication 0
 STEP_REPORT_SECONDS = 0.5
@@ -174,6 +175,7 @@ def run_model(model: Model, scenario: Scenario, on_progress: ProgressCallback | 
     result = assemble_result(scenario, kept, [o.metrics for o in outcomes], first.segments, first.series or {},
                              [n for o in outcomes for n in o.notes], first.batch_half)
     result.engine_seconds = time.perf_counter() - t0
+    result.time_origins = trace_time_origins(scenario)
     emit.metrics(result.metrics)
     return result
 

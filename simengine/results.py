@@ -122,9 +122,9 @@ JOB_DTYPES = {"job_id": np.int64, "replication": np.int32, "stream": np.int32, "
 
 
 #: per-job columns a trace brings that a run's rows keep when its workload has them: the users
-#: (per-user metrics) and the names Batsim writes in its _jobs.csv (``batsim_id``, ``profile``:
+#: (per-user metrics), groups and queues (SWF fields 12, 13, 15: kept in schedule.swf) and the names Batsim writes in its _jobs.csv (``batsim_id``, ``profile``:
 #: UTF-8 bytes, as wide as the trace's longest; simengine.batsim). None: the trace's own dtype
-CARRIED_JOB_DTYPES = {"user": np.int64, "batsim_id": None, "profile": None}
+CARRIED_JOB_DTYPES = {"user": np.int64, "group": np.int64, "queue": np.int64, "batsim_id": None, "profile": None}
 
 
 def carried_columns(extra: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -524,6 +524,9 @@ class Result:
     replications: int = 1
     engine_seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
+    #: per trace stream replayed on its own clock, the SWF header keys that date its time 0
+    #: (simengine.workload_build.trace_time_origins): kept in schedule.swf and the summary
+    time_origins: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def status_counts(self) -> dict[str, int]:
         codes, counts = np.unique(self.jobs["status"], return_counts=True)
@@ -548,6 +551,7 @@ class Result:
             "segments": int(len(self.segments["t0"])),
             "engine_seconds": self.engine_seconds,
             "notes": self.notes,
+            **({"time_origins": self.time_origins} if self.time_origins else {}),
         }
 
     # ---- writers -------------------------------------------------------------------------
@@ -651,10 +655,15 @@ class Result:
         header = ["Version: 2.2", f"Computer: GridWeb simulation of {self.scenario.get('name')}",
                   f"Note: engine {self.engine_version}, scenario {self.scenario_hash[:16]}, seed {self.seed}",
                   f"MaxProcs: {sum(self.cluster_processors)}"]
+        origins = {tuple(sorted(o.items())) for o in self.time_origins.values()}
+        if len(origins) == 1:  # the replayed trace's time 0, when its streams agree on it
+            header += [f"{k}: {v}" for k, v in sorted(origins.pop())]
+        # the trace's users, groups and queues (SWF fields 12, 13, 15) where the jobs carry them
+        ids = {k: j[k][first] for k in ("user", "group", "queue") if k in j}
         write_swf(path, job_id=j["job_id"][first], submit=j["submit"][first], wait=j["wait"][first],
                   runtime=(j["end"] - j["start"])[first], processors=j["processors"][first],
                   estimate=j["estimate"][first], status=swf_status(j["status"][first]),
-                  header_comments=header, extra={"partition": j["cluster"][first] + 1}, precision=precision)
+                  header_comments=header, extra={"partition": j["cluster"][first] + 1, **ids}, precision=precision)
 
 
 def warm_up_by_completions(cols: dict[str, np.ndarray], eligible: np.ndarray, completions: int,

@@ -31,16 +31,21 @@ def _cached_trace(path: str, fmt: str | None, site_map: tuple | None, limit: int
                       skip_untimed=skip_untimed)
 
 
+def _site_map(stream: TraceStream, scenario: Scenario) -> tuple | None:
+    """The stream's GWF site map as the read cache keys it: (site, cluster index) pairs."""
+    if not stream.site_map:
+        return None
+    return tuple(sorted((site, scenario.platform.cluster_index(c)) for site, c in stream.site_map.items()))
+
+
 def load_trace_stream(stream: TraceStream, scenario: Scenario, index: int,
                       horizon: float | None = None) -> tuple[JobTable, list[str]]:
     """The jobs of a trace stream, retimed as the stream asks, routed to its target; with a
     ``horizon``, only those submitted before it, and a note saying how many were left out (every
     model reads its traces here, so no model cuts a trace silently)."""
     platform = scenario.platform
-    site_map = None
-    if stream.site_map:
-        site_map = tuple(sorted((site, platform.cluster_index(c)) for site, c in stream.site_map.items()))
-    trace = _cached_trace(stream.resolved_path, stream.format, site_map, stream.limit, stream.skip_untimed)
+    trace = _cached_trace(stream.resolved_path, stream.format, _site_map(stream, scenario), stream.limit,
+                          stream.skip_untimed)
     jobs = trace.jobs.take(np.arange(len(trace.jobs)))
     jobs.stream[:] = index
     notes = []
@@ -116,6 +121,25 @@ def read_traces(scenario: Scenario) -> None:
     for i, stream in enumerate(scenario.workload.streams):
         if isinstance(stream, TraceStream):
             load_trace_stream(stream, scenario, i)
+
+
+#: the SWF header keys that say when a trace's time 0 was (SWF 2.2): a schedule of the trace keeps them
+TIME_ORIGIN_KEYS = ("UnixStartTime", "TimeZone", "TimeZoneString")
+
+
+def trace_time_origins(scenario: Scenario) -> dict[str, dict[str, str]]:
+    """Per trace stream (by name) replayed on its own clock (no time_scale, no target_load): the
+    TIME_ORIGIN_KEYS its header gives, from the read cache (:func:`read_traces` filled it)."""
+    out = {}
+    for i, stream in enumerate(scenario.workload.streams):
+        if not isinstance(stream, TraceStream) or stream.time_scale != 1.0 or stream.target_load is not None:
+            continue
+        header = _cached_trace(stream.resolved_path, stream.format, _site_map(stream, scenario), stream.limit,
+                               stream.skip_untimed).header
+        found = {k: str(header[k]) for k in TIME_ORIGIN_KEYS if isinstance(header.get(k), str)}
+        if found:
+            out[stream.name] = found
+    return out
 
 
 def stream_capacity(stream, scenario: Scenario) -> float:

@@ -82,6 +82,7 @@ def result_of(run: Run) -> Result:
         replications=int(summary.get("replications", 1)),
         engine_seconds=float(summary.get("engine_seconds", 0.0)),
         notes=list(summary.get("notes") or []),
+        time_origins=dict(summary.get("time_origins") or {}),
     )
 
 

@@ -44,6 +44,8 @@ JOB_COLUMN_HELP: dict[str, str] = {
     "workflow": "workflow index", "task": "task index in its workflow", "ready": "time the task became ready (s)",
     "job_class": "job class",
     "batsim_id": "the job's id in its Batsim workload", "profile": "its Batsim profile",
+    "user": "the trace's user (SWF field 12; −1 unknown)", "group": "the trace's group (SWF field 13; −1 unknown)",
+    "queue": "the trace's queue (SWF field 15; −1 unknown)",
 }
 JOBS_PAGE_DEFAULT, JOBS_PAGE_MAX = 100, 1000
 #: The query parameters :func:`jobs_page` reads (for the API's schema and docs).

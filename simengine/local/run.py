@@ -318,8 +318,8 @@ def finish(rep: _Replication, replication: int, with_segments: bool):
          "reservation": np.array([r.index for r in ars], np.int32)}
     if failing:
         a["failures"] = np.zeros(nr, np.int32)
-    for k, v in carried.items():  # a reservation has no user (-1) and no Batsim name
-        a[k] = np.full(nr, -1 if k == "user" else b"", v.dtype)
+    for k, v in carried.items():  # a reservation has no user, group or queue (-1) and no Batsim name
+        a[k] = np.full(nr, b"" if v.dtype.kind == "S" else -1, v.dtype)
     cols, position = order_job_rows({k: np.concatenate([np.asarray(w[k]), np.asarray(a[k])]) for k in w},
                                     replication, run.warmup.time)
     workload_row = cols["reservation"] < 0

@@ -347,3 +347,30 @@ def test_a_kernel_path_run_loads_no_other_model_family():
               "simengine.evolving.run", "simengine.local.run", "simengine.local.cluster", "simengine.local.core"}
     assert loaded & others == set()
 
+
+
+def test_schedule_swf_keeps_the_traces_users_groups_queues_and_time_origin(tmp_path):
+    # issue 38: the export wrote -1 for user, group and queue and dropped the input's
+    # UnixStartTime/TimeZone headers; read back, it gives what the input trace gave
+    from simengine.traces import read_trace
+
+    trace = ROOT / "gridweb" / "demo" / "DAS2-fs1-2003-1.swf.gz"
+    spec = {"platform": {"clusters": [{"name": "c", "processors": 64, "scheduler": {"name": "easy"}}]},
+            "workload": {"streams": [{"kind": "trace", "name": "das", "target": "c", "path": str(trace), "limit": 500}]}}
+    result = simengine.run(spec)
+    result.write_swf(tmp_path / "schedule.swf")
+    given, back = read_trace(trace, limit=500), read_trace(tmp_path / "schedule.swf")
+    order = {int(i): k for k, i in enumerate(given.jobs.job_id)}
+    rows = [order[int(i)] for i in back.jobs.job_id]
+    for field in ("user", "group", "queue"):
+        assert back.jobs.extra[field].tolist() == given.jobs.extra[field][rows].tolist(), field
+    assert len(set(given.jobs.extra["user"].tolist())) > 1
+    for key in ("UnixStartTime", "TimeZoneString"):
+        assert back.header[key] == given.header[key]
+    assert result.summary()["time_origins"] == {"das": {k: given.header[k] for k in
+                                                        ("UnixStartTime", "TimeZone", "TimeZoneString")}}
+    # a retimed replay's time 0 is no longer the trace's: no origin is claimed
+    spec["workload"]["streams"][0]["target_load"] = 0.8
+    rescaled = simengine.run(spec)
+    rescaled.write_swf(tmp_path / "rescaled.swf")
+    assert "UnixStartTime" not in read_trace(tmp_path / "rescaled.swf").header and not rescaled.time_origins

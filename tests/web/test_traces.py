@@ -317,6 +317,11 @@ def test_a_replay_of_a_trace_with_users_offers_its_per_user_table(alice, django_
     outsider = Client()
     outsider.force_login(django_user_model.objects.create_user("eve", password="pw-eve-123"))
     assert outsider.get(url).status_code == 404 and Client().get(url).status_code == 404
+    # schedule.swf keeps each job's user (SWF field 12; it was written -1)
+    swf = owner.get(reverse("runs:export", args=[run.pk, "schedule.swf"])).content.decode()
+    users = {int(f[0]): int(f[11]) for f in (line.split() for line in swf.splitlines()) if f and f[0] != ";"}
+    given = {int(f[0]): int(f[11]) for f in (line.split() for line in lines[2:])}
+    assert users == given and set(users.values()) == {1, 2, 3}
 
     synthetic = create_run(alice, {**spec, "workload": {"streams": [{
         "kind": "synthetic", "name": "s", "target": "c", "count": 50, "arrival": {"target_load": 0.5},
