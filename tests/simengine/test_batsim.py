@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 import simengine
-from simengine.batsim import COLUMNS, interval_set
+from simengine.batsim import COLUMNS, interval_set, interval_sets
 from simengine.traces import read_trace
 from simengine.workload import STATUS_REJECTED
 from tests.conftest import ROOT
@@ -31,6 +31,42 @@ def resources(text: str) -> list[int]:
 def test_interval_sets_are_written_as_batsim_writes_them():
     assert interval_set(np.array([3, 0, 1, 2, 8])) == "0-3 8"
     assert interval_set(np.array([5])) == "5" and interval_set(np.array([], int)) == ""
+
+
+def test_the_interval_sets_of_many_jobs_at_once_are_each_jobs_own():
+    # random ranges of 300 owners (overlapping, touching, apart, none), against one set per owner
+    rng = np.random.default_rng(3)
+    owner = rng.integers(0, 300, 2000)
+    first = rng.integers(0, 500, 2000)
+    count = rng.integers(1, 6, 2000)
+    got = interval_sets(owner, first, count, 310)
+    for k in range(310):
+        mine = owner == k
+        held = np.concatenate([np.arange(a, a + c) for a, c in zip(first[mine], count[mine])] or [np.zeros(0, int)])
+        want = " ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in _runs(sorted(set(held.tolist()))))
+        assert got[k] == want, k
+
+
+def _runs(ids: list[int]) -> list[tuple[int, int]]:
+    out: list[list[int]] = []
+    for i in ids:
+        if out and i == out[-1][1] + 1:
+            out[-1][1] = i
+        else:
+            out.append([i, i])
+    return [tuple(r) for r in out]
+
+
+def test_names_with_commas_and_quotes_are_quoted_as_the_csv_module_does(tmp_path):
+    path = tmp_path / "w.json"
+    path.write_text('{"nb_res": 2, "jobs": [{"id": "a,b", "subtime": 0, "res": 1, "profile": "say \\"hi\\""},'
+                    ' {"id": 7, "subtime": 1, "res": 1, "profile": "plain"}],'
+                    ' "profiles": {"say \\"hi\\"": {"type": "delay", "delay": 3}, "plain": {"type": "delay", "delay": 2}}}')
+    result = simengine.run({"platform": {"clusters": [{"name": "c", "processors": 2}]},
+                            "workload": {"streams": [{"kind": "trace", "name": "w", "target": "c", "path": str(path)}]}})
+    result.write_batsim_jobs(tmp_path / "jobs.csv")
+    rows = read(tmp_path / "jobs.csv")
+    assert [(r["job_id"], r["profile"]) for r in rows] == [("a,b", 'say "hi"'), ("7", "plain")]
 
 
 @pytest.mark.parametrize("example", ["multicluster-4x32.yaml", "ballier-4x32.yaml"])
