@@ -183,18 +183,15 @@ class RunSerializer(SharingSerializer):
                                                 "'worker1@host' (Celery) or 'embedded@host:pid'; empty while queued"}}
 
     def get_eta_seconds(self, run: Run) -> float | None:
-        """Seconds until the worker's expected finish (``eta``); else the elapsed time scaled by
-        the fraction left. None while queued or without progress; 0 once done."""
+        """Seconds until the worker's expected finish (``eta``, from the pace of its progress:
+        gridweb.runs.execution.EtaEstimate). None while queued or while estimating; 0 once done."""
         if run.status == Status.DONE:
             return 0.0
         if run.status != Status.RUNNING:
             return None
         if run.eta is not None:
             return max(0.0, (run.eta - timezone.now()).total_seconds())
-        if not run.started_at or not 0 < run.progress < 1:
-            return None
-        elapsed = (timezone.now() - run.started_at).total_seconds()
-        return max(0.0, elapsed * (1 - run.progress) / run.progress)
+        return None  # estimating: the worker's progress has no settled pace yet (execution.EtaEstimate)
 
 
 class RunDetailSerializer(RunSerializer):

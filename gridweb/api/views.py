@@ -615,9 +615,7 @@ class RunExportView(APIView):
             content = write(run, **options)
         except exports.ExportUnavailable as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
-        response = HttpResponse(content, content_type=content_type)
-        response["Content-Disposition"] = f'attachment; filename="run-{run.pk}-{export}"'
-        return response
+        return exports.download(request, content, content_type, f"run-{run.pk}-{export}")
 
 
 # --- Sweeps ---------------------------------------------------------------------------------------

@@ -113,6 +113,25 @@ def metric_order(names: set[str]) -> list[str]:
     return ordered + sorted(names - set(ordered))
 
 
+def different_jobs(labelled: list[tuple[str, dict[str, Any]]]) -> str | None:
+    """What to say when runs' job metrics average different numbers of jobs (``jobs_measured``):
+    e.g. a trace replayed on a smaller cluster that rejects its largest jobs. ``labelled``: (run
+    label, summary) pairs. None when every run measured as many jobs (or none says)."""
+    found = []
+    for label, summary in labelled:
+        m = ((summary or {}).get("metrics") or {}).get("jobs_measured")
+        if isinstance(m, dict) and m.get("mean") is not None:
+            rejected = int(((summary or {}).get("job_counts") or {}).get("rejected") or 0)
+            found.append((label, float(m["mean"]), rejected))
+    if len({round(mean, 6) for _, mean, _ in found}) <= 1:
+        return None
+    parts = [f"{label}: {format_number(mean)}" + (f" ({rejected:,} jobs rejected)" if rejected else "")
+             for label, mean, rejected in found]
+    return ("These runs' job metrics (waits, responses, slowdowns) average different numbers of jobs — jobs "
+            "measured per replication: " + "; ".join(parts) + ". A difference of their means comes from which "
+            "jobs were measured as well as from how they were scheduled.")
+
+
 def metrics_table(summaries: list[dict[str, Any]]) -> list[MetricRow]:
     """One row per metric, one cell per summary (``Result.summary()``: ``metrics`` maps a name to
     ``{mean, ci_low, ci_high, half_width, values}``)."""

@@ -273,6 +273,32 @@ class _Heartbeat:
                 log.debug("heartbeat of run %s: closing its connection failed", self.run_id, exc_info=True)
 
 
+#: the estimate of a run's time left says "estimating" until its progress has moved this long and this
+#: far since the first progress seen (issue 38: a 4 s run showed "63 min" at 0 %, while the worker
+#: read its trace and loaded its kernels, time that says nothing of the simulation's pace)
+ETA_SETTLE_SECONDS, ETA_SETTLE_FRACTION = 3.0, 0.02
+
+
+class EtaEstimate:
+    """Seconds a run has left, from the pace of its progress since the first progress seen (the one
+    estimate: the worker stores it as ``Run.eta`` and puts it in each progress chunk the page shows)."""
+
+    def __init__(self):
+        self.first: tuple[float, float] | None = None  # (monotonic time, fraction) of the first progress
+
+    def seconds_left(self, fraction: float, now: float) -> float | None:
+        """None while estimating (no settled pace yet) or once there is nothing left to estimate."""
+        if not 0 < fraction < 1:
+            return None
+        if self.first is None:
+            self.first = (now, fraction)
+            return None
+        t0, f0 = self.first
+        if now - t0 < ETA_SETTLE_SECONDS or fraction - f0 < ETA_SETTLE_FRACTION:
+            return None
+        return (now - t0) * (1 - fraction) / (fraction - f0)
+
+
 class _Progress:
     """The engine's ``on_progress`` callback for one execution of one run."""
 
@@ -281,6 +307,8 @@ class _Progress:
         self.started = time.monotonic()
         self.fraction, self.sim_time, self.segments, self.last_seq = 0.0, 0.0, 0, -1
         self._last_check = self._last_write = -math.inf
+        self.eta = EtaEstimate()
+        self.left: float | None = None  # the estimate at the last progress
 
     def check(self, force: bool = False) -> None:
         """Raise if the run was cancelled or taken over (read at most every THROTTLE_SECONDS), or
@@ -309,6 +337,9 @@ class _Progress:
             payload = json_safe(chunk)  # metrics can be NaN; JSON (and PostgreSQL) cannot
         if "fraction" in chunk:
             self.fraction = float(chunk["fraction"])
+            self.left = self.eta.seconds_left(self.fraction, time.monotonic())
+            if kind == "progress":  # (the page shows it: "estimating" while None)
+                payload["eta_seconds"] = self.left
         if chunk.get("sim_time") is not None and math.isfinite(chunk["sim_time"]):
             self.sim_time = max(self.sim_time, float(chunk["sim_time"]))
         RunChunk.objects.create(run_id=self.run_id, seq=seq, kind=kind[:16], payload=payload, data=data, rows=rows,
@@ -323,10 +354,7 @@ class _Progress:
         if not force and now - self._last_write < THROTTLE_SECONDS:
             return
         self._last_write = now
-        eta = None
-        if 0 < self.fraction < 1:
-            elapsed = now - self.started
-            eta = timezone.now() + timedelta(seconds=elapsed / self.fraction * (1 - self.fraction))
+        eta = timezone.now() + timedelta(seconds=self.left) if self.left is not None and self.fraction < 1 else None
         Run.objects.filter(pk=self.run_id, attempt=self.attempt).update(
             progress=self.fraction, sim_time=self.sim_time, eta=eta, last_seq=self.last_seq,
             segments_count=self.segments, heartbeat=timezone.now())

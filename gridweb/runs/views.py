@@ -107,11 +107,11 @@ class CommentForm(forms.ModelForm):
 
 
 def eta_seconds(run: Run) -> float | None:
-    """Wall-clock seconds left, extrapolated from the progress made since the run started."""
-    if run.status != Status.RUNNING or not run.started_at or run.progress <= 0 or run.progress >= 1:
+    """Wall-clock seconds left, as the worker estimates them (``Run.eta``: from the pace of its
+    progress, gridweb.runs.execution.EtaEstimate); None while it is estimating or not running."""
+    if run.status != Status.RUNNING or run.eta is None:
         return None
-    elapsed = (timezone.now() - run.started_at).total_seconds()
-    return elapsed * (1 - run.progress) / run.progress
+    return max(0.0, (run.eta - timezone.now()).total_seconds())
 
 
 def gantt_config(run: Run) -> dict[str, Any]:
@@ -325,9 +325,7 @@ def run_export(request: HttpRequest, pk: int, kind: str) -> HttpResponse:
         body = getattr(exports, export.function)(run, **options)
     except exports.ExportUnavailable as exc:
         return HttpResponse(str(exc), status=409, content_type="text/plain; charset=utf-8")
-    response = HttpResponse(body, content_type=export.content_type)
-    response["Content-Disposition"] = f'attachment; filename="run-{run.pk}-{kind}"'
-    return response
+    return exports.download(request, body, export.content_type, f"run-{run.pk}-{kind}")
 
 
 # --- Gallery ---------------------------------------------------------------------------------------
@@ -393,6 +391,7 @@ def compare(request: HttpRequest) -> HttpResponse:
             [(label, result_arrays(run) if run.status == Status.DONE else None) for label, run in zip(labels, runs)]))
         context.update({
             "metrics": comparing.metrics_table([run.summary for run in runs]),
+            "different_jobs": comparing.different_jobs([(f"#{run.pk}", run.summary) for run in runs]),
             "paired": comparing.paired_table(runs),
             "shaky_help": SHAKY_RULE,
             "diff": comparing.scenario_diff([run.spec for run in runs]),

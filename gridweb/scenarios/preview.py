@@ -297,6 +297,8 @@ def preview(spec: Any, user=None, *, jobs_per_stream: int = PREVIEW_JOBS) -> dic
             result["errors"].setdefault(path, []).append(f"cannot preview this stream: {exc}")
             continue
         entry["index"] = index
+        if isinstance(stream, TraceStream):
+            entry["too_large"] = _too_large(stream, platform, jobs)
         result["streams"].append(entry)
 
     stop = _early_stop(spec, finite_jobs) if result["streams"] and not endless else None
@@ -314,6 +316,27 @@ def preview(spec: Any, user=None, *, jobs_per_stream: int = PREVIEW_JOBS) -> dic
             "reserved_load": float(held / (cluster.processors * horizon)) if horizon else None,
         })
     return _finite(result)
+
+
+def _too_large(stream: TraceStream, platform: Platform, jobs: JobTable) -> dict[str, Any] | None:
+    """A trace's jobs that need more processors than their cluster has (with target grid: than any
+    cluster, or than the one a site map names), which the run rejects: how many, and what to say."""
+    sizes = np.array([c.processors for c in platform.clusters], dtype=np.int64)
+    if stream.target != GRID_TARGET:
+        limit = np.full(len(jobs), sizes[platform.cluster_index(stream.target)])
+        where = f"{stream.target}'s {int(limit[0]):,} processors" if len(jobs) else ""
+    else:
+        limit = np.where(jobs.cluster >= 0, sizes[np.maximum(jobs.cluster, 0)], sizes.max())
+        where = f"the largest cluster's {int(sizes.max()):,} processors" if (jobs.cluster < 0).all() \
+            else "their cluster's processors"
+    over = jobs.processors > limit
+    count = int(over.sum())
+    if not count:
+        return None
+    return {"jobs": count, "largest": int(jobs.processors[over].max()),
+            "message": f"{stream.name}: {count:,} of its {len(jobs):,} jobs need more than {where} (up to "
+                       f"{int(jobs.processors[over].max()):,}): the run rejects them (status rejected; they are "
+                       "not among the measured jobs)"}
 
 
 def reserved_time(spec: dict[str, Any], platform: Platform) -> np.ndarray:

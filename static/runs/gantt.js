@@ -746,7 +746,7 @@
       this.lastSeq = chunk.seq;
       this.container.dataset.lastSeq = String(this.lastSeq);
       if (chunk.kind === "segments") this.onSegments(chunk, arrays);
-      else if (chunk.kind === "progress") this.announce("progress", { fraction: chunk.fraction || 0, simTime: chunk.sim_time || 0 });
+      else if (chunk.kind === "progress") this.announce("progress", { fraction: chunk.fraction || 0, simTime: chunk.sim_time || 0, etaSeconds: chunk.eta_seconds });
       else if (chunk.kind === "metrics") this.announce("progress", { fraction: 1, simTime: this.frontier || 0 });
     }
 
@@ -791,7 +791,7 @@
       if (this.followData) this.fitRange(Math.min(begin, chunk.window ? chunk.window[0] : begin), this.frontier);
       this.container.dataset.segmentsCount = String(this.segmentsCount());
       this.container.dataset.rightmost = String(this.frontier);
-      if (chunk.fraction !== undefined) this.announce("progress", { fraction: chunk.fraction, simTime: chunk.sim_time || this.frontier || 0 });
+      if (chunk.fraction !== undefined) this.announce("progress", { fraction: chunk.fraction, simTime: chunk.sim_time || this.frontier || 0, etaSeconds: chunk.eta_seconds });
       this.viewChanged();
     }
 

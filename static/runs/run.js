@@ -17,7 +17,6 @@
   const percent = document.getElementById("run-progress-text");
   const simTime = document.getElementById("run-sim-time");
   const eta = document.getElementById("run-eta");
-  const opened = Date.now();
   const ENDED = ["done", "failed", "cancelled"];
   const reloadedKey = `gridweb:reloaded-run-${page.dataset.run}`;
   const RELOADING = {
@@ -25,15 +24,12 @@
     failed: "Run failed — loading its error",
     cancelled: "Run cancelled — reloading",
   };
-  const startedAt = config.startedAt ? Date.parse(config.startedAt) : null;
-
-  // Seconds left, extrapolated from the progress made since the run started (or since the
-  // page opened, when the run started before the page knew).
-  function etaText(fraction) {
-    if (!(fraction > 0 && fraction < 1)) return "—";
-    const elapsed = (Date.now() - (startedAt || opened)) / 1000;
-    const left = elapsed * (1 - fraction) / fraction;
-    return left >= 90 ? `${Math.round(left / 60)} min` : `${Math.round(left)} s`;
+  // The time left as the worker estimates it from the pace of its progress (each progress chunk
+  // carries it: gridweb.runs.execution.EtaEstimate); "estimating…" until that pace has settled.
+  function etaText(fraction, left) {
+    if (fraction >= 1) return "—";
+    if (typeof left !== "number" || !Number.isFinite(left)) return "estimating…";
+    return left >= 90 ? `${Math.round(left / 60)} min` : `${Math.max(1, Math.round(left))} s`;
   }
 
   // True once per run and tab: the first end seen reloads; a second (the fresh page still saw
@@ -53,6 +49,16 @@
     } catch (err) { /* no storage: nothing to forget */ }
   }
 
+  // Cancelling throws the run's work away: asked once more, never on a stray click.
+  const cancelButton = document.getElementById("cancel-run");
+  if (cancelButton && cancelButton.form) {
+    cancelButton.form.addEventListener("submit", (event) => {
+      const sure = window.confirm("Cancel this run? The simulation stops and its results so far are not kept " +
+        "as a finished run (the Gantt keeps what it drew).");
+      if (!sure) event.preventDefault();
+    });
+  }
+
   function showStatus(value) {
     page.dataset.status = value;
     if (status) {
@@ -62,13 +68,13 @@
   }
 
   document.addEventListener("gridweb:progress", (event) => {
-    const { fraction, simTime: t } = event.detail;
+    const { fraction, simTime: t, etaSeconds } = event.detail;
     // Progress from the engine means a worker holds the run, whatever the page loaded with.
     if (page.dataset.status === "queued") showStatus("running");
     if (bar) bar.value = fraction;
     if (percent) percent.textContent = `${Math.round(fraction * 100)}%`;
     if (simTime && t) simTime.textContent = Math.round(t).toLocaleString();
-    if (eta) eta.textContent = etaText(fraction);
+    if (eta) eta.textContent = etaText(fraction, etaSeconds);
   });
 
   document.addEventListener("gridweb:status", (event) => {

@@ -1335,6 +1335,9 @@
     ].filter(Boolean);
     streams.replaceChildren(...remarks, ...data.streams.map((s) => h("div", { class: "preview-stream", id: `preview-stream-${s.index}`, "data-jobs": s.jobs },
       h("h3", {}, `${s.name} → ${s.target}`),
+      // trace jobs larger than their cluster: valid, but the run rejects them (said before it runs)
+      s.too_large ? h("p", { class: "warning", id: `preview-too-large-${s.index}`, "data-jobs": s.too_large.jobs },
+        s.too_large.message) : null,
       h("p", { class: "muted" }, `${s.jobs.toLocaleString("en")} jobs sampled` +
         (s.offered_load !== null ? `; offered load ${s.offered_load.toFixed(3)}` : "") +
         (s.expected_load !== null ? ` (expected ${s.expected_load.toFixed(3)})` : "")),

@@ -122,3 +122,9 @@ def own_redis(tmp_path_factory):
     server.start()
     yield server
     server.stop()
+
+
+def downloaded(response) -> bytes:
+    """The body of a download: the exports of a run's files are streamed (gridweb.runs.exports.download)."""
+    # (the test client closes a streamed response once read through, as a server does once sent)
+    return b"".join(response.streaming_content) if response.streaming else response.content

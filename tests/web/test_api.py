@@ -23,6 +23,7 @@ from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
 from gridweb.api.errors import flatten_errors
+from tests.web.conftest import downloaded
 from gridweb.runs import execution
 from gridweb.runs.models import Run, Sweep
 from gridweb.scenarios.models import Scenario, TraceFile
@@ -324,7 +325,7 @@ def test_trace_upload_then_run_it(alice):
     run = wait_finished(client, client.post("/api/runs/", {"spec": spec}, content_type="application/json").json()["id"])
 
     assert run["status"] == "done", run["error"]
-    jobs = read_csv(client.get(f"/api/runs/{run['id']}/jobs.csv").content)
+    jobs = read_csv(downloaded(client.get(f"/api/runs/{run['id']}/jobs.csv")))
     assert len(jobs) == 120
     assert sorted(int(row["job_id"]) for row in jobs) == list(range(1, 121))
     again = client.post("/api/traces/", {"file": SimpleUploadedFile("copy.swf", ("\n".join(lines) + "\n").encode())})

@@ -736,6 +736,36 @@ def test_preview_says_when_the_stop_cuts_a_finite_workload_short(alice):
     assert preview(spec, alice)["stop"]["workload"] == 5000
 
 
+def test_preview_warns_of_the_trace_jobs_their_cluster_is_too_small_for_and_the_run_rejects_them(alice):
+    """DAS-2 on 32 processors: the builder said "No problems found" and the run rejected 1,335 jobs.
+    The preview counts them as the run will (its rejected jobs), per stream."""
+    import simengine
+    from gridweb.scenarios.preview import preview
+    from gridweb.scenarios.validation import validate_spec
+    from simengine.traces import read_trace
+    from simengine.workload import STATUS_REJECTED
+    from tests.conftest import ROOT
+
+    path = ROOT / "gridweb" / "demo" / "DAS2-fs1-2003-1.swf.gz"
+    uploaded = client_for(alice).post(reverse("scenarios:trace_upload"),
+                                      {"file": SimpleUploadedFile("DAS2-fs1-2003-1.swf.gz", path.read_bytes())})
+    trace = uploaded.json()["trace"]["stored_name"]
+    spec = {"platform": {"clusters": [{"name": "c", "processors": 16}, {"name": "d", "processors": 32}]},
+            "workload": {"streams": [{"kind": "trace", "name": "das2", "path": trace, "target": "c", "limit": 3000}]}}
+    sizes = read_trace(path, limit=3000).jobs.processors
+    found = preview(spec, alice)["streams"][0]["too_large"]
+    assert found["jobs"] == int((sizes > 16).sum()) > 0 and found["largest"] == int(sizes.max())
+    assert "need more than c's 16 processors" in found["message"] and "rejects them" in found["message"]
+    result = simengine.run(validate_spec(spec, alice))
+    assert int((result.jobs["status"][result.jobs["replication"] == 0] == STATUS_REJECTED).sum()) == found["jobs"]
+    # on the grid: only jobs larger than every cluster are rejected
+    spec["workload"]["streams"][0]["target"] = "grid"
+    grid = preview(spec, alice)["streams"][0]["too_large"]
+    assert grid["jobs"] == int((sizes > 32).sum()) > 0 and "the largest cluster's 32 processors" in grid["message"]
+    spec["platform"]["clusters"][1]["processors"] = int(sizes.max())
+    assert preview(spec, alice)["streams"][0]["too_large"] is None
+
+
 def test_preview_histogram_of_a_sample_matches_numpy_on_the_same_values():
     """The binning helper counts every value, in the bin numpy puts it in."""
     from gridweb.scenarios.preview import histogram

@@ -183,6 +183,11 @@ def test_a_corrupt_trace_upload_shows_its_line_and_a_good_one_becomes_the_stream
     expect_text(page.locator("#preview-stop-warning"), "stops the run at 2 of the workload's 3 jobs")
     field(page, "run.stop.completions").fill("")
     page.wait_for_function("() => !document.getElementById('preview-stop-warning')")
+    # A cluster too small for some of the trace's jobs: the run would reject them, and the preview says so.
+    assert page.locator("#preview-too-large-0").count() == 0
+    field(page, "platform.clusters.0.processors").fill("4")
+    expect_text(page.locator("#preview-too-large-0"), "1 of its 3 jobs need more than c1's 4 processors (up to 8)")
+    assert page.locator("#preview-too-large-0").get_attribute("data-jobs") == "1"
     assert page.js_errors == []
 
 

@@ -791,3 +791,19 @@ def test_full_stack_workers_replace_a_process_grown_past_the_memory_limit(test_d
             assert done["status"] == "done", done
             pids.append(int(done["worker"].rpartition(":")[2]))
         assert len(set(pids)) == 3, pids
+
+
+def test_the_time_left_is_estimated_from_the_pace_of_the_progress_once_it_has_settled():
+    """The worker's one estimate (Run.eta, the API's eta_seconds, the page's ETA). The seconds before
+    the first progress (reading a trace, loading kernels) are no part of the pace: a run that sat at
+    0 % for 50 s and then went 0.01 -> 0.51 in 10 s has about 10 s left, not 58 s."""
+    from gridweb.runs.execution import ETA_SETTLE_SECONDS, EtaEstimate
+
+    eta = EtaEstimate()
+    assert eta.seconds_left(0.0, 10.0) is None  # no progress yet
+    assert eta.seconds_left(0.01, 50.0) is None  # the first progress: a start, not a pace
+    assert eta.seconds_left(0.02, 50.0 + ETA_SETTLE_SECONDS / 2) is None  # too soon, too little
+    assert eta.seconds_left(0.51, 60.0) == pytest.approx(10.0 * 0.49 / 0.50)
+    assert eta.seconds_left(1.0, 61.0) is None  # done: nothing to estimate
+    naive = 60.0 * (1 - 0.51) / 0.51  # what the page used to say, from the run's start
+    assert naive > 4 * eta.seconds_left(0.51, 60.0)

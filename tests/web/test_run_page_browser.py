@@ -223,3 +223,31 @@ def test_a_run_cancelled_or_failed_while_watched_shows_why_after_the_reload(live
     else:
         assert builder.locator("#run-error").inner_text() == error
     assert builder.js_errors == []
+
+
+def test_the_eta_says_estimating_until_the_worker_has_one_and_cancel_asks_first(live_server, builder, user):
+    """Issue 38: "63 min" at 0 % of a 4 s run (the time before the first progress counted as the
+    run's pace), and Cancel on a stray click. The page shows the worker's estimate from the
+    progress chunks, "estimating…" while there is none; cancelling asks, and a "no" keeps the run."""
+    run, sockets, loads, url = watch_queued_run(live_server, builder, user, "eta")
+    Run.objects.filter(pk=run.pk).update(status=Status.RUNNING, started_at=timezone.now())
+    send = sockets[0].send
+    send(json.dumps({"seq": 0, "kind": "progress", "fraction": 0.01, "sim_time": 10.0, "eta_seconds": None}))
+    builder.wait_for_function("() => document.getElementById('run-progress-text').textContent === '1%'")
+    assert builder.locator("#run-eta").inner_text() == "estimating…"
+    send(json.dumps({"seq": 1, "kind": "progress", "fraction": 0.5, "sim_time": 500.0, "eta_seconds": 312.0}))
+    builder.wait_for_function("() => document.getElementById('run-eta').textContent === '5 min'")
+    send(json.dumps({"seq": 2, "kind": "progress", "fraction": 0.9, "sim_time": 900.0, "eta_seconds": 7.4}))
+    builder.wait_for_function("() => document.getElementById('run-eta').textContent === '7 s'")
+
+    asked: list[str] = []
+    builder.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.dismiss()))
+    builder.click("#cancel-run")
+    builder.wait_for_timeout(300)
+    assert asked and "Cancel this run?" in asked[0]
+    assert Run.objects.get(pk=run.pk).cancel_requested is False and loads == [url]
+    builder.once("dialog", lambda dialog: dialog.accept())
+    with builder.expect_navigation():
+        builder.click("#cancel-run")
+    assert Run.objects.get(pk=run.pk).cancel_requested is True
+    assert builder.js_errors == []

@@ -21,7 +21,7 @@ from gridweb.runs.models import Comment, Run, Status, Sweep
 from gridweb.runs.services import create_run, create_sweep
 from gridweb.sharing import Visibility
 from simengine.traces import read_swf
-from tests.web.conftest import client_for
+from tests.web.conftest import client_for, downloaded
 
 pytestmark = pytest.mark.django_db
 
@@ -138,7 +138,7 @@ def test_owner_cancels_a_queued_run_from_its_page(alice):
 
     run.refresh_from_db()
     assert run.status == Status.CANCELLED and run.cancel_requested
-    assert response.status_code == 200 and 'id="cancel-run"' not in response.content.decode()
+    assert response.status_code == 200 and 'id="cancel-run"' not in downloaded(response).decode()
 
 
 def test_cancel_button_is_only_for_the_owner(alice, carol):
@@ -204,7 +204,7 @@ def test_an_empty_comment_is_refused_beside_its_field(alice):
     run = finished_run(alice)
     response = client_for(alice).post(reverse("runs:comment", args=[run.pk]), {"text": "   "})
     assert response.status_code == 400
-    assert 'id="comment-error"' in response.content.decode()
+    assert 'id="comment-error"' in downloaded(response).decode()
     assert not Comment.objects.exists()
 
 
@@ -232,7 +232,7 @@ def test_metrics_table_shows_the_95_percent_ci_of_a_real_run(alice):
 
     # The interval, recomputed from the jobs the run exported: Student t with R-1 degrees of freedom,
     # cut at 0 (a wait is never negative: simengine.statistics).
-    per_replication = replication_mean_waits(owner.get(run_urls(run)["jobs.csv"]).content)
+    per_replication = replication_mean_waits(downloaded(owner.get(run_urls(run)["jobs.csv"])))
     assert len(per_replication) == 4
     expected_mean = float(np.mean(per_replication))
     half = stats.t.ppf(0.975, 3) * np.std(per_replication, ddof=1) / math.sqrt(4)
@@ -280,7 +280,7 @@ def test_segments_json_holds_every_segment_of_the_result(alice):
     t0, t1 = np.array(columns["t0"], float), np.array(columns["t1"], float)
     assert (np.diff(t0) >= 0).all() and (t1 >= t0).all()
     # The segments cover exactly the busy processor-seconds of replication 0's started jobs.
-    jobs = list(csv.DictReader(io.StringIO(client_for(alice).get(run_urls(run)["jobs.csv"]).content.decode())))
+    jobs = list(csv.DictReader(io.StringIO(downloaded(client_for(alice).get(run_urls(run)["jobs.csv"])).decode())))
     started = [j for j in jobs if j["replication"] == "0" and j["start"]]
     end = {j["job_id"]: float(j["end"] or "nan") for j in started}
     busy = sum(int(j["processors"]) * (end[j["job_id"]] - float(j["start"])) for j in started
@@ -309,9 +309,9 @@ def test_viewers_download_every_export(alice, carol):
         assert response["Content-Disposition"] == f'attachment; filename="run-{run.pk}-{kind}"'
 
     summary = run.summary
-    rows = list(csv.DictReader(io.StringIO(downloads["jobs.csv"].content.decode())))
+    rows = list(csv.DictReader(io.StringIO(downloaded(downloads["jobs.csv"]).decode())))
     assert len(rows) == summary["jobs"]
-    swf = tmp_swf(downloads["schedule.swf"].content)
+    swf = tmp_swf(downloaded(downloads["schedule.swf"]))
     assert len(read_swf(swf).jobs) == sum(1 for r in rows if r["replication"] == "0")
     scenario = simengine.load_scenario(json.loads(downloads["scenario.json"].content))
     assert simengine.scenario_hash(scenario) == run.scenario_hash
@@ -327,7 +327,7 @@ def test_schedule_swf_downloads_in_integer_seconds_or_the_precision_asked_for(al
 
     def times(response) -> list[str]:
         assert response.status_code == 200
-        return [line.split()[1] for line in response.content.decode().splitlines()
+        return [line.split()[1] for line in downloaded(response).decode().splitlines()
                 if line.strip() and not line.startswith(";")]
 
     assert all("." not in t for t in times(owner.get(url)))
@@ -352,7 +352,7 @@ def test_batsim_jobs_download_exact_by_default_or_at_the_precision_asked_for(ali
 
     def starts(response) -> list[float]:
         assert response.status_code == 200
-        return [float(r["starting_time"]) for r in csv.DictReader(io.StringIO(response.content.decode()))
+        return [float(r["starting_time"]) for r in csv.DictReader(io.StringIO(downloaded(response).decode()))
                 if r["starting_time"]]
 
     exact = starts(owner.get(url))
@@ -389,7 +389,7 @@ def test_compare_lists_exactly_the_scenario_paths_that_differ(alice):
     second = finished_run(alice, processors=24, seed=9)
     response = client_for(alice).get(reverse("runs:compare") + f"?runs={first.pk},{second.pk}")
     assert response.status_code == 200
-    page = response.content.decode()
+    page = downloaded(response).decode()
     paths = re.findall(r'<tr data-path="([^"]+)">', page)
     assert sorted(paths) == ["platform.clusters.0.processors", "run.seed"]
     diff_row = re.search(r'<tr data-path="platform.clusters.0.processors">(.*?)</tr>', page, re.S).group(1)
@@ -431,7 +431,7 @@ def test_failed_and_cancelled_runs_are_not_offered_for_compare_and_are_named_whe
     # Asked for by id, with one usable run: the picker, and a message naming the run left out.
     response = client.get(compare + f"?runs={first.pk},{cancelled.pk}")
     assert response.status_code == 200
-    page = response.content.decode()
+    page = downloaded(response).decode()
     notice = re.search(r'<p class="notice" id="compare-without-result">(.*?)</p>', page, re.S).group(1)
     assert f"#{cancelled.pk} stopped</a> (cancelled)" in notice and "without results" in notice
     assert picked(page) == sorted([first.pk, second.pk, waiting.pk])
@@ -440,7 +440,7 @@ def test_failed_and_cancelled_runs_are_not_offered_for_compare_and_are_named_whe
     # With two usable runs: they are compared, the failed one is named and not a column.
     response = client.get(compare + f"?runs={first.pk},{failed.pk},{second.pk}")
     assert response.status_code == 200
-    page = response.content.decode()
+    page = downloaded(response).decode()
     columns = [int(pk) for pk in re.findall(r'<th data-run="(\d+)">', page)]
     assert columns == [first.pk, second.pk]
     notice = re.search(r'<p class="notice" id="compare-without-result">(.*?)</p>', page, re.S).group(1)
@@ -448,7 +448,7 @@ def test_failed_and_cancelled_runs_are_not_offered_for_compare_and_are_named_whe
 
     # Only a cancelled run: a message and the picker, not an error.
     response = client.get(compare + f"?runs={cancelled.pk}")
-    assert response.status_code == 200 and 'id="compare-without-result"' in response.content.decode()
+    assert response.status_code == 200 and 'id="compare-without-result"' in downloaded(response).decode()
 
     # The gallery's cards of such runs have no compare box either.
     gallery = client.get(reverse("runs:gallery")).content.decode()
@@ -727,3 +727,50 @@ def test_a_breakdown_row_is_labelled_by_its_metric_and_group():
     # each keeps its base metric's domain: a rate's interval is cut at 0 and 1
     cells = {r.name: r.cells[0] for r in rows}
     assert cells["failure_rate.priority_high"].ci_low == 0.0 and cells["availability.c1"].ci_high == 1.0
+
+
+def test_a_download_is_streamed_gzip_compressed_when_taken_and_leaves_no_file_behind(alice):
+    """Exports are written once into a folder of their own and sent a chunk at a time (never whole in
+    memory), gzip-compressed for a client that accepts it; the folder goes once the response closed."""
+    import gzip
+    import tempfile
+    from pathlib import Path
+
+    run = finished_run(alice)
+    owner = client_for(alice)
+    url = run_urls(run)["jobs.csv"]
+    before = set(Path(tempfile.gettempdir()).glob("gridweb-export-*"))
+    plain = owner.get(url)
+    assert plain.streaming and int(plain["Content-Length"]) > 0 and "Content-Encoding" not in plain
+    text = downloaded(plain)
+    assert len(text) == int(plain["Content-Length"])
+    packed = owner.get(url, HTTP_ACCEPT_ENCODING="gzip, deflate")
+    assert packed["Content-Encoding"] == "gzip" and "Accept-Encoding" in packed["Vary"]
+    squeezed = downloaded(packed)
+    assert gzip.decompress(squeezed) == text
+    assert len(squeezed) < len(text) / 2, (len(squeezed), len(text))
+    api = owner.get(f"/api/runs/{run.pk}/jobs.csv", HTTP_ACCEPT_ENCODING="gzip")
+    assert gzip.decompress(downloaded(api)) == text
+    assert set(Path(tempfile.gettempdir()).glob("gridweb-export-*")) == before
+
+
+def test_under_asgi_a_download_streams_from_an_asynchronous_iterator(alice):
+    """Served by an ASGI server (daphne), a synchronous iterator would be read whole before the first
+    byte; the download gives it an asynchronous one, and the bytes are the same."""
+    from asgiref.sync import async_to_sync
+    from django.test import AsyncClient
+
+    run = finished_run(alice)
+    url = run_urls(run)["jobs.csv"]
+    expected = downloaded(client_for(alice).get(url))
+
+    async def fetch():
+        client = AsyncClient()
+        await client.aforce_login(alice)
+        response = await client.get(url)
+        assert response.streaming and response.is_async
+        body = b"".join([chunk async for chunk in response.streaming_content])
+        await response.aclose() if hasattr(response, "aclose") else response.close()
+        return body
+
+    assert async_to_sync(fetch)() == expected

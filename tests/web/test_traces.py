@@ -13,6 +13,7 @@ from gridweb.scenarios.traces import TraceInvalid, store_trace
 from gridweb.scenarios.validation import validate_spec
 from gridweb.sharing import Visibility
 from tests.conftest import ROOT
+from tests.web.conftest import downloaded
 
 pytestmark = pytest.mark.django_db
 
@@ -310,7 +311,7 @@ def test_a_replay_of_a_trace_with_users_offers_its_per_user_table(alice, django_
     assert "Jain&#x27;s index" in page and url in page
     body = owner.get(url)
     assert body.status_code == 200
-    rows = body.content.decode().splitlines()
+    rows = downloaded(body).decode().splitlines()
     assert rows[0] == "user,jobs,mean_wait,mean_bounded_slowdown" and [r.split(",")[0] for r in rows[1:]] == \
         ["1", "2", "3"]
     assert sum(int(r.split(",")[1]) for r in rows[1:]) == run.summary["metrics"]["jobs_measured"]["mean"]
@@ -318,7 +319,7 @@ def test_a_replay_of_a_trace_with_users_offers_its_per_user_table(alice, django_
     outsider.force_login(django_user_model.objects.create_user("eve", password="pw-eve-123"))
     assert outsider.get(url).status_code == 404 and Client().get(url).status_code == 404
     # schedule.swf keeps each job's user (SWF field 12; it was written -1)
-    swf = owner.get(reverse("runs:export", args=[run.pk, "schedule.swf"])).content.decode()
+    swf = downloaded(owner.get(reverse("runs:export", args=[run.pk, "schedule.swf"]))).decode()
     users = {int(f[0]): int(f[11]) for f in (line.split() for line in swf.splitlines()) if f and f[0] != ";"}
     given = {int(f[0]): int(f[11]) for f in (line.split() for line in lines[2:])}
     assert users == given and set(users.values()) == {1, 2, 3}
@@ -364,7 +365,41 @@ def test_a_batsim_run_on_the_site_keeps_the_workloads_names_and_batsims_walltime
     assert sorted(column["batsim_id"]) == sorted(by_id)
     assert all(by_id[i] == p for i, p in zip(column["batsim_id"], column["profile"]))
     body = owner.get(reverse("runs:export", args=[run.pk, "batsim_jobs.csv"]))
-    rows = list(csv.DictReader(io.StringIO(body.content.decode())))
+    rows = list(csv.DictReader(io.StringIO(downloaded(body).decode())))
     assert {r["job_id"]: r["profile"] for r in rows} == by_id
     reached = [r["job_id"] for r in rows if r["final_state"] == "COMPLETED_WALLTIME_REACHED"]
     assert reached and all(not i.endswith("-ok") for i in reached)  # (the workload's "-ok" jobs fit their walltime)
+
+
+def test_compare_says_when_runs_measured_different_jobs(alice, settings, tmp_path):
+    """A trace replayed on 32 and on 64 processors: the smaller cluster rejects the larger jobs, so the
+    two mean waits average different jobs; the compare page says so, with each run's count."""
+    import re
+
+    from django.urls import reverse
+
+    from gridweb.runs.execution import execute_run
+    from gridweb.runs.models import Run, Status
+    from gridweb.runs.services import create_run
+    from tests.web.conftest import client_for
+
+    settings.GRIDWEB_TRACE_DIR = tmp_path / "traces"
+    trace = store_trace(alice, upload("mixed.swf", swf_text(80, max_procs=64)))
+    runs = []
+    for processors in (32, 64, 64):
+        spec = {"name": f"on {processors}", "platform": {"clusters": [{"name": "c", "processors": processors}]},
+                "workload": {"streams": [{"kind": "trace", "name": "t", "target": "c", "path": trace.stored_name}]}}
+        run = create_run(alice, spec, dispatch_now=False)
+        assert execute_run(run.pk) == Status.DONE
+        runs.append(Run.objects.get(pk=run.pk))
+    small, big, again = runs
+    rejected = small.summary["job_counts"]["rejected"]
+    assert rejected > 0 and big.summary["job_counts"]["rejected"] == 0
+    page = downloaded(client_for(alice).get(reverse("runs:compare") + f"?runs={small.pk},{big.pk}")).decode()
+    notice = re.search(r'<p class="notice" id="compare-different-jobs">(.*?)</p>', page, re.S)
+    assert notice, "the page does not say the means average different jobs"
+    measured = [int(r.summary["metrics"]["jobs_measured"]["mean"]) for r in (small, big)]
+    assert f"#{small.pk}: {measured[0]:,} ({rejected:,} jobs rejected)" in notice.group(1)
+    assert f"#{big.pk}: {measured[1]:,}" in notice.group(1) and measured[0] < measured[1]
+    same = downloaded(client_for(alice).get(reverse("runs:compare") + f"?runs={big.pk},{again.pk}")).decode()
+    assert 'id="compare-different-jobs"' not in same
