@@ -9,7 +9,10 @@ of a download leaves (gridweb.runs.exports: the engine's writer into a file):
 
 * ``batsim_jobs.csv`` (``Result.write_batsim_jobs``), the file issue 38 found taking 23-27 s to its
   first byte at 111 MB;
-* ``jobs.csv`` (``Result.write_jobs_csv``) for scale.
+* ``jobs.csv`` (``Result.write_jobs_csv``) for scale;
+* ``first bytes``: the time until the site can send the first rows of ``batsim_jobs.csv`` (made a
+  slice at a time and streamed, ``simengine.batsim.batsim_csv``; a revision without it writes the
+  whole file first).
 
 With ``--peer REV`` (default 10d1bca, the commit before the Batsim writer worked on whole columns)
 the same is measured with that revision's code (a temporary git worktree, this checkout's
@@ -46,6 +49,16 @@ with tempfile.TemporaryDirectory() as tmp:
         t = time.perf_counter()
         write(Path(tmp) / name)
         out[name] = [time.perf_counter() - t, (Path(tmp) / name).stat().st_size]
+# the site's first bytes of batsim_jobs.csv: made as sent where the engine has batsim_csv, else written whole
+try:
+    from simengine.batsim import batsim_csv
+except ImportError:
+    out["first bytes"] = [out["batsim_jobs.csv"][0], 0]
+else:
+    t = time.perf_counter()
+    parts = batsim_csv(result)
+    first = next(parts) + next(parts)
+    out["first bytes"] = [time.perf_counter() - t, len(first)]
 print(json.dumps(out))
 """
 

@@ -20,6 +20,7 @@ them (its src/export.cpp, read, not copied):
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -57,11 +58,11 @@ def interval_sets(owner: np.ndarray, first: np.ndarray, count: np.ndarray, n: in
     opens[1:] = (who[1:] != who[:-1]) | (a[1:] > reach[:-1] + 1)
     at = np.flatnonzero(opens)
     lo, hi, whose = a[at], np.maximum.reduceat(b, at), who[at]
-    text = np.where(lo == hi, lo.astype(str), np.char.add(np.char.add(lo.astype(str), "-"), hi.astype(str)))
-    # (intervals come grouped by owner, in order: each owner's are one slice)
+    # (f-strings beat numpy's int-to-text conversion several times over here)
+    texts = [f"{x}" if x == y else f"{x}-{y}" for x, y in zip(lo.tolist(), hi.tolist())]
+    # intervals come grouped by owner, in order: each owner's are one slice
     cut = np.flatnonzero(whose[1:] != whose[:-1]) + 1
     bounds = np.concatenate([[0], cut, [len(whose)]]).tolist()
-    texts = text.tolist()
     for k, lo_i, hi_i in zip(whose[bounds[:-1]].tolist(), bounds[:-1], bounds[1:]):
         out[k] = texts[lo_i] if hi_i == lo_i + 1 else " ".join(texts[lo_i:hi_i])
     return out
@@ -149,11 +150,20 @@ def _csv_field(texts: list[str]) -> np.ndarray:
     return strings_text(texts)
 
 
-def write_batsim_jobs(result, path: str | Path, precision: int | None = None) -> None:
-    """``_jobs.csv`` of ``result`` (:func:`batsim_columns`, times at ``precision`` decimals), its
-    columns turned into text whole (simengine.text_columns), not row by row."""
+def batsim_csv(result, precision: int | None = None, rows: int = 100_000) -> Iterator[bytes]:
+    """``_jobs.csv`` of ``result`` as bytes: the header, then ``rows`` rows at a time (the columns
+    are computed once, :func:`batsim_columns`, and turned into text a slice at a time, so the first
+    bytes of a big file leave early: a download streams them)."""
     columns = batsim_columns(result, precision)
+    yield (",".join(COLUMNS) + "\n").encode("utf-8")
+    n = len(columns["job_id"])
+    for a in range(0, n, rows):
+        part = [v[a:a + rows] for v in columns.values()]
+        yield csv_bytes([_csv_field(v) if isinstance(v, list) else column_text(v) for v in part])
+
+
+def write_batsim_jobs(result, path: str | Path, precision: int | None = None) -> None:
+    """``_jobs.csv`` of ``result`` (:func:`batsim_csv`, times at ``precision`` decimals)."""
     with open(path, "wb") as fh:
-        fh.write((",".join(COLUMNS) + "\n").encode("utf-8"))
-        if len(columns["job_id"]):
-            fh.write(csv_bytes([_csv_field(v) if isinstance(v, list) else column_text(v) for v in columns.values()]))
+        for chunk in batsim_csv(result, precision):
+            fh.write(chunk)

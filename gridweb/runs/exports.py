@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from simengine.gantt import KIND_NAMES, SEGMENT_COLUMNS, segment_jobs
+from simengine.batsim import batsim_csv
 from simengine.results import Metric, Result
 
 from . import result_store
@@ -119,6 +120,17 @@ def job_arrays(run: Run) -> tuple[dict[str, np.ndarray], list[str]]:
     return jobs, [c["name"] for c in clusters]
 
 
+def _packed(parts, gzip: bool):
+    """``parts`` (bytes) as they come, gzip-compressed on the way when ``gzip``."""
+    packer = zlib.compressobj(1, zlib.DEFLATED, 31) if gzip else None  # (level 1: CSV still shrinks 5-8x)
+    for part in parts:
+        part = packer.compress(part) if packer else part
+        if part:
+            yield part
+    if packer:
+        yield packer.flush()
+
+
 class Written:
     """A file the engine's writer produced in a temporary folder of its own, to be sent a chunk at a
     time (never whole in memory) and removed once sent (:func:`download`); ``read()`` gives its bytes."""
@@ -134,33 +146,54 @@ class Written:
             self.close()
             raise
 
+    @property
+    def size(self) -> int:
+        return self.path.stat().st_size
+
     def read(self) -> bytes:
         try:
             return self.path.read_bytes()
         finally:
             self.close()
 
+    def _parts(self):
+        with open(self.path, "rb") as fh:
+            while part := fh.read(self.CHUNK):
+                yield part
+
     def chunks(self, gzip: bool):
         """The file's bytes a chunk at a time, gzip-compressed on the way when ``gzip``."""
-        packer = zlib.compressobj(1, zlib.DEFLATED, 31) if gzip else None  # (level 1: CSV still shrinks 5-8x)
-        with open(self.path, "rb") as fh:
-            while chunk := fh.read(self.CHUNK):
-                chunk = packer.compress(chunk) if packer else chunk
-                if chunk:
-                    yield chunk
-        if packer:
-            yield packer.flush()
+        return _packed(self._parts(), gzip)
 
     def close(self) -> None:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-class _AsyncChunks:
-    """:meth:`Written.chunks` for an ASGI server: each chunk is read and packed off the event loop
-    (a synchronous iterator would be read whole into memory before the first byte left)."""
+class Generated:
+    """An export the engine makes a slice at a time (``simengine.batsim.batsim_csv``): streamed as it
+    is made, so the first bytes of a big file leave before its last are made; no file, no size."""
 
-    def __init__(self, written: Written, gzip: bool):
-        self.written, self.sync = written, written.chunks(gzip)
+    size = None
+
+    def __init__(self, parts):
+        self.parts = parts
+
+    def read(self) -> bytes:
+        return b"".join(self.parts)
+
+    def chunks(self, gzip: bool):
+        return _packed(self.parts, gzip)
+
+    def close(self) -> None:
+        getattr(self.parts, "close", lambda: None)()
+
+
+class _AsyncChunks:
+    """A body's chunks for an ASGI server: each one made (read, packed) off the event loop (a
+    synchronous iterator would be read whole into memory before the first byte left)."""
+
+    def __init__(self, body: Written | Generated, gzip: bool):
+        self.body, self.sync = body, body.chunks(gzip)
 
     async def __aiter__(self):
         from asgiref.sync import sync_to_async
@@ -171,12 +204,27 @@ class _AsyncChunks:
 
     def close(self) -> None:
         self.sync.close()
-        self.written.close()
+        self.body.close()
 
 
-def download(request, body: bytes | Written, content_type: str, filename: str):
-    """The response that sends an export: bytes as they are; a written file streamed, gzip-compressed
-    when the client accepts it (the browser stores it uncompressed), its folder removed at the end."""
+class _SyncChunks:
+    """A body's chunks for a WSGI server (and Django's test client)."""
+
+    def __init__(self, body: Written | Generated, gzip: bool):
+        self.body, self.sync = body, body.chunks(gzip)
+
+    def __iter__(self):
+        return self.sync
+
+    def close(self) -> None:
+        self.sync.close()
+        self.body.close()
+
+
+def download(request, body: bytes | Written | Generated, content_type: str, filename: str):
+    """The response that sends an export: bytes as they are; a written file or a generated one
+    streamed, gzip-compressed when the client accepts it (the browser stores it uncompressed), what
+    it held removed at the end."""
     from django.core.handlers.asgi import ASGIRequest
     from django.http import HttpResponse, StreamingHttpResponse
     from django.utils.cache import patch_vary_headers
@@ -186,31 +234,15 @@ def download(request, body: bytes | Written, content_type: str, filename: str):
         response = HttpResponse(body, content_type=content_type)
     else:
         gzip = "gzip" in request.headers.get("Accept-Encoding", "")
-        if isinstance(request, ASGIRequest):
-            response = StreamingHttpResponse(_AsyncChunks(body, gzip), content_type=content_type)
-        else:
-            response = StreamingHttpResponse(_SyncChunks(body, gzip), content_type=content_type)
+        chunks = (_AsyncChunks if isinstance(request, ASGIRequest) else _SyncChunks)(body, gzip)
+        response = StreamingHttpResponse(chunks, content_type=content_type)
         patch_vary_headers(response, ("Accept-Encoding",))
         if gzip:
             response["Content-Encoding"] = "gzip"
-        else:
-            response["Content-Length"] = str(body.path.stat().st_size)
+        elif body.size is not None:
+            response["Content-Length"] = str(body.size)
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
     return response
-
-
-class _SyncChunks:
-    """:meth:`Written.chunks` for a WSGI server (and Django's test client)."""
-
-    def __init__(self, written: Written, gzip: bool):
-        self.written, self.sync = written, written.chunks(gzip)
-
-    def __iter__(self):
-        return self.sync
-
-    def close(self) -> None:
-        self.sync.close()
-        self.written.close()
 
 
 def _written(write: Callable[[Path], None], name: str) -> Written:
@@ -235,11 +267,10 @@ def schedule_swf(run: Run, precision: int | None = 0) -> Written:
     return _written(lambda path: result.write_swf(path, precision), "schedule.swf")
 
 
-def batsim_jobs_csv(run: Run, precision: int | None = None) -> Written:
+def batsim_jobs_csv(run: Run, precision: int | None = None) -> Generated:
     """``batsim_jobs.csv``: replication 0's finished and rejected jobs as Batsim's ``_jobs.csv``
-    (evalys reads it), times at ``precision`` decimals (None: exact, as simulated)."""
-    result = result_of(run)
-    return _written(lambda path: result.write_batsim_jobs(path, precision), "batsim_jobs.csv")
+    (evalys reads it), times at ``precision`` decimals (None: exact, as simulated); made as it is sent."""
+    return Generated(batsim_csv(result_of(run), precision))
 
 
 def users_csv(run: Run) -> Written:

@@ -774,3 +774,21 @@ def test_under_asgi_a_download_streams_from_an_asynchronous_iterator(alice):
         return body
 
     assert async_to_sync(fetch)() == expected
+
+
+def test_batsim_jobs_are_made_as_they_are_sent_and_equal_the_engines_file(alice, tmp_path):
+    """The Batsim file streams slice by slice as the engine makes it (no file, no length), plain or
+    gzip-compressed, with the bytes of the engine's own writer."""
+    import gzip
+
+    from gridweb.runs.exports import result_of
+
+    run = finished_run(alice)
+    result_of(run).write_batsim_jobs(tmp_path / "engine.csv")
+    expected = (tmp_path / "engine.csv").read_bytes()
+    owner = client_for(alice)
+    plain = owner.get(run_urls(run)["batsim_jobs.csv"])
+    assert plain.streaming and "Content-Length" not in plain
+    assert downloaded(plain) == expected
+    packed = owner.get(run_urls(run)["batsim_jobs.csv"], HTTP_ACCEPT_ENCODING="gzip")
+    assert gzip.decompress(downloaded(packed)) == expected
