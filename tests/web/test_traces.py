@@ -45,6 +45,17 @@ def upload(name: str, content: bytes | str) -> SimpleUploadedFile:
     return SimpleUploadedFile(name, content.encode() if isinstance(content, str) else content)
 
 
+def done_run(owner, spec: dict):
+    """``spec`` run to its end by the embedded worker's code (no dispatch), as stored afterwards."""
+    from gridweb.runs.execution import execute_run
+    from gridweb.runs.models import Run, Status
+    from gridweb.runs.services import create_run
+
+    run = create_run(owner, spec, dispatch_now=False)
+    assert execute_run(run.pk) == Status.DONE
+    return Run.objects.get(pk=run.pk)
+
+
 def test_swf_upload_counts_jobs_and_keeps_the_bytes(alice):
     text = swf_text(25, max_procs=48)
 
@@ -288,7 +299,7 @@ def test_a_replay_of_a_trace_with_users_offers_its_per_user_table(alice, django_
     from django.urls import reverse
 
     from gridweb.runs.execution import execute_run
-    from gridweb.runs.models import Run, Status
+    from gridweb.runs.models import Status
     from gridweb.runs.services import create_run
 
     settings.GRIDWEB_TRACE_DIR = tmp_path / "traces"
@@ -301,9 +312,7 @@ def test_a_replay_of_a_trace_with_users_offers_its_per_user_table(alice, django_
     spec = {"name": "users", "platform": {"clusters": [{"name": "c", "processors": 16,
                                                         "scheduler": {"name": "easy"}}]},
             "workload": {"streams": [{"kind": "trace", "name": "t", "target": "c", "path": trace.stored_name}]}}
-    run = create_run(alice, spec, dispatch_now=False)
-    assert execute_run(run.pk) == Status.DONE
-    run = Run.objects.get(pk=run.pk)
+    run = done_run(alice, spec)
     owner = Client()
     owner.force_login(alice)
     page = owner.get(reverse("runs:run", args=[run.pk])).content.decode()
@@ -344,9 +353,6 @@ def test_a_batsim_run_on_the_site_keeps_the_workloads_names_and_batsims_walltime
     from django.test import Client
     from django.urls import reverse
 
-    from gridweb.runs.execution import execute_run
-    from gridweb.runs.models import Run, Status
-    from gridweb.runs.services import create_run
 
     settings.GRIDWEB_TRACE_DIR = tmp_path / "traces"
     path = ROOT / "tests" / "data" / "batsim-v5" / "test_compo_sequence_delay.json"
@@ -354,9 +360,7 @@ def test_a_batsim_run_on_the_site_keeps_the_workloads_names_and_batsims_walltime
     trace = store_trace(alice, upload("compo.json", path.read_bytes()))
     spec = {"name": "compo", "platform": {"clusters": [{"name": "c", "processors": doc["nb_res"]}]},
             "workload": {"streams": [{"kind": "trace", "name": "w0", "target": "c", "path": trace.stored_name}]}}
-    run = create_run(alice, spec, dispatch_now=False)
-    assert execute_run(run.pk) == Status.DONE
-    run = Run.objects.get(pk=run.pk)
+    run = done_run(alice, spec)
     owner = Client()
     owner.force_login(alice)
     table = owner.get(reverse("runs:jobs", args=[run.pk]), {"limit": 100}).json()
@@ -378,9 +382,6 @@ def test_compare_says_when_runs_measured_different_jobs(alice, settings, tmp_pat
 
     from django.urls import reverse
 
-    from gridweb.runs.execution import execute_run
-    from gridweb.runs.models import Run, Status
-    from gridweb.runs.services import create_run
     from tests.web.conftest import client_for
 
     settings.GRIDWEB_TRACE_DIR = tmp_path / "traces"
@@ -389,9 +390,7 @@ def test_compare_says_when_runs_measured_different_jobs(alice, settings, tmp_pat
     for processors in (32, 64, 64):
         spec = {"name": f"on {processors}", "platform": {"clusters": [{"name": "c", "processors": processors}]},
                 "workload": {"streams": [{"kind": "trace", "name": "t", "target": "c", "path": trace.stored_name}]}}
-        run = create_run(alice, spec, dispatch_now=False)
-        assert execute_run(run.pk) == Status.DONE
-        runs.append(Run.objects.get(pk=run.pk))
+        runs.append(done_run(alice, spec))
     small, big, again = runs
     rejected = small.summary["job_counts"]["rejected"]
     assert rejected > 0 and big.summary["job_counts"]["rejected"] == 0
