@@ -19,6 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from asgiref.sync import sync_to_async
+from django.core.handlers.asgi import ASGIRequest
+from django.http import HttpResponse, StreamingHttpResponse
+from django.utils.cache import patch_vary_headers
 
 from simengine.gantt import KIND_NAMES, SEGMENT_COLUMNS, segment_jobs
 from simengine.batsim import batsim_csv
@@ -196,8 +200,6 @@ class _AsyncChunks:
         self.body, self.sync = body, body.chunks(gzip)
 
     async def __aiter__(self):
-        from asgiref.sync import sync_to_async
-
         done = object()
         while (chunk := await sync_to_async(next, thread_sensitive=False)(self.sync, done)) is not done:
             yield chunk
@@ -225,10 +227,6 @@ def download(request, body: bytes | Written | Generated, content_type: str, file
     """The response that sends an export: bytes as they are; a written file or a generated one
     streamed, gzip-compressed when the client accepts it (the browser stores it uncompressed), what
     it held removed at the end."""
-    from django.core.handlers.asgi import ASGIRequest
-    from django.http import HttpResponse, StreamingHttpResponse
-    from django.utils.cache import patch_vary_headers
-
     request = getattr(request, "_request", request)  # (a REST framework request wraps Django's)
     if isinstance(body, bytes):
         response = HttpResponse(body, content_type=content_type)
