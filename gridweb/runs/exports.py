@@ -137,7 +137,7 @@ def _packed(parts, gzip: bool):
 
 class Written:
     """A file the engine's writer produced in a temporary folder of its own, to be sent a chunk at a
-    time (never whole in memory) and removed once sent (:func:`download`); ``read()`` gives its bytes."""
+    time (never whole in memory) and removed once sent (:func:`download`)."""
 
     CHUNK = 1 << 20
 
@@ -153,12 +153,6 @@ class Written:
     @property
     def size(self) -> int:
         return self.path.stat().st_size
-
-    def read(self) -> bytes:
-        try:
-            return self.path.read_bytes()
-        finally:
-            self.close()
 
     def _parts(self):
         with open(self.path, "rb") as fh:
@@ -182,9 +176,6 @@ class Generated:
     def __init__(self, parts):
         self.parts = parts
 
-    def read(self) -> bytes:
-        return b"".join(self.parts)
-
     def chunks(self, gzip: bool):
         return _packed(self.parts, gzip)
 
@@ -192,35 +183,32 @@ class Generated:
         getattr(self.parts, "close", lambda: None)()
 
 
-class _AsyncChunks:
-    """A body's chunks for an ASGI server: each one made (read, packed) off the event loop (a
-    synchronous iterator would be read whole into memory before the first byte left)."""
+class _Chunks:
+    """A body's chunks (packed as asked) and, once the response is closed, the body let go."""
 
     def __init__(self, body: Written | Generated, gzip: bool):
         self.body, self.sync = body, body.chunks(gzip)
+
+    def close(self) -> None:
+        self.sync.close()
+        self.body.close()
+
+
+class _SyncChunks(_Chunks):
+    """For a WSGI server (and Django's test client)."""
+
+    def __iter__(self):
+        return self.sync
+
+
+class _AsyncChunks(_Chunks):
+    """For an ASGI server: each chunk made (read, packed) off the event loop (a synchronous iterator
+    would be read whole into memory before the first byte left). No ``__iter__``: Django would take it."""
 
     async def __aiter__(self):
         done = object()
         while (chunk := await sync_to_async(next, thread_sensitive=False)(self.sync, done)) is not done:
             yield chunk
-
-    def close(self) -> None:
-        self.sync.close()
-        self.body.close()
-
-
-class _SyncChunks:
-    """A body's chunks for a WSGI server (and Django's test client)."""
-
-    def __init__(self, body: Written | Generated, gzip: bool):
-        self.body, self.sync = body, body.chunks(gzip)
-
-    def __iter__(self):
-        return self.sync
-
-    def close(self) -> None:
-        self.sync.close()
-        self.body.close()
 
 
 def download(request, body: bytes | Written | Generated, content_type: str, filename: str):
@@ -243,26 +231,21 @@ def download(request, body: bytes | Written | Generated, content_type: str, file
     return response
 
 
-def _written(write: Callable[[Path], None], name: str) -> Written:
-    """The file the engine's writer ``write(path)`` produces (its writers take paths), to stream."""
-    return Written(write, name)
-
-
 def jobs_csv(run: Run) -> Written:
     """``jobs.csv``: one row per job and replication (docs/output.md, "jobs")."""
-    return _written(result_of(run).write_jobs_csv, "jobs.csv")
+    return Written(result_of(run).write_jobs_csv, "jobs.csv")
 
 
 def segments_csv(run: Run) -> Written:
     """``segments.csv``: the Gantt rows of replication 0 with cluster names, job ids, kind names."""
-    return _written(result_of(run).write_segments_csv, "segments.csv")
+    return Written(result_of(run).write_segments_csv, "segments.csv")
 
 
 def schedule_swf(run: Run, precision: int | None = 0) -> Written:
     """``schedule.swf``: the simulated schedule of replication 0 in SWF 2.2, times at
     ``precision`` decimals (0: integer seconds, as SWF readers expect; None: exact)."""
     result = result_of(run)
-    return _written(lambda path: result.write_swf(path, precision), "schedule.swf")
+    return Written(lambda path: result.write_swf(path, precision), "schedule.swf")
 
 
 def batsim_jobs_csv(run: Run, precision: int | None = None) -> Generated:
@@ -277,7 +260,7 @@ def users_csv(run: Run) -> Written:
     result = result_of(run)
     if result.users() is None:
         raise ExportUnavailable(f"Run {run.pk}'s jobs carry no users (only traces that name them do).")
-    return _written(result.write_users_csv, "users.csv")
+    return Written(result.write_users_csv, "users.csv")
 
 
 #: the exports that take a ``precision`` query parameter, and its default: SWF readers expect

@@ -131,7 +131,6 @@ def gantt_config(run: Run) -> dict[str, Any]:
         "kinds": list(KIND_NAMES),
         **stream_labels(run),
         "segmentsCount": run.segments_count,
-        "startedAt": run.started_at.isoformat() if run.started_at else None,
         "progress": run.progress,
         "simTime": run.sim_time,
     }
